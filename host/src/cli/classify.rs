@@ -1,0 +1,193 @@
+//! `failover classify`: provider errors in, verdicts out.
+//!
+//! Reads JSON Lines (stdin or a file), one error per line in the form
+//! [`ProviderError::from_json`] documents, and writes one JSON verdict per
+//! non-blank line, in order. A bad line gets an error on stderr naming its
+//! number and `{"error": "...", "line": N}` on stdout in its place; the rest
+//! still run and the exit status is 1. The one-off form takes the error from
+//! flags instead: `failover classify --status 429 --message "..."`.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+use serde_json::json;
+
+use super::lines::{Line, LineReader};
+use super::{EXIT_SETUP, EXIT_SOME_FAILED};
+use crate::policy::Policy;
+use crate::provider_error::ProviderError;
+
+/// Longest input line accepted. Messages themselves are cut to
+/// [`crate::policy::MAX_MESSAGE_BYTES`] before matching, so this only bounds what is held
+/// in memory while one line is parsed: a 1 MiB message JSON-escaped, nested
+/// a few levels, fits with room to spare.
+const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+#[derive(Debug, clap::Args)]
+pub struct ClassifyArgs {
+    /// JSON Lines file to read; stdin when absent or `-`.
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
+
+    /// Clock for HTTP-date `retry-after` values, in ms since the Unix epoch
+    /// (default: now).
+    #[arg(long, value_name = "MS")]
+    now: Option<u64>,
+
+    /// One-off form: the HTTP status.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(100..=599))]
+    status: Option<u16>,
+
+    /// One-off form: the provider (`openai`, `openrouter`, ...).
+    #[arg(long)]
+    provider: Option<String>,
+
+    /// One-off form: the symbolic code (`ETIMEDOUT`, `rate_limit_exceeded`, ...).
+    #[arg(long)]
+    code: Option<String>,
+
+    /// One-off form: the message, or a raw JSON error body.
+    #[arg(long)]
+    message: Option<String>,
+
+    /// One-off form: a response header, `Name: value`; repeatable.
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+}
+
+impl ClassifyArgs {
+    fn is_one_off(&self) -> bool {
+        self.status.is_some()
+            || self.provider.is_some()
+            || self.code.is_some()
+            || self.message.is_some()
+            || !self.headers.is_empty()
+    }
+
+    fn one_off_error(&self) -> anyhow::Result<ProviderError> {
+        let mut error = ProviderError {
+            provider: self.provider.clone(),
+            status: self.status,
+            code: self.code.clone(),
+            message: self.message.clone().unwrap_or_default(),
+            ..ProviderError::default()
+        };
+        for header in &self.headers {
+            let Some((name, value)) = header.split_once(':') else {
+                bail!("--header {header:?} is not of the form `Name: value`");
+            };
+            error
+                .headers
+                .push((name.trim().to_owned(), value.trim().to_owned()));
+        }
+        Ok(error)
+    }
+}
+
+pub fn run(policy: &Policy, args: ClassifyArgs) -> anyhow::Result<ExitCode> {
+    let now_ms = args.now.unwrap_or_else(now_ms);
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+
+    if args.is_one_off() {
+        if args.file.is_some() {
+            bail!("give either a FILE or the one-off flags (--status, --message, ...), not both");
+        }
+        let verdict = policy.classify(&args.one_off_error()?, now_ms)?;
+        writeln!(out, "{}", serde_json::to_string(&verdict)?)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let input: Box<dyn BufRead> = match args.file.as_deref() {
+        None => Box::new(io::stdin().lock()),
+        Some(path) if path.as_os_str() == "-" => Box::new(io::stdin().lock()),
+        Some(path) => Box::new(BufReader::new(
+            File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
+        )),
+    };
+    let source = args
+        .file
+        .as_deref()
+        .filter(|p| p.as_os_str() != "-")
+        .map_or_else(|| "stdin".to_owned(), |p| p.display().to_string());
+
+    match classify_lines(policy, input, &mut out, now_ms) {
+        Ok(0) => Ok(ExitCode::SUCCESS),
+        Ok(failed) => {
+            eprintln!("failover classify: {failed} line(s) of {source} could not be classified");
+            Ok(ExitCode::from(EXIT_SOME_FAILED))
+        }
+        // Whoever reads our output stopped reading; there is no one to tell.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(e)
+            .context(format!("reading {source}"))
+            .map(|()| ExitCode::from(EXIT_SETUP)),
+    }
+}
+
+/// Classifies every line; returns how many failed.
+fn classify_lines(
+    policy: &Policy,
+    input: impl BufRead,
+    out: &mut impl Write,
+    now_ms: u64,
+) -> io::Result<usize> {
+    let mut reader = LineReader::new(input, MAX_LINE_BYTES);
+    let mut buf = Vec::new();
+    let mut failed = 0;
+    while let Some(line) = reader.next_line(&mut buf)? {
+        let number = reader.number();
+        let result = match line {
+            Line::TooLong => Err(format!("line is longer than {MAX_LINE_BYTES} bytes")),
+            Line::Bytes => match parse_line(&buf, number) {
+                Ok(None) => continue,
+                Ok(Some(error)) => policy.classify(&error, now_ms).map_err(|e| e.to_string()),
+                Err(message) => Err(message),
+            },
+        };
+        match result {
+            Ok(verdict) => {
+                serde_json::to_writer(&mut *out, &verdict)?;
+                out.write_all(b"\n")?;
+            }
+            Err(message) => {
+                failed += 1;
+                eprintln!("failover classify: line {number}: {message}");
+                serde_json::to_writer(&mut *out, &json!({ "error": message, "line": number }))?;
+                out.write_all(b"\n")?;
+            }
+        }
+        out.flush()?;
+    }
+    Ok(failed)
+}
+
+/// `Ok(None)` for a blank line.
+fn parse_line(bytes: &[u8], number: usize) -> Result<Option<ProviderError>, String> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| format!("not valid UTF-8 (bad byte at offset {})", e.valid_up_to()))?;
+    // A byte-order mark some editors put at the start of a file.
+    let text = if number == 1 {
+        text.trim_start_matches('\u{feff}')
+    } else {
+        text
+    };
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    ProviderError::from_json_str(text)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}

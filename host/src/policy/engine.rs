@@ -1,0 +1,71 @@
+//! The one wasmtime engine a process runs policies on.
+//!
+//! Configured for sandboxing: fuel metering, epoch interruption (a thread
+//! advances the epoch every [`EPOCH_TICK`]), and no WASI anywhere.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+use super::error::PolicyError;
+use super::limits::EPOCH_TICK;
+
+/// A compiled-code cache and the settings every policy runs under. Cheap to
+/// clone; the epoch thread stops when the last clone is dropped.
+#[derive(Clone)]
+pub struct PolicyEngine {
+    inner: Arc<EngineInner>,
+}
+
+struct EngineInner {
+    engine: wasmtime::Engine,
+    stop_ticker: Arc<AtomicBool>,
+}
+
+impl Drop for EngineInner {
+    fn drop(&mut self) {
+        self.stop_ticker.store(true, Ordering::Relaxed);
+    }
+}
+
+impl PolicyEngine {
+    /// Creates the engine and starts its epoch thread.
+    pub fn new() -> Result<Self, PolicyError> {
+        let mut config = wasmtime::Config::new();
+        config.consume_fuel(true);
+        config.epoch_interruption(true);
+        config.wasm_component_model(true);
+        let engine = wasmtime::Engine::new(&config).map_err(PolicyError::engine)?;
+        let stop_ticker = Arc::new(AtomicBool::new(false));
+        let weak = engine.weak();
+        let stop = Arc::clone(&stop_ticker);
+        thread::Builder::new()
+            .name("failover-epoch".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    thread::sleep(EPOCH_TICK);
+                    match weak.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })
+            .map_err(|e| PolicyError::Engine(format!("cannot start the epoch thread: {e}")))?;
+        Ok(PolicyEngine {
+            inner: Arc::new(EngineInner {
+                engine,
+                stop_ticker,
+            }),
+        })
+    }
+
+    pub(crate) fn wasmtime(&self) -> &wasmtime::Engine {
+        &self.inner.engine
+    }
+}
+
+impl std::fmt::Debug for PolicyEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyEngine").finish_non_exhaustive()
+    }
+}

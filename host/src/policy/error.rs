@@ -1,0 +1,66 @@
+//! What can go wrong loading or running a policy module.
+
+/// A policy module was refused or a call into it failed. The host stays up
+/// in every case; messages never contain input text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// The wasmtime engine could not be set up.
+    #[error("policy engine: {0}")]
+    Engine(String),
+    /// The bytes are not a valid WebAssembly component.
+    #[error("not a valid policy component: {0}")]
+    Compile(String),
+    /// The module imports something the contract does not provide (WASI,
+    /// say). A policy must be a pure function of its inputs.
+    #[error("the module imports {}, which the {contract} world does not provide; a policy may import nothing", .imports.join(", "))]
+    ForeignImports {
+        imports: Vec<String>,
+        contract: &'static str,
+    },
+    /// The module was built for another version of the contract.
+    #[error("the module was built for {found}, but this host runs {expected}")]
+    ContractMismatch {
+        found: String,
+        expected: &'static str,
+    },
+    /// The module lacks an export the contract requires.
+    #[error("the module does not export {0}")]
+    MissingExport(String),
+    /// The module trapped, ran out of fuel or memory, or hit the deadline.
+    /// The instance is discarded; the next call gets a fresh one.
+    #[error("the policy module failed during `{call}`: {kind}")]
+    Trap { call: &'static str, kind: TrapKind },
+    /// The module returned something the host refuses to act on.
+    #[error("the policy module returned an invalid decision from `{call}`: {problem}")]
+    InvalidOutput { call: &'static str, problem: String },
+}
+
+/// Why a call into a policy module stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TrapKind {
+    #[error("it ran out of fuel (the per-call budget)")]
+    OutOfFuel,
+    #[error("it ran past the wall-clock deadline")]
+    Deadline,
+    #[error("it exhausted its stack")]
+    StackOverflow,
+    #[error("it trapped: {0}")]
+    Other(String),
+}
+
+impl PolicyError {
+    pub(crate) fn engine(error: wasmtime::Error) -> Self {
+        PolicyError::Engine(format!("{error:#}"))
+    }
+
+    pub(crate) fn trap(call: &'static str, error: &wasmtime::Error) -> Self {
+        let kind = match error.downcast_ref::<wasmtime::Trap>() {
+            Some(wasmtime::Trap::OutOfFuel) => TrapKind::OutOfFuel,
+            Some(wasmtime::Trap::Interrupt) => TrapKind::Deadline,
+            Some(wasmtime::Trap::StackOverflow) => TrapKind::StackOverflow,
+            Some(other) => TrapKind::Other(other.to_string()),
+            None => TrapKind::Other(format!("{error:#}")),
+        };
+        PolicyError::Trap { call, kind }
+    }
+}

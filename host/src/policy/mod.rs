@@ -1,0 +1,21 @@
+//! Running policy modules: a narrow wrapper over wasmtime.
+//!
+//! The rest of the host sees [`PolicyEngine`] (one per process), [`Policy`]
+//! (a checked module with warm instances), [`PolicyVersion`] and [`Limits`] —
+//! never a raw wasmtime type.
+
+mod bindings;
+mod engine;
+mod error;
+mod limits;
+mod module;
+
+pub use bindings::{CONTRACT, CONTRACT_VERSION};
+pub use engine::PolicyEngine;
+pub use error::{PolicyError, TrapKind};
+pub use limits::*;
+pub use module::{Policy, PolicyStats, PolicyVersion, MAX_RETRY_AFTER_MS};
+
+/// The default policy component, built from `policy-guest` by the build
+/// script and embedded so the binary needs no files at run time.
+pub const DEFAULT_POLICY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/default-policy.wasm"));

@@ -1,0 +1,177 @@
+//! Flattening a nested [`ProviderError`] into what the policy reads.
+//!
+//! WIT has no recursive types, so the tree becomes a list in depth-first
+//! order — a level, then its `error`, then its `cause` — each with its depth.
+//! The walk uses an explicit stack (no recursion) and stops at
+//! [`Limits::max_levels`]; text is cut to the limits before it reaches the
+//! guest, always at a character boundary.
+
+use crate::policy::Limits;
+use crate::provider_error::ProviderError;
+
+/// One level, cut to the limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlatLevel {
+    pub depth: u32,
+    pub status: Option<u16>,
+    pub code: Option<String>,
+    pub message: String,
+    pub headers: Vec<(String, String)>,
+}
+
+/// A whole error, flattened and cut.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlatReport {
+    /// The outermost provider named anywhere in the tree.
+    pub provider: Option<String>,
+    /// Never empty: an error with nothing in it is one empty level.
+    pub levels: Vec<FlatLevel>,
+    pub now_ms: u64,
+    /// Whether anything was cut or dropped to fit the limits.
+    pub truncated: bool,
+}
+
+/// Flattens `error` depth-first and cuts it to `limits`.
+pub fn flatten(error: &ProviderError, now_ms: u64, limits: &Limits) -> FlatReport {
+    let mut levels = Vec::new();
+    let mut provider = None;
+    let mut truncated = false;
+    let mut stack: Vec<(&ProviderError, u32)> = vec![(error, 0)];
+    while let Some((level, depth)) = stack.pop() {
+        if levels.len() == limits.max_levels.max(1) {
+            truncated = true;
+            break;
+        }
+        if provider.is_none() {
+            provider = level
+                .provider
+                .as_deref()
+                .map(|p| cut(p, limits.max_short_text_bytes, &mut truncated));
+        }
+        levels.push(FlatLevel {
+            depth,
+            status: level.status,
+            code: level
+                .code
+                .as_deref()
+                .map(|c| cut(c, limits.max_short_text_bytes, &mut truncated)),
+            message: cut(&level.message, limits.max_message_bytes, &mut truncated),
+            headers: cut_headers(&level.headers, limits, &mut truncated),
+        });
+        // Pushed in reverse so that `error` is read before `cause`.
+        if let Some(cause) = &level.cause {
+            stack.push((cause, depth.saturating_add(1)));
+        }
+        if let Some(inner) = &level.error {
+            stack.push((inner, depth.saturating_add(1)));
+        }
+    }
+    FlatReport {
+        provider,
+        levels,
+        now_ms,
+        truncated,
+    }
+}
+
+fn cut_headers(
+    headers: &[(String, String)],
+    limits: &Limits,
+    truncated: &mut bool,
+) -> Vec<(String, String)> {
+    if headers.len() > limits.max_headers {
+        *truncated = true;
+    }
+    headers
+        .iter()
+        .take(limits.max_headers)
+        .map(|(name, value)| {
+            (
+                cut(name, limits.max_short_text_bytes, truncated),
+                cut(value, limits.max_short_text_bytes, truncated),
+            )
+        })
+        .collect()
+}
+
+/// The longest prefix of `text` within `max` bytes that ends on a character
+/// boundary.
+fn cut(text: &str, max: usize, truncated: &mut bool) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    *truncated = true;
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_first_error_before_cause() {
+        let mut root = ProviderError::message("root").with_cause(
+            ProviderError::message("cause").with_cause(ProviderError::message("cause.cause")),
+        );
+        root.error = Some(Box::new(
+            ProviderError::message("error").with_provider("openrouter"),
+        ));
+        let flat = flatten(&root, 7, &Limits::default());
+        let order: Vec<_> = flat
+            .levels
+            .iter()
+            .map(|l| (l.message.as_str(), l.depth))
+            .collect();
+        assert_eq!(
+            order,
+            [("root", 0), ("error", 1), ("cause", 1), ("cause.cause", 2)]
+        );
+        assert_eq!(flat.provider.as_deref(), Some("openrouter"));
+        assert_eq!(flat.now_ms, 7);
+        assert!(!flat.truncated);
+    }
+
+    #[test]
+    fn cuts_long_text_on_char_boundaries() {
+        let limits = Limits {
+            max_message_bytes: 5,
+            ..Limits::default()
+        };
+        // "é" is two bytes: a cut at byte 5 would split the third one.
+        let flat = flatten(&ProviderError::message("ééé"), 0, &limits);
+        assert_eq!(flat.levels[0].message, "éé");
+        assert!(flat.truncated);
+    }
+
+    #[test]
+    fn deep_chains_are_bounded() {
+        let mut error = ProviderError::message("bottom");
+        for i in 0..10_000 {
+            error = ProviderError::message(format!("level {i}")).with_cause(error);
+        }
+        let flat = flatten(&error, 0, &Limits::default());
+        assert_eq!(flat.levels.len(), Limits::default().max_levels);
+        assert!(flat.truncated);
+        // Dropping a 10,000-deep Box chain recursively would overflow the
+        // stack; unlink it iteratively.
+        let mut next = error.cause.take();
+        while let Some(mut level) = next {
+            next = level.cause.take();
+        }
+    }
+
+    #[test]
+    fn too_many_headers_are_cut() {
+        let mut error = ProviderError::message("x");
+        for i in 0..100 {
+            error = error.with_header(format!("h{i}"), "v");
+        }
+        let flat = flatten(&error, 0, &Limits::default());
+        assert_eq!(flat.levels[0].headers.len(), Limits::default().max_headers);
+        assert!(flat.truncated);
+    }
+}

@@ -1,0 +1,227 @@
+//! Structured facts from a message that is a provider's JSON error body.
+//!
+//! Providers put the useful part of an error in a JSON body:
+//! `{"error": {"type": "rate_limit_error", ...}}` (Anthropic, OpenAI),
+//! `{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", ...}}` (Google),
+//! `{"error": {"message": "Provider returned error", "metadata": {"raw": "..."}}}`
+//! (OpenRouter, with the upstream's own body as a string), or a bare
+//! `{"message": "..."}` (Bedrock, Cohere). SDKs often prefix it with the
+//! status: `429 {"type":"error",...}`. The text of the body is scanned like
+//! any message; this module adds what only the structure tells: symbolic
+//! codes, a status number and a retry delay.
+
+use serde_json::{Map, Value};
+
+/// How far into a message the JSON may start: room for a prefix such as
+/// `"Error: 429 "`, not a search through a long text.
+const MAX_JSON_OFFSET: usize = 64;
+
+/// How many bodies nested as strings (OpenRouter's `metadata.raw`) are read.
+const MAX_EMBEDDED_BODIES: usize = 2;
+
+/// Most codes a body can contribute; the rest are ignored.
+const MAX_CODES: usize = 8;
+
+/// What a JSON error body says beyond its text.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct BodyFacts {
+    /// Symbolic codes: `type`, string `code`, string `status`, Google
+    /// `details[].reason`, Bedrock `__type`.
+    pub codes: Vec<String>,
+    /// An HTTP status named by the body (`"code": 429`, `"code": "429"`).
+    pub status: Option<u16>,
+    /// Google's `RetryInfo.retryDelay` (`"37s"`), in milliseconds.
+    pub retry_delay_ms: Option<u64>,
+}
+
+/// Reads `message` as a JSON error body, if it is one.
+pub fn parse(message: &str) -> Option<BodyFacts> {
+    let value = first_json_value(message)?;
+    let mut facts = BodyFacts::default();
+    read_body(&value, &mut facts, 0);
+    Some(facts)
+}
+
+/// Parses the first JSON object or array in `text`, allowing a short prefix
+/// and anything after the value.
+fn first_json_value(text: &str) -> Option<Value> {
+    let start = text
+        .bytes()
+        .take(MAX_JSON_OFFSET)
+        .position(|b| b == b'{' || b == b'[')?;
+    let mut values = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
+    match values.next()? {
+        Ok(value @ (Value::Object(_) | Value::Array(_))) => Some(value),
+        _ => None,
+    }
+}
+
+fn read_body(value: &Value, facts: &mut BodyFacts, embedded: usize) {
+    let object = match value {
+        Value::Object(object) => object,
+        // Google sometimes wraps the body in a one-element array.
+        Value::Array(items) => match items.first() {
+            Some(Value::Object(object)) => object,
+            _ => return,
+        },
+        _ => return,
+    };
+    read_fields(object, facts);
+    if let Some(Value::Object(inner)) = object.get("error") {
+        read_fields(inner, facts);
+        read_details(inner, facts);
+        read_embedded(inner, facts, embedded);
+    }
+    read_details(object, facts);
+}
+
+fn read_fields(object: &Map<String, Value>, facts: &mut BodyFacts) {
+    for key in [
+        "type",
+        "code",
+        "status",
+        "__type",
+        "error_code",
+        "errorCode",
+    ] {
+        match object.get(key) {
+            Some(Value::String(text)) => {
+                if let Some(status) = status_from_text(text) {
+                    facts.status.get_or_insert(status);
+                } else if key != "type" || text != "error" {
+                    push_code(facts, text);
+                }
+            }
+            Some(Value::Number(number)) => {
+                if let Some(status) = number.as_u64().and_then(status_from_number) {
+                    facts.status.get_or_insert(status);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn read_details(object: &Map<String, Value>, facts: &mut BodyFacts) {
+    let Some(Value::Array(details)) = object.get("details") else {
+        return;
+    };
+    for detail in details.iter().take(MAX_CODES) {
+        let Value::Object(detail) = detail else {
+            continue;
+        };
+        if let Some(Value::String(reason)) = detail.get("reason") {
+            push_code(facts, reason);
+        }
+        if let Some(Value::String(delay)) = detail.get("retryDelay") {
+            if facts.retry_delay_ms.is_none() {
+                facts.retry_delay_ms = parse_duration_seconds(delay);
+            }
+        }
+    }
+}
+
+/// OpenRouter passes the upstream provider's body through as a string.
+fn read_embedded(error: &Map<String, Value>, facts: &mut BodyFacts, embedded: usize) {
+    if embedded >= MAX_EMBEDDED_BODIES {
+        return;
+    }
+    let Some(Value::Object(metadata)) = error.get("metadata") else {
+        return;
+    };
+    if let Some(Value::String(raw)) = metadata.get("raw") {
+        if let Some(inner) = first_json_value(raw) {
+            // The outer body's status stands; the upstream's codes add to it.
+            let status = facts.status;
+            read_body(&inner, facts, embedded + 1);
+            if status.is_some() {
+                facts.status = status;
+            }
+        }
+    }
+}
+
+fn push_code(facts: &mut BodyFacts, code: &str) {
+    let code = code.trim();
+    if !code.is_empty() && facts.codes.len() < MAX_CODES && !facts.codes.iter().any(|c| c == code) {
+        facts.codes.push(code.to_owned());
+    }
+}
+
+fn status_from_number(number: u64) -> Option<u16> {
+    (100..=599)
+        .contains(&number)
+        .then(|| u16::try_from(number).ok())
+        .flatten()
+}
+
+fn status_from_text(text: &str) -> Option<u16> {
+    if text.len() == 3 && text.bytes().all(|b| b.is_ascii_digit()) {
+        text.parse().ok().and_then(status_from_number)
+    } else {
+        None
+    }
+}
+
+/// `"37s"`, `"1.5s"` → milliseconds.
+fn parse_duration_seconds(text: &str) -> Option<u64> {
+    let seconds: f64 = text.trim().strip_suffix('s')?.parse().ok()?;
+    crate::retry_after::seconds_to_ms(seconds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_anthropic_body_with_sdk_prefix() {
+        let facts = parse(
+            r#"529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        )
+        .unwrap();
+        assert_eq!(facts.codes, vec!["overloaded_error"]);
+        assert_eq!(facts.status, None);
+    }
+
+    #[test]
+    fn reads_google_status_reason_and_delay() {
+        let facts = parse(
+            r#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED",
+               "details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(facts.status, Some(429));
+        assert_eq!(facts.codes, vec!["RESOURCE_EXHAUSTED"]);
+        assert_eq!(facts.retry_delay_ms, Some(37_000));
+    }
+
+    #[test]
+    fn reads_openrouter_embedded_upstream_body() {
+        let facts = parse(
+            r#"{"error":{"message":"Provider returned error","code":429,"metadata":{"raw":"{\"error\":{\"type\":\"rate_limit_error\",\"code\":503}}","provider_name":"Anthropic"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(facts.status, Some(429));
+        assert_eq!(facts.codes, vec!["rate_limit_error"]);
+    }
+
+    #[test]
+    fn azure_string_status_code_is_a_status() {
+        let facts = parse(r#"{"error":{"code":"429","message":"Rate limit"}}"#).unwrap();
+        assert_eq!(facts.status, Some(429));
+        assert!(facts.codes.is_empty());
+    }
+
+    #[test]
+    fn plain_text_and_broken_json_are_not_bodies() {
+        assert_eq!(parse("Internal server error"), None);
+        assert_eq!(parse(r#"{"error": {"type": "#), None);
+        assert_eq!(parse("\"just a string\""), None);
+    }
+
+    #[test]
+    fn json_far_into_a_long_message_is_not_read() {
+        let message = format!("{} {{\"error\":{{\"type\":\"x\"}}}}", "a".repeat(100));
+        assert_eq!(parse(&message), None);
+    }
+}

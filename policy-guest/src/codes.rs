@@ -1,0 +1,283 @@
+//! Symbolic error codes: Node errno names, SDK error types, gRPC statuses,
+//! AWS exception names.
+//!
+//! Codes are compared after folding case and dropping everything but letters
+//! and digits, so `RATE_LIMIT_EXCEEDED`, `rate_limit_error` and
+//! `RateLimitError` all read as `ratelimit…`.
+
+use crate::model::Reason;
+
+/// How much a code says on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weight {
+    /// Names the failure: beats the message text (spec F-5.10 order).
+    Specific,
+    /// A catch-all such as `invalid_request_error` or `INVALID_ARGUMENT`,
+    /// which providers also use for credit and key problems: the message
+    /// text is read first and the code only decides when the text is silent.
+    Generic,
+}
+
+/// Longest code worth folding; longer strings are not codes.
+const MAX_CODE_LEN: usize = 64;
+
+/// Codes matched by prefix, after folding.
+const PREFIXES: &[(&str, Reason, Weight)] = &[
+    ("ratelimit", Reason::RateLimit, Weight::Specific),
+    ("throttl", Reason::RateLimit, Weight::Specific),
+    ("toomanyrequests", Reason::RateLimit, Weight::Specific),
+    ("overloaded", Reason::Overloaded, Weight::Specific),
+    ("modelnotready", Reason::Overloaded, Weight::Specific),
+    ("timeout", Reason::Timeout, Weight::Specific),
+    // undici's UND_ERR_SOCKET, UND_ERR_HEADERS_TIMEOUT, UND_ERR_CLOSED, ...
+    // (UND_ERR_ABORTED is an abort, listed exactly below).
+    ("underr", Reason::Timeout, Weight::Specific),
+];
+
+/// Codes matched exactly, after folding.
+const EXACT: &[(&str, Option<Reason>, Weight)] = &[
+    // An abort is not a failure to classify (F-7.5).
+    ("underraborted", None, Weight::Specific),
+    ("aborterr", None, Weight::Specific),
+    (
+        "resourceexhausted",
+        Some(Reason::RateLimit),
+        Weight::Specific,
+    ),
+    (
+        "servicequotaexceededexception",
+        Some(Reason::RateLimit),
+        Weight::Specific,
+    ),
+    ("quotaexceeded", Some(Reason::RateLimit), Weight::Specific),
+    ("etimedout", Some(Reason::Timeout), Weight::Specific),
+    ("esockettimedout", Some(Reason::Timeout), Weight::Specific),
+    ("econnreset", Some(Reason::Timeout), Weight::Specific),
+    ("econnrefused", Some(Reason::Timeout), Weight::Specific),
+    ("econnaborted", Some(Reason::Timeout), Weight::Specific),
+    ("epipe", Some(Reason::Timeout), Weight::Specific),
+    ("enotfound", Some(Reason::Timeout), Weight::Specific),
+    ("eaiagain", Some(Reason::Timeout), Weight::Specific),
+    ("enetunreach", Some(Reason::Timeout), Weight::Specific),
+    ("enetdown", Some(Reason::Timeout), Weight::Specific),
+    ("ehostunreach", Some(Reason::Timeout), Weight::Specific),
+    ("deadlineexceeded", Some(Reason::Timeout), Weight::Specific),
+    (
+        "apiconnectionerror",
+        Some(Reason::Timeout),
+        Weight::Specific,
+    ),
+    ("apitimeouterror", Some(Reason::Timeout), Weight::Specific),
+    ("connectionerror", Some(Reason::Timeout), Weight::Specific),
+    ("servererror", Some(Reason::Timeout), Weight::Specific),
+    (
+        "internalservererror",
+        Some(Reason::Timeout),
+        Weight::Specific,
+    ),
+    (
+        "internalserverexception",
+        Some(Reason::Timeout),
+        Weight::Specific,
+    ),
+    (
+        "modeltimeoutexception",
+        Some(Reason::Timeout),
+        Weight::Specific,
+    ),
+    (
+        "modelerrorexception",
+        Some(Reason::Timeout),
+        Weight::Specific,
+    ),
+    (
+        "modelstreamerrorexception",
+        Some(Reason::Timeout),
+        Weight::Specific,
+    ),
+    ("insufficientquota", Some(Reason::Billing), Weight::Specific),
+    (
+        "insufficientcredits",
+        Some(Reason::Billing),
+        Weight::Specific,
+    ),
+    (
+        "insufficientbalance",
+        Some(Reason::Billing),
+        Weight::Specific,
+    ),
+    ("paymentrequired", Some(Reason::Billing), Weight::Specific),
+    ("billingnotactive", Some(Reason::Billing), Weight::Specific),
+    (
+        "invalidapikey",
+        Some(Reason::AuthPermanent),
+        Weight::Specific,
+    ),
+    (
+        "apikeyinvalid",
+        Some(Reason::AuthPermanent),
+        Weight::Specific,
+    ),
+    (
+        "accountdeactivated",
+        Some(Reason::AuthPermanent),
+        Weight::Specific,
+    ),
+    (
+        "permissionerror",
+        Some(Reason::AuthPermanent),
+        Weight::Specific,
+    ),
+    (
+        "unrecognizedclientexception",
+        Some(Reason::AuthPermanent),
+        Weight::Specific,
+    ),
+    ("authenticationerror", Some(Reason::Auth), Weight::Specific),
+    ("unauthenticated", Some(Reason::Auth), Weight::Specific),
+    ("unauthorized", Some(Reason::Auth), Weight::Specific),
+    ("permissiondenied", Some(Reason::Auth), Weight::Specific),
+    (
+        "accessdeniedexception",
+        Some(Reason::Auth),
+        Weight::Specific,
+    ),
+    (
+        "expiredtokenexception",
+        Some(Reason::Auth),
+        Weight::Specific,
+    ),
+    ("invalidtoken", Some(Reason::Auth), Weight::Specific),
+    ("tokenexpired", Some(Reason::Auth), Weight::Specific),
+    (
+        "modelnotfound",
+        Some(Reason::ModelNotFound),
+        Weight::Specific,
+    ),
+    (
+        "notfounderror",
+        Some(Reason::ModelNotFound),
+        Weight::Specific,
+    ),
+    (
+        "resourcenotfoundexception",
+        Some(Reason::ModelNotFound),
+        Weight::Specific,
+    ),
+    (
+        "contextlengthexceeded",
+        Some(Reason::ContextOverflow),
+        Weight::Specific,
+    ),
+    (
+        "modelcontextwindowexceeded",
+        Some(Reason::ContextOverflow),
+        Weight::Specific,
+    ),
+    (
+        "requesttoolarge",
+        Some(Reason::ContextOverflow),
+        Weight::Specific,
+    ),
+    (
+        "sessionexpired",
+        Some(Reason::SessionExpired),
+        Weight::Specific,
+    ),
+    ("notfound", Some(Reason::ModelNotFound), Weight::Generic),
+    ("internal", Some(Reason::Timeout), Weight::Generic),
+    ("unavailable", Some(Reason::Timeout), Weight::Generic),
+    ("serviceunavailable", Some(Reason::Timeout), Weight::Generic),
+    (
+        "serviceunavailableexception",
+        Some(Reason::Timeout),
+        Weight::Generic,
+    ),
+    ("invalidrequesterror", Some(Reason::Format), Weight::Generic),
+    ("invalidrequest", Some(Reason::Format), Weight::Generic),
+    ("invalidargument", Some(Reason::Format), Weight::Generic),
+    ("validationexception", Some(Reason::Format), Weight::Generic),
+    ("badrequest", Some(Reason::Format), Weight::Generic),
+    ("unprocessableentity", Some(Reason::Format), Weight::Generic),
+    ("contentfilter", Some(Reason::Format), Weight::Generic),
+];
+
+/// What a code says: `None` when the code is unknown, `Some((None, _))` when
+/// it is known to name no failure (an abort).
+pub fn lookup(code: &str) -> Option<(Option<Reason>, Weight)> {
+    if code.len() > MAX_CODE_LEN {
+        return None;
+    }
+    let mut folded = [0u8; MAX_CODE_LEN];
+    let mut len = 0;
+    for byte in code.bytes().filter(u8::is_ascii_alphanumeric) {
+        folded[len] = byte.to_ascii_lowercase();
+        len += 1;
+    }
+    let folded = std::str::from_utf8(&folded[..len]).ok()?;
+    if folded.is_empty() {
+        return None;
+    }
+    if let Some((_, reason, weight)) = EXACT.iter().find(|(code, _, _)| *code == folded) {
+        return Some((*reason, *weight));
+    }
+    PREFIXES
+        .iter()
+        .find(|(prefix, _, _)| folded.starts_with(prefix))
+        .map(|(_, reason, weight)| (Some(*reason), *weight))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spelling_does_not_matter() {
+        for code in ["RATE_LIMIT_EXCEEDED", "rate_limit_error", "RateLimitError"] {
+            assert_eq!(
+                lookup(code),
+                Some((Some(Reason::RateLimit), Weight::Specific)),
+                "{code}"
+            );
+        }
+        assert_eq!(
+            lookup("ETIMEDOUT"),
+            Some((Some(Reason::Timeout), Weight::Specific))
+        );
+        assert_eq!(
+            lookup("ThrottlingException"),
+            Some((Some(Reason::RateLimit), Weight::Specific))
+        );
+    }
+
+    #[test]
+    fn aborts_and_unknown_codes() {
+        assert_eq!(lookup("UND_ERR_ABORTED"), Some((None, Weight::Specific)));
+        assert_eq!(
+            lookup("UND_ERR_SOCKET"),
+            Some((Some(Reason::Timeout), Weight::Specific))
+        );
+        assert_eq!(lookup("something_else"), None);
+        assert_eq!(lookup("___"), None);
+        assert_eq!(lookup(&"x".repeat(200)), None);
+    }
+
+    #[test]
+    fn generic_codes_are_marked() {
+        assert_eq!(
+            lookup("INVALID_ARGUMENT"),
+            Some((Some(Reason::Format), Weight::Generic))
+        );
+    }
+
+    #[test]
+    fn exact_table_is_folded_and_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for (code, _, _) in EXACT {
+            assert!(code
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+            assert!(seen.insert(*code), "duplicate {code}");
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! The default failover policy.
+//!
+//! A pure, deterministic core: no I/O, no clock, no randomness. It builds
+//! natively as an ordinary library (tests, benchmarks, other policies that
+//! reuse it) and, with the `component` feature on `wasm32-unknown-unknown`,
+//! as the WebAssembly component that the `failover` host embeds.
+//!
+//! - [`classify`] turns a captured provider error into a [`Classification`]
+//!   (spec §5): a failure reason, whether it advances the fallback chain, a
+//!   diagnostic detail and the provider's requested wait.
+//! - `signals` scans message text once for every phrase the rules know.
+//! - `body` reads providers' JSON error bodies for codes and statuses.
+//! - `codes` knows symbolic codes (errno names, SDK types, gRPC, AWS).
+//! - `rules` decides one level's reason; `classify` combines nested levels.
+//! - `retry_after` reads `retry-after-ms` / `retry-after` headers.
+
+mod body;
+mod classify;
+mod codes;
+mod model;
+mod retry_after;
+mod rules;
+mod signals;
+
+#[cfg(all(target_arch = "wasm32", feature = "component"))]
+mod component;
+
+pub use classify::classify;
+pub use model::{Classification, Detail, ErrorLevel, ErrorReport, Header, Reason};
+pub use retry_after::MAX_RETRY_AFTER_MS;
+
+/// The policy's name, as a host reports it.
+pub const POLICY_NAME: &str = "failover-default";
+
+/// The policy's version: the crate's.
+pub const POLICY_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The WIT contract this policy implements.
+pub const CONTRACT: &str = "failover:policy@0.1.0";

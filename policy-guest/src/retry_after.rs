@@ -1,0 +1,126 @@
+//! `retry-after-ms` and `retry-after` headers (spec F-6.8, F-6.8a).
+//!
+//! `retry-after-ms` (milliseconds, the Stainless SDKs' header) is preferred
+//! over `retry-after`, which is either a number of seconds or an HTTP date.
+//! Header names match in any case. Values that do not parse, are negative or
+//! are not finite are ignored rather than guessed at.
+
+use crate::model::Header;
+
+/// Longest wait a header can ask for. The longest window providers announce is
+/// a weekly usage limit, so a week keeps every honest reset time intact while
+/// an absurd value (`1e30`) is clamped and `now + wait` can never overflow.
+pub const MAX_RETRY_AFTER_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+
+/// The wait the headers ask for, in milliseconds.
+pub fn from_headers(headers: &[Header], now_ms: u64) -> Option<u64> {
+    let find = |name: &str| {
+        headers
+            .iter()
+            .find(|h| h.name.trim().eq_ignore_ascii_case(name))
+            .map(|h| h.value.trim())
+    };
+    if let Some(ms) = find("retry-after-ms").and_then(parse_milliseconds) {
+        return Some(ms);
+    }
+    find("retry-after").and_then(|value| parse_retry_after(value, now_ms))
+}
+
+fn parse_milliseconds(value: &str) -> Option<u64> {
+    let ms: f64 = value.parse().ok()?;
+    clamp_ms(ms)
+}
+
+fn parse_retry_after(value: &str, now_ms: u64) -> Option<u64> {
+    if let Ok(seconds) = value.parse::<f64>() {
+        return seconds_to_ms(seconds);
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    let date_ms = date.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
+    let wait = date_ms.saturating_sub(u128::from(now_ms));
+    Some(
+        u64::try_from(wait)
+            .unwrap_or(u64::MAX)
+            .min(MAX_RETRY_AFTER_MS),
+    )
+}
+
+/// Seconds (possibly fractional) to whole milliseconds, rounded up so that a
+/// wait is never shorter than asked.
+pub fn seconds_to_ms(seconds: f64) -> Option<u64> {
+    clamp_ms(seconds * 1000.0)
+}
+
+fn clamp_ms(ms: f64) -> Option<u64> {
+    if !ms.is_finite() || ms < 0.0 {
+        return None;
+    }
+    // `as` saturates for floats; the clamp keeps it within a week anyway.
+    Some((ms.ceil() as u64).min(MAX_RETRY_AFTER_MS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> Vec<Header> {
+        pairs
+            .iter()
+            .map(|(name, value)| Header {
+                name: (*name).into(),
+                value: (*value).into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn seconds_milliseconds_and_dates() {
+        assert_eq!(
+            from_headers(&headers(&[("Retry-After", "30")]), 0),
+            Some(30_000)
+        );
+        assert_eq!(
+            from_headers(&headers(&[("retry-after", "1.5")]), 0),
+            Some(1_500)
+        );
+        assert_eq!(
+            from_headers(&headers(&[("RETRY-AFTER-MS", "250")]), 0),
+            Some(250)
+        );
+        // Wed, 21 Oct 2015 07:28:00 GMT is 1445412480 s after the epoch.
+        let now = 1_445_412_480_000 - 40_000;
+        assert_eq!(
+            from_headers(
+                &headers(&[("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT")]),
+                now
+            ),
+            Some(40_000)
+        );
+    }
+
+    #[test]
+    fn milliseconds_header_wins() {
+        let both = headers(&[("retry-after", "30"), ("retry-after-ms", "1200")]);
+        assert_eq!(from_headers(&both, 0), Some(1_200));
+    }
+
+    #[test]
+    fn past_dates_mean_no_wait() {
+        let past = headers(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")]);
+        assert_eq!(from_headers(&past, 2_000_000_000_000), Some(0));
+    }
+
+    #[test]
+    fn garbage_negative_and_huge_values() {
+        assert_eq!(from_headers(&headers(&[("retry-after", "soon")]), 0), None);
+        assert_eq!(from_headers(&headers(&[("retry-after", "-5")]), 0), None);
+        assert_eq!(from_headers(&headers(&[("retry-after", "NaN")]), 0), None);
+        assert_eq!(
+            from_headers(&headers(&[("retry-after", "1e30")]), 0),
+            Some(MAX_RETRY_AFTER_MS)
+        );
+        // A bad `retry-after-ms` falls back to `retry-after`.
+        let mixed = headers(&[("retry-after-ms", "x"), ("retry-after", "2")]);
+        assert_eq!(from_headers(&mixed, 0), Some(2_000));
+    }
+}

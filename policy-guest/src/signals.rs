@@ -1,0 +1,467 @@
+//! Text evidence: which kinds of phrase occur in an error's text.
+//!
+//! Every phrase of every rule is compiled into one Aho-Corasick automaton that
+//! matches ASCII case-insensitively, so a message is scanned once, whatever
+//! the number of rules, and never lowercased or copied. The scan yields a
+//! [`Signals`] set; the rules in `rules.rs` only look at that set.
+
+use std::sync::OnceLock;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+
+/// A kind of phrase found in an error's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Signal {
+    /// The prompt does not fit the model (F-5.9).
+    ContextOverflow,
+    /// Half of a context-overflow pair: "context window", "context length".
+    ContextTerm,
+    /// Other half: "exceed", "too long", "overflow".
+    OverflowTerm,
+    /// Explicit out-of-credit text (F-5.7).
+    Billing,
+    /// Rate limits and throttling (F-5.2).
+    RateLimit,
+    /// Half of a usage-window pair: "limit", "quota".
+    LimitTerm,
+    /// Other half: "daily", "weekly", "per month", ...
+    PeriodTerm,
+    /// Also pairs with a limit: "resets", "reset at".
+    ResetHint,
+    /// Organisation or workspace spend caps, retryable by F-5.7.
+    SpendLimit,
+    /// Credentials refused for good.
+    AuthPermanent,
+    /// Credentials refused.
+    Auth,
+    /// Busy provider (F-5.8).
+    Overloaded,
+    /// Transient transport or server trouble (F-5.5).
+    Transient,
+    /// OpenAI-compatible stop-reason errors (F-5.4).
+    StopReasonError,
+    /// The model does not exist.
+    ModelNotFound,
+    /// Half of a model-missing pair: "model".
+    ModelTerm,
+    /// Other half: "not found", "does not exist".
+    NotFoundTerm,
+    /// A provider-side session is gone.
+    SessionExpired,
+    /// Invalid request shape (F-5.3).
+    Format,
+    /// OpenRouter's "Key limit exceeded" (billing, for OpenRouter only).
+    KeyLimitExceeded,
+    /// OpenRouter's bare "Provider returned error" (timeout, for OpenRouter only).
+    ProviderReturnedError,
+}
+
+/// A set of [`Signal`]s.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Signals(u32);
+
+impl Signals {
+    pub fn insert(&mut self, signal: Signal) {
+        self.0 |= 1 << signal as u8;
+    }
+
+    pub fn has(self, signal: Signal) -> bool {
+        self.0 & (1 << signal as u8) != 0
+    }
+
+    /// Context overflow, directly or as a context term next to an overflow term.
+    pub fn context_overflow(self) -> bool {
+        self.has(Signal::ContextOverflow)
+            || (self.has(Signal::ContextTerm) && self.has(Signal::OverflowTerm))
+    }
+
+    /// A usage window or spend cap that will reset on its own (F-5.2, F-5.7).
+    pub fn retryable_limit(self) -> bool {
+        self.has(Signal::SpendLimit)
+            || (self.has(Signal::LimitTerm)
+                && (self.has(Signal::PeriodTerm) || self.has(Signal::ResetHint)))
+    }
+
+    /// Anything that reads as a rate limit, usage windows included.
+    pub fn rate_limit(self) -> bool {
+        self.has(Signal::RateLimit) || self.retryable_limit()
+    }
+
+    /// "model ... not found" in either order.
+    pub fn model_not_found(self) -> bool {
+        self.has(Signal::ModelNotFound)
+            || (self.has(Signal::ModelTerm) && self.has(Signal::NotFoundTerm))
+    }
+}
+
+/// Where a phrase must stand for it to count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Edge {
+    /// Anywhere, even inside a longer word ("throttl" in "ThrottlingException").
+    Anywhere,
+    /// Not preceded or followed by a letter or digit.
+    Word,
+    /// Not followed by a letter or digit ("reason: error" but not "reason: errors in").
+    WordEnd,
+}
+
+use Edge::{Anywhere, Word, WordEnd};
+use Signal::*;
+
+/// Every phrase, lowercase, with the signal it raises. Kept in one table so the
+/// whole vocabulary can be reviewed at a glance.
+const PHRASES: &[(&str, Signal, Edge)] = &[
+    // Context overflow (F-5.9).
+    ("request_too_large", ContextOverflow, Anywhere),
+    ("prompt is too long", ContextOverflow, Anywhere),
+    ("prompt too long", ContextOverflow, Anywhere),
+    ("input is too long", ContextOverflow, Anywhere),
+    ("input too long", ContextOverflow, Anywhere),
+    (
+        "exceeds the maximum number of tokens",
+        ContextOverflow,
+        Anywhere,
+    ),
+    (
+        "exceeds the maximum number of input tokens",
+        ContextOverflow,
+        Anywhere,
+    ),
+    ("maximum prompt length", ContextOverflow, Anywhere),
+    (
+        "reduce the length of the messages",
+        ContextOverflow,
+        Anywhere,
+    ),
+    (
+        "tokens in the prompt cannot exceed",
+        ContextOverflow,
+        Anywhere,
+    ),
+    ("context_overflow", ContextOverflow, Anywhere),
+    ("context overflow", ContextOverflow, Anywhere),
+    ("context window", ContextTerm, Anywhere),
+    ("context_window", ContextTerm, Anywhere),
+    ("context length", ContextTerm, Anywhere),
+    ("context_length", ContextTerm, Anywhere),
+    ("context size", ContextTerm, Anywhere),
+    ("context limit", ContextTerm, Anywhere),
+    ("maximum context", ContextTerm, Anywhere),
+    ("exceed", OverflowTerm, Anywhere),
+    ("too long", OverflowTerm, Anywhere),
+    ("too large", OverflowTerm, Anywhere),
+    ("overflow", OverflowTerm, Anywhere),
+    ("maximum context length is", OverflowTerm, Anywhere),
+    // Billing (F-5.7).
+    ("insufficient credit", Billing, Anywhere),
+    ("insufficient_credit", Billing, Anywhere),
+    ("insufficient balance", Billing, Anywhere),
+    ("insufficient_balance", Billing, Anywhere),
+    ("insufficient funds", Billing, Anywhere),
+    ("insufficient_quota", Billing, Anywhere),
+    ("credit balance", Billing, Anywhere),
+    ("out of credits", Billing, Anywhere),
+    ("requires more credits", Billing, Anywhere),
+    ("can only afford", Billing, Anywhere),
+    ("credits have been exhausted", Billing, Anywhere),
+    ("credits are exhausted", Billing, Anywhere),
+    ("credits are depleted", Billing, Anywhere),
+    ("payment required", Billing, Anywhere),
+    ("payment_required", Billing, Anywhere),
+    ("billing hard limit", Billing, Anywhere),
+    ("exceeded your current quota", Billing, Anywhere),
+    ("plans & billing", Billing, Anywhere),
+    ("billing details", Billing, Anywhere),
+    ("billing_not_active", Billing, Anywhere),
+    ("billing is not active", Billing, Anywhere),
+    ("account balance", Billing, Anywhere),
+    // Rate limits (F-5.2).
+    ("rate limit", RateLimit, Anywhere),
+    ("rate_limit", RateLimit, Anywhere),
+    ("rate-limit", RateLimit, Anywhere),
+    ("ratelimit", RateLimit, Anywhere),
+    ("too many requests", RateLimit, Anywhere),
+    ("too_many_requests", RateLimit, Anywhere),
+    ("too many concurrent requests", RateLimit, Anywhere),
+    ("concurrency limit", RateLimit, Anywhere),
+    ("throttl", RateLimit, Anywhere),
+    ("resource exhausted", RateLimit, Anywhere),
+    ("resource_exhausted", RateLimit, Anywhere),
+    ("resource has been exhausted", RateLimit, Anywhere),
+    ("quota exceeded", RateLimit, Anywhere),
+    ("quota_exceeded", RateLimit, Anywhere),
+    ("exceeded quota", RateLimit, Anywhere),
+    ("quota limit exceeded", RateLimit, Anywhere),
+    ("tokens per min", RateLimit, Anywhere),
+    ("requests per min", RateLimit, Anywhere),
+    ("(tpm)", RateLimit, Anywhere),
+    ("(rpm)", RateLimit, Anywhere),
+    ("usage limit", RateLimit, Anywhere),
+    ("slow down", RateLimit, Word),
+    ("model_cooldown", RateLimit, Anywhere),
+    ("cooling down", RateLimit, Anywhere),
+    ("limit", LimitTerm, Anywhere),
+    ("quota", LimitTerm, Anywhere),
+    ("daily", PeriodTerm, Word),
+    ("weekly", PeriodTerm, Word),
+    ("monthly", PeriodTerm, Word),
+    ("hourly", PeriodTerm, Word),
+    ("per day", PeriodTerm, Word),
+    ("per hour", PeriodTerm, Word),
+    ("per week", PeriodTerm, Word),
+    ("per month", PeriodTerm, Word),
+    ("5-hour", PeriodTerm, Word),
+    ("5 hour", PeriodTerm, Word),
+    ("usage window", PeriodTerm, Anywhere),
+    ("resets", ResetHint, Word),
+    ("reset at", ResetHint, Word),
+    ("reset in", ResetHint, Word),
+    ("will reset", ResetHint, Word),
+    ("spending limit", SpendLimit, Anywhere),
+    ("spend limit", SpendLimit, Anywhere),
+    ("spending cap", SpendLimit, Anywhere),
+    ("budget has been exceeded", SpendLimit, Anywhere),
+    ("budget exceeded", SpendLimit, Anywhere),
+    ("exceeded budget", SpendLimit, Anywhere),
+    // Permanent credential failures.
+    ("invalid api key", AuthPermanent, Anywhere),
+    ("invalid api-key", AuthPermanent, Anywhere),
+    ("invalid_api_key", AuthPermanent, Anywhere),
+    ("invalid x-api-key", AuthPermanent, Anywhere),
+    ("incorrect api key", AuthPermanent, Anywhere),
+    ("api key not valid", AuthPermanent, Anywhere),
+    ("api_key_invalid", AuthPermanent, Anywhere),
+    ("api key is invalid", AuthPermanent, Anywhere),
+    ("api key expired", AuthPermanent, Anywhere),
+    ("api key revoked", AuthPermanent, Anywhere),
+    ("api key has been revoked", AuthPermanent, Anywhere),
+    ("key has been revoked", AuthPermanent, Anywhere),
+    ("key has been disabled", AuthPermanent, Anywhere),
+    ("key has been deleted", AuthPermanent, Anywhere),
+    ("key was disabled", AuthPermanent, Anywhere),
+    ("has been deactivated", AuthPermanent, Anywhere),
+    ("account deactivated", AuthPermanent, Anywhere),
+    ("account has been suspended", AuthPermanent, Anywhere),
+    ("account suspended", AuthPermanent, Anywhere),
+    ("has been suspended", AuthPermanent, Anywhere),
+    ("account disabled", AuthPermanent, Anywhere),
+    ("organization has been disabled", AuthPermanent, Anywhere),
+    ("not allowed for this organization", AuthPermanent, Anywhere),
+    ("does not have permission", AuthPermanent, Anywhere),
+    ("permission_error", AuthPermanent, Anywhere),
+    ("user not found", AuthPermanent, Anywhere),
+    (
+        "security token included in the request is invalid",
+        AuthPermanent,
+        Anywhere,
+    ),
+    // Credential failures that may recover.
+    ("unauthorized", Auth, Anywhere),
+    ("unauthenticated", Auth, Anywhere),
+    ("authentication", Auth, Anywhere),
+    ("not authenticated", Auth, Anywhere),
+    ("re-authenticate", Auth, Anywhere),
+    ("reauthenticate", Auth, Anywhere),
+    ("invalid token", Auth, Anywhere),
+    ("invalid_token", Auth, Anywhere),
+    ("invalid bearer", Auth, Anywhere),
+    ("token expired", Auth, Anywhere),
+    ("token has expired", Auth, Anywhere),
+    ("expired token", Auth, Anywhere),
+    ("token is expired", Auth, Anywhere),
+    ("oauth token", Auth, Anywhere),
+    ("refresh token", Auth, Anywhere),
+    ("invalid credentials", Auth, Anywhere),
+    ("no auth credentials", Auth, Anywhere),
+    ("missing api key", Auth, Anywhere),
+    ("no api key", Auth, Anywhere),
+    ("api key is missing", Auth, Anywhere),
+    ("forbidden", Auth, Word),
+    ("access denied", Auth, Anywhere),
+    ("permission denied", Auth, Anywhere),
+    ("permission_denied", Auth, Anywhere),
+    // Busy provider (F-5.8).
+    ("overloaded", Overloaded, Anywhere),
+    ("server is busy", Overloaded, Anywhere),
+    ("servers are busy", Overloaded, Anywhere),
+    ("currently busy", Overloaded, Anywhere),
+    ("high demand", Overloaded, Anywhere),
+    ("over capacity", Overloaded, Anywhere),
+    ("at capacity", Overloaded, Anywhere),
+    ("no capacity", Overloaded, Anywhere),
+    ("insufficient capacity", Overloaded, Anywhere),
+    ("capacity constraints", Overloaded, Anywhere),
+    ("modelnotready", Overloaded, Anywhere),
+    ("model is loading", Overloaded, Anywhere),
+    ("currently loading", Overloaded, Anywhere),
+    // Transient transport and server trouble (F-5.5).
+    ("timeout", Transient, Anywhere),
+    ("timed out", Transient, Anywhere),
+    ("timed_out", Transient, Anywhere),
+    ("deadline exceeded", Transient, Anywhere),
+    ("deadline_exceeded", Transient, Anywhere),
+    ("etimedout", Transient, Word),
+    ("econnreset", Transient, Word),
+    ("econnrefused", Transient, Word),
+    ("econnaborted", Transient, Word),
+    ("eai_again", Transient, Word),
+    ("socket hang up", Transient, Anywhere),
+    ("connection reset", Transient, Anywhere),
+    ("connection refused", Transient, Anywhere),
+    ("connection closed", Transient, Anywhere),
+    ("connection aborted", Transient, Anywhere),
+    ("connection error", Transient, Anywhere),
+    ("network error", Transient, Anywhere),
+    ("fetch failed", Transient, Anywhere),
+    ("other side closed", Transient, Anywhere),
+    ("premature close", Transient, Anywhere),
+    ("unexpected eof", Transient, Anywhere),
+    ("internal server error", Transient, Anywhere),
+    ("internal_server_error", Transient, Anywhere),
+    ("internal error", Transient, Anywhere),
+    ("server had an error", Transient, Anywhere),
+    ("server_error", Transient, Anywhere),
+    ("unknown error, 520", Transient, Anywhere),
+    ("upstream error", Transient, Anywhere),
+    ("upstream connect error", Transient, Anywhere),
+    ("backend error", Transient, Anywhere),
+    ("bad gateway", Transient, Anywhere),
+    ("gateway timeout", Transient, Anywhere),
+    ("service unavailable", Transient, Anywhere),
+    ("temporarily unavailable", Transient, Anywhere),
+    ("without sending any chunks", Transient, Anywhere),
+    // Stop-reason errors (F-5.4): covers "stop reason: error" and
+    // "Unhandled stop reason: error".
+    ("reason: error", StopReasonError, WordEnd),
+    // Missing models.
+    ("model not found", ModelNotFound, Anywhere),
+    ("model_not_found", ModelNotFound, Anywhere),
+    ("model does not exist", ModelNotFound, Anywhere),
+    (
+        "does not exist or you do not have access",
+        ModelNotFound,
+        Anywhere,
+    ),
+    ("unknown model", ModelNotFound, Anywhere),
+    ("no such model", ModelNotFound, Anywhere),
+    ("invalid model", ModelNotFound, Anywhere),
+    ("is not a valid model", ModelNotFound, Anywhere),
+    ("no endpoints found", ModelNotFound, Anywhere),
+    ("has been decommissioned", ModelNotFound, Anywhere),
+    ("model", ModelTerm, Anywhere),
+    ("not found", NotFoundTerm, Anywhere),
+    ("does not exist", NotFoundTerm, Anywhere),
+    // Provider-side sessions.
+    ("session expired", SessionExpired, Anywhere),
+    ("session has expired", SessionExpired, Anywhere),
+    ("session_expired", SessionExpired, Anywhere),
+    ("session not found", SessionExpired, Anywhere),
+    ("session is no longer valid", SessionExpired, Anywhere),
+    ("invalid session", SessionExpired, Anywhere),
+    ("conversation not found", SessionExpired, Anywhere),
+    // Malformed requests (F-5.3).
+    ("invalid request", Format, Anywhere),
+    ("invalid_request", Format, Anywhere),
+    ("bad request", Format, Anywhere),
+    ("string should match pattern", Format, Anywhere),
+    ("tool_use.id", Format, Anywhere),
+    ("tool_use_id", Format, Anywhere),
+    ("tool_call_id", Format, Anywhere),
+    ("validation error", Format, Anywhere),
+    ("validationexception", Format, Anywhere),
+    ("malformed", Format, Anywhere),
+    ("invalid parameter", Format, Anywhere),
+    ("invalid_parameter", Format, Anywhere),
+    ("unsupported parameter", Format, Anywhere),
+    ("invalid value", Format, Anywhere),
+    ("extra inputs are not permitted", Format, Anywhere),
+    ("content_filter", Format, Anywhere),
+    // Provider-scoped (F-5.6).
+    ("key limit exceeded", KeyLimitExceeded, Anywhere),
+    ("provider returned error", ProviderReturnedError, Anywhere),
+];
+
+/// The compiled phrase table.
+struct Matcher {
+    automaton: AhoCorasick,
+}
+
+fn matcher() -> &'static Matcher {
+    static MATCHER: OnceLock<Matcher> = OnceLock::new();
+    MATCHER.get_or_init(|| {
+        let automaton = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(PHRASES.iter().map(|(phrase, _, _)| phrase))
+            .expect("the phrase table is a valid Aho-Corasick input");
+        Matcher { automaton }
+    })
+}
+
+fn is_word_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric()
+}
+
+/// Scans `text` once and returns every signal whose phrase occurs in it.
+pub fn scan(text: &str) -> Signals {
+    let bytes = text.as_bytes();
+    let mut signals = Signals::default();
+    for found in matcher().automaton.find_overlapping_iter(text) {
+        let (_, signal, edge) = PHRASES[found.pattern().as_usize()];
+        let starts_word = found.start() == 0 || !is_word_byte(bytes[found.start() - 1]);
+        let ends_word = found.end() == bytes.len() || !is_word_byte(bytes[found.end()]);
+        let stands = match edge {
+            Anywhere => true,
+            Word => starts_word && ends_word,
+            WordEnd => ends_word,
+        };
+        if stands {
+            signals.insert(signal);
+        }
+    }
+    signals
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phrases_are_lowercase_and_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for (phrase, _, _) in PHRASES {
+            assert_eq!(*phrase, phrase.to_ascii_lowercase(), "{phrase}");
+            assert!(seen.insert(*phrase), "duplicate phrase {phrase}");
+        }
+    }
+
+    #[test]
+    fn matching_ignores_ascii_case() {
+        assert!(scan("ThrottlingException: Rate exceeded").has(RateLimit));
+        assert!(scan("OVERLOADED").has(Overloaded));
+    }
+
+    #[test]
+    fn word_edges_are_respected() {
+        assert!(scan("stop reason: error").has(StopReasonError));
+        assert!(!scan("Reason: errors in the request body").has(StopReasonError));
+        assert!(scan("403 Forbidden").has(Auth));
+        assert!(!scan("forbiddenness").has(Auth));
+    }
+
+    #[test]
+    fn pairs_need_both_halves() {
+        assert!(scan("the context window was exceeded").context_overflow());
+        assert!(!scan("the context window is 128k").context_overflow());
+        assert!(scan("weekly usage limit exhausted").retryable_limit());
+        assert!(!scan("limit exhausted").retryable_limit());
+        assert!(scan("model \"llama3\" not found, try pulling it first").model_not_found());
+    }
+
+    #[test]
+    fn empty_text_has_no_signals() {
+        assert_eq!(scan(""), Signals::default());
+    }
+}
