@@ -70,7 +70,13 @@ pub fn classify_level(facts: &LevelFacts) -> Verdict {
         };
     }
     if let Some(reason) = text_reason(facts) {
-        return specific(reason);
+        // Format is the catch-all of 4xx text ("Bad Request"): a nested level
+        // with a specific reason speaks louder.
+        return if reason == Reason::Format {
+            implied(reason)
+        } else {
+            specific(reason)
+        };
     }
     if let Some(reason) = generic_code {
         return implied(reason);
@@ -79,8 +85,7 @@ pub fn classify_level(facts: &LevelFacts) -> Verdict {
 }
 
 /// Decisive statuses. `None` means the status does not decide and the rest of
-/// the evidence is read; `Some(None)` never happens (a decisive status always
-/// names a reason).
+/// the evidence is read.
 fn by_status(status: u16, facts: &LevelFacts) -> Option<Verdict> {
     let s = facts.signals;
     let billing = s.has(Signal::Billing);
@@ -92,7 +97,7 @@ fn by_status(status: u16, facts: &LevelFacts) -> Option<Verdict> {
                 // Usage windows and org spend caps reset on their own (F-5.7).
                 specific(Reason::RateLimit)
             } else {
-                implied(Reason::Billing)
+                settle(facts, Reason::Billing)
             }
         }
         401 | 403 => {
@@ -105,21 +110,21 @@ fn by_status(status: u16, facts: &LevelFacts) -> Option<Verdict> {
             } else if s.rate_limit() {
                 specific(Reason::RateLimit)
             } else {
-                implied(Reason::Auth)
+                settle(facts, Reason::Auth)
             }
         }
         429 => {
             if billing || code_is(facts, Reason::Billing) {
                 specific(Reason::Billing)
             } else {
-                implied(Reason::RateLimit)
+                settle(facts, Reason::RateLimit)
             }
         }
         408 => {
             if s.rate_limit() {
                 specific(Reason::RateLimit)
             } else {
-                implied(Reason::Timeout)
+                settle(facts, Reason::Timeout)
             }
         }
         404 => {
@@ -132,26 +137,51 @@ fn by_status(status: u16, facts: &LevelFacts) -> Option<Verdict> {
             } else if s.has(Signal::SessionExpired) {
                 specific(Reason::SessionExpired)
             } else {
-                implied(Reason::ModelNotFound)
+                settle(facts, Reason::ModelNotFound)
             }
         }
-        500 | 502 | 504 | 520..=524 => {
-            strong_text(facts).map_or_else(|| implied(Reason::Timeout), specific)
-        }
-        503 | 499 => strong_text(facts).map_or_else(
-            || {
-                if s.has(Signal::Overloaded) || code_is(facts, Reason::Overloaded) {
-                    specific(Reason::Overloaded)
-                } else {
-                    implied(Reason::Timeout)
-                }
-            },
-            specific,
-        ),
-        529 => specific(Reason::Overloaded),
+        500 | 502 | 504 | 520..=524 => match strong_text(facts) {
+            Some(reason) => specific(reason),
+            None => settle(facts, Reason::Timeout),
+        },
+        503 | 499 => match strong_text(facts) {
+            Some(reason) => specific(reason),
+            None if confirms(facts, Reason::Overloaded) => specific(Reason::Overloaded),
+            None => settle(facts, Reason::Timeout),
+        },
+        529 => settle(facts, Reason::Overloaded),
         _ => return None,
     };
     Some(verdict)
+}
+
+/// A status's reason is specific when the level's own text or code says the
+/// same thing ("429 Too Many Requests"), and only implied when the status
+/// stands alone — then a nested level with real evidence speaks louder.
+fn settle(facts: &LevelFacts, reason: Reason) -> Verdict {
+    if confirms(facts, reason) {
+        specific(reason)
+    } else {
+        implied(reason)
+    }
+}
+
+/// Whether the text or a code of the level names `reason`.
+fn confirms(facts: &LevelFacts, reason: Reason) -> bool {
+    let s = facts.signals;
+    let by_text = match reason {
+        Reason::RateLimit => s.rate_limit(),
+        Reason::Overloaded => s.has(Signal::Overloaded),
+        Reason::Billing => s.has(Signal::Billing),
+        Reason::Auth => s.has(Signal::Auth),
+        Reason::AuthPermanent => s.has(Signal::AuthPermanent),
+        Reason::Timeout => s.has(Signal::Transient) || s.has(Signal::StopReasonError),
+        Reason::ModelNotFound => s.model_not_found(),
+        Reason::SessionExpired => s.has(Signal::SessionExpired),
+        Reason::Format => s.has(Signal::Format),
+        Reason::ContextOverflow => s.context_overflow(),
+    };
+    by_text || code_is(facts, reason)
 }
 
 /// What a status that is not decisive implies when nothing else speaks.

@@ -100,9 +100,9 @@ impl Signals {
 enum Edge {
     /// Anywhere, even inside a longer word ("throttl" in "ThrottlingException").
     Anywhere,
-    /// Not preceded or followed by a letter or digit.
+    /// Not preceded or followed by a letter, digit or `_`.
     Word,
-    /// Not followed by a letter or digit ("reason: error" but not "reason: errors in").
+    /// Not followed by a letter, digit or `_` ("reason: error" but not "reason: errors in").
     WordEnd,
 }
 
@@ -170,9 +170,10 @@ const PHRASES: &[(&str, Signal, Edge)] = &[
     ("payment required", Billing, Anywhere),
     ("payment_required", Billing, Anywhere),
     ("billing hard limit", Billing, Anywhere),
-    ("exceeded your current quota", Billing, Anywhere),
     ("plans & billing", Billing, Anywhere),
-    ("billing details", Billing, Anywhere),
+    ("purchase credits", Billing, Anywhere),
+    ("purchase more credits", Billing, Anywhere),
+    ("used all available credits", Billing, Anywhere),
     ("billing_not_active", Billing, Anywhere),
     ("billing is not active", Billing, Anywhere),
     ("account balance", Billing, Anywhere),
@@ -193,6 +194,9 @@ const PHRASES: &[(&str, Signal, Edge)] = &[
     ("quota_exceeded", RateLimit, Anywhere),
     ("exceeded quota", RateLimit, Anywhere),
     ("quota limit exceeded", RateLimit, Anywhere),
+    // OpenAI says it for an empty account (code `insufficient_quota`, which
+    // the billing rules catch), Gemini for a per-minute free-tier quota.
+    ("exceeded your current quota", RateLimit, Anywhere),
     ("tokens per min", RateLimit, Anywhere),
     ("requests per min", RateLimit, Anywhere),
     ("(tpm)", RateLimit, Anywhere),
@@ -284,6 +288,8 @@ const PHRASES: &[(&str, Signal, Edge)] = &[
     // Busy provider (F-5.8).
     ("overloaded", Overloaded, Anywhere),
     ("server is busy", Overloaded, Anywhere),
+    ("server busy", Overloaded, Anywhere),
+    ("capacity exceeded", Overloaded, Anywhere),
     ("servers are busy", Overloaded, Anywhere),
     ("currently busy", Overloaded, Anywhere),
     ("high demand", Overloaded, Anywhere),
@@ -400,8 +406,9 @@ fn matcher() -> &'static Matcher {
     })
 }
 
+/// Letters, digits and `_`: `extra_forbidden` is one word, not "forbidden".
 fn is_word_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric()
+    byte.is_ascii_alphanumeric() || byte == b'_'
 }
 
 /// Scans `text` once and returns every signal whose phrase occurs in it.
@@ -449,6 +456,7 @@ mod tests {
         assert!(!scan("Reason: errors in the request body").has(StopReasonError));
         assert!(scan("403 Forbidden").has(Auth));
         assert!(!scan("forbiddenness").has(Auth));
+        assert!(!scan(r#"{"type":"extra_forbidden"}"#).has(Auth));
     }
 
     #[test]

@@ -1,0 +1,9 @@
+//! Integration tests of the policy component as the host runs it. One test
+//! binary (each links wasmtime) sharing one compiled default policy.
+
+mod policy {
+    pub mod cases;
+    pub mod contract;
+    pub mod sandbox;
+    pub mod support;
+}

@@ -1,0 +1,1 @@
+//! Limits and instance reuse.
