@@ -1,1 +1,182 @@
-fn main() {}
+//! Classification throughput: through the component (the host's whole path:
+//! flatten, cut, cross into the guest, classify, come back) versus the same
+//! core called natively on the already flattened input. Measured on one
+//! typical short error and on the case corpus at its own message lengths and
+//! padded to 1 KiB and 4 KiB. Run with `cargo bench --bench classify`; the
+//! summary at the end prints the ratios of this one run (see BENCHMARKS.md).
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput};
+use failover::report::flatten;
+use failover::{Limits, Policy, PolicyEngine, ProviderError};
+
+#[path = "../tests/native/mod.rs"]
+mod native;
+
+const CORPUS: &str = include_str!("../tests/cases/classify.jsonl");
+
+/// The clock every benchmark runs at.
+const NOW_MS: u64 = 1_700_000_000_000;
+
+/// Filler appended to messages: ordinary log-like text that no rule names,
+/// so the scan runs its full length.
+const FILLER: &str = " request id 7f3a9c2e-41d0-4b8e-9f6a-0c1d2e3f4a5b; region us-east-1;";
+
+/// One benchmark's inputs, in both forms.
+struct Inputs {
+    label: &'static str,
+    errors: Vec<ProviderError>,
+    native: Vec<policy_guest::ErrorReport>,
+}
+
+impl Inputs {
+    fn new(label: &'static str, errors: Vec<ProviderError>) -> Self {
+        let native = errors
+            .iter()
+            .map(|e| native::to_core(&flatten(e, NOW_MS, &Limits::default())))
+            .collect();
+        Inputs {
+            label,
+            errors,
+            native,
+        }
+    }
+
+    fn group(&self) -> String {
+        format!("classify-{}", self.label)
+    }
+
+    /// Average bytes of message text per error, as the guest sees it.
+    fn average_text_bytes(&self) -> f64 {
+        let total: usize = self
+            .native
+            .iter()
+            .flat_map(|r| &r.levels)
+            .map(|l| l.message.len())
+            .sum();
+        total as f64 / self.native.len() as f64
+    }
+}
+
+/// One typical short error: what the "under 0.7 µs" target is about.
+fn typical() -> ProviderError {
+    ProviderError::message("Rate limit reached for requests per minute. Please try again in 2s.")
+        .with_provider("openai")
+        .with_status(429)
+        .with_header("retry-after", "2")
+}
+
+/// The corpus's errors, padded to `pad_to` bytes of message when given.
+fn corpus(pad_to: Option<usize>) -> Vec<ProviderError> {
+    CORPUS
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).expect("corpus line");
+            let mut error = ProviderError::from_json(&value["input"]).expect("corpus input");
+            if let Some(target) = pad_to {
+                while error.message.len() < target {
+                    error.message.push_str(FILLER);
+                }
+                error.message.truncate(target);
+            }
+            error
+        })
+        .collect()
+}
+
+fn all_inputs() -> Vec<Inputs> {
+    vec![
+        Inputs::new("typical", vec![typical()]),
+        Inputs::new("corpus", corpus(None)),
+        Inputs::new("corpus-1KiB", corpus(Some(1024))),
+        Inputs::new("corpus-4KiB", corpus(Some(4096))),
+    ]
+}
+
+fn bench(c: &mut Criterion, policy: &Policy, inputs: &[Inputs]) {
+    for input in inputs {
+        let mut group = c.benchmark_group(input.group());
+        group.throughput(Throughput::Elements(input.errors.len() as u64));
+        group.bench_function("component", |b| {
+            b.iter(|| {
+                for error in &input.errors {
+                    black_box(
+                        policy
+                            .classify(black_box(error), NOW_MS)
+                            .expect("classifies"),
+                    );
+                }
+            })
+        });
+        group.bench_function("native", |b| {
+            b.iter(|| {
+                for report in &input.native {
+                    black_box(policy_guest::classify(black_box(report)));
+                }
+            })
+        });
+        group.finish();
+    }
+}
+
+/// Mean time of one criterion benchmark, in nanoseconds, from its report.
+fn mean_ns(group: &str, function: &str) -> Option<f64> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/criterion")
+        .join(group)
+        .join(function)
+        .join("new/estimates.json");
+    let text = std::fs::read_to_string(path).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    value["mean"]["point_estimate"].as_f64()
+}
+
+fn summarise(inputs: &[Inputs]) {
+    println!("\nsummary (this run; per classification):");
+    println!(
+        "{:<12} {:>6} {:>11} {:>11} {:>7} {:>13} {:>10}",
+        "input", "cases", "component", "native", "ratio", "component/s", "avg bytes"
+    );
+    for input in inputs {
+        let group = input.group();
+        let (Some(component), Some(native)) =
+            (mean_ns(&group, "component"), mean_ns(&group, "native"))
+        else {
+            println!(
+                "{:<12} (no criterion estimates: filtered out?)",
+                input.label
+            );
+            continue;
+        };
+        let cases = input.errors.len() as f64;
+        let (component, native) = (component / cases, native / cases);
+        println!(
+            "{:<12} {:>6} {:>8.0} ns {:>8.0} ns {:>6.2}x {:>13.0} {:>10.0}",
+            input.label,
+            cases,
+            component,
+            native,
+            component / native,
+            1e9 / component,
+            input.average_text_bytes()
+        );
+    }
+    println!("(per-byte cost: difference of the padded rows over the difference of their bytes)");
+}
+
+fn main() {
+    let engine = PolicyEngine::new().expect("engine");
+    let policy = Policy::default_policy(&engine).expect("default policy");
+    let inputs = all_inputs();
+    let mut criterion = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .configure_from_args();
+    bench(&mut criterion, &policy, &inputs);
+    criterion.final_summary();
+    summarise(&inputs);
+}

@@ -1,6 +1,8 @@
 //! Integration tests of the policy component as the host runs it. One test
 //! binary (each links wasmtime) sharing one compiled default policy.
 
+mod native;
+
 mod policy {
     pub mod cases;
     pub mod contract;

@@ -16,7 +16,9 @@ pub struct FlatLevel {
     pub status: Option<u16>,
     pub code: Option<String>,
     pub message: String,
-    pub headers: Vec<(String, String)>,
+    /// Response headers as an HTTP/1.1 header block, `Name: value\n` each,
+    /// the form the contract takes them in.
+    pub headers: String,
 }
 
 /// A whole error, flattened and cut.
@@ -56,7 +58,7 @@ pub fn flatten(error: &ProviderError, now_ms: u64, limits: &Limits) -> FlatRepor
                 .as_deref()
                 .map(|c| cut(c, limits.max_short_text_bytes, &mut truncated)),
             message: cut(&level.message, limits.max_message_bytes, &mut truncated),
-            headers: cut_headers(&level.headers, limits, &mut truncated),
+            headers: header_block(&level.headers, limits, &mut truncated),
         });
         // Pushed in reverse so that `error` is read before `cause`.
         if let Some(cause) = &level.cause {
@@ -74,24 +76,24 @@ pub fn flatten(error: &ProviderError, now_ms: u64, limits: &Limits) -> FlatRepor
     }
 }
 
-fn cut_headers(
-    headers: &[(String, String)],
-    limits: &Limits,
-    truncated: &mut bool,
-) -> Vec<(String, String)> {
+/// Writes headers as `Name: value` lines, cut to the limits. A line break
+/// inside a name or value would forge another header, so it becomes a space.
+fn header_block(headers: &[(String, String)], limits: &Limits, truncated: &mut bool) -> String {
     if headers.len() > limits.max_headers {
         *truncated = true;
     }
-    headers
-        .iter()
-        .take(limits.max_headers)
-        .map(|(name, value)| {
-            (
-                cut(name, limits.max_short_text_bytes, truncated),
-                cut(value, limits.max_short_text_bytes, truncated),
-            )
-        })
-        .collect()
+    let mut block = String::new();
+    for (name, value) in headers.iter().take(limits.max_headers) {
+        for (text, separator) in [(name, ": "), (value, "\n")] {
+            let text = cut(text, limits.max_short_text_bytes, truncated);
+            block.extend(
+                text.chars()
+                    .map(|c| if c == '\r' || c == '\n' { ' ' } else { c }),
+            );
+            block.push_str(separator);
+        }
+    }
+    block
 }
 
 /// The longest prefix of `text` within `max` bytes that ends on a character
@@ -171,7 +173,22 @@ mod tests {
             error = error.with_header(format!("h{i}"), "v");
         }
         let flat = flatten(&error, 0, &Limits::default());
-        assert_eq!(flat.levels[0].headers.len(), Limits::default().max_headers);
+        assert_eq!(
+            flat.levels[0].headers.lines().count(),
+            Limits::default().max_headers
+        );
         assert!(flat.truncated);
+    }
+
+    #[test]
+    fn header_block_cannot_be_forged() {
+        let error = ProviderError::message("x")
+            .with_header("Retry-After", "30")
+            .with_header("x-evil", "1\r\nretry-after-ms: 1");
+        let flat = flatten(&error, 0, &Limits::default());
+        assert_eq!(
+            flat.levels[0].headers,
+            "Retry-After: 30\nx-evil: 1  retry-after-ms: 1\n"
+        );
     }
 }

@@ -12,6 +12,11 @@
 
 use serde_json::{Map, Value};
 
+/// Largest body parsed as JSON. Real error bodies are a few hundred bytes; a
+/// larger "body" is an echoed request or a page, whose text is still scanned
+/// but whose structure is not worth the parse (it bounds the worst case).
+pub const MAX_JSON_BODY_BYTES: usize = 16 * 1024;
+
 /// How far into a message the JSON may start: room for a prefix such as
 /// `"Error: 429 "`, not a search through a long text.
 const MAX_JSON_OFFSET: usize = 64;
@@ -36,6 +41,9 @@ pub struct BodyFacts {
 
 /// Reads `message` as a JSON error body, if it is one.
 pub fn parse(message: &str) -> Option<BodyFacts> {
+    if message.len() > MAX_JSON_BODY_BYTES {
+        return None;
+    }
     let value = first_json_value(message)?;
     let mut facts = BodyFacts::default();
     read_body(&value, &mut facts, 0);
@@ -45,10 +53,8 @@ pub fn parse(message: &str) -> Option<BodyFacts> {
 /// Parses the first JSON object or array in `text`, allowing a short prefix
 /// and anything after the value.
 fn first_json_value(text: &str) -> Option<Value> {
-    let start = text
-        .bytes()
-        .take(MAX_JSON_OFFSET)
-        .position(|b| b == b'{' || b == b'[')?;
+    let head = &text.as_bytes()[..text.len().min(MAX_JSON_OFFSET)];
+    let start = memchr::memchr2(b'{', b'[', head)?;
     let mut values = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
     match values.next()? {
         Ok(value @ (Value::Object(_) | Value::Array(_))) => Some(value),
@@ -217,6 +223,15 @@ mod tests {
         assert_eq!(parse("Internal server error"), None);
         assert_eq!(parse(r#"{"error": {"type": "#), None);
         assert_eq!(parse("\"just a string\""), None);
+    }
+
+    #[test]
+    fn oversized_bodies_are_not_parsed() {
+        let body = format!(
+            r#"{{"error":{{"type":"rate_limit_error","pad":"{}"}}}}"#,
+            "x".repeat(MAX_JSON_BODY_BYTES)
+        );
+        assert_eq!(parse(&body), None);
     }
 
     #[test]

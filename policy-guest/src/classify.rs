@@ -19,10 +19,6 @@ const NO_ERROR_DETAILS: &str = "unknown error (no error details in response)";
 /// A stream wrapper's message when a stream ends without detail (F-5.5).
 const BARE_UNKNOWN_ERROR: &str = "an unknown error occurred";
 
-/// Deepest nesting the inherited-status stack follows; deeper levels inherit
-/// from this depth. The host already bounds the number of levels.
-const MAX_TRACKED_DEPTH: usize = 64;
-
 /// Classifies one failed provider call.
 pub fn classify(report: &ErrorReport) -> Classification {
     let openrouter = report
@@ -30,7 +26,9 @@ pub fn classify(report: &ErrorReport) -> Classification {
         .as_deref()
         .is_some_and(|p| p.trim().eq_ignore_ascii_case("openrouter"));
 
-    let mut statuses: [Option<u16>; MAX_TRACKED_DEPTH] = [None; MAX_TRACKED_DEPTH];
+    // (depth, status) of the levels enclosing the current one that had a
+    // status; a level inherits the innermost.
+    let mut enclosing: Vec<(u32, u16)> = Vec::new();
     let mut first_implied = None;
     let mut context_overflow = false;
     let mut chosen = None;
@@ -40,18 +38,6 @@ pub fn classify(report: &ErrorReport) -> Classification {
     let mut no_error_details = false;
 
     for level in &report.levels {
-        let body = body::parse(&level.message);
-        let depth = (level.depth as usize).min(MAX_TRACKED_DEPTH - 1);
-        let inherited = statuses[..depth].iter().rev().find_map(|s| *s);
-        let status = level
-            .status
-            .or(body.as_ref().and_then(|b| b.status))
-            .or(inherited);
-        statuses[depth] = level.status.or(body.as_ref().and_then(|b| b.status));
-        for deeper in statuses.iter_mut().skip(depth + 1) {
-            *deeper = None;
-        }
-
         let message = level.message.trim();
         let has_code = level.code.as_deref().is_some_and(|c| !c.trim().is_empty());
         anything_said |= !message.is_empty() || level.status.is_some() || has_code;
@@ -59,12 +45,29 @@ pub fn classify(report: &ErrorReport) -> Classification {
         if retry_after_ms.is_none() {
             retry_after_ms = retry_after::from_headers(&level.headers, report.now_ms);
         }
+        if chosen.is_some() {
+            // The reason is settled; a later body matters only for a retry
+            // delay that no header gave.
+            if retry_after_ms.is_none() && body_retry_ms.is_none() {
+                body_retry_ms = body::parse(&level.message).and_then(|b| b.retry_delay_ms);
+            }
+            continue;
+        }
+
+        let body = body::parse(&level.message);
         if body_retry_ms.is_none() {
             body_retry_ms = body.as_ref().and_then(|b| b.retry_delay_ms);
         }
-        if chosen.is_some() {
-            // Keep reading only for headers and details.
-            continue;
+        let own_status = level.status.or(body.as_ref().and_then(|b| b.status));
+        while enclosing
+            .last()
+            .is_some_and(|(depth, _)| *depth >= level.depth)
+        {
+            enclosing.pop();
+        }
+        let inherited = enclosing.last().map(|(_, status)| *status);
+        if let Some(status) = own_status {
+            enclosing.push((level.depth, status));
         }
 
         let mut codes: Vec<&str> = level.code.as_deref().into_iter().collect();
@@ -72,7 +75,7 @@ pub fn classify(report: &ErrorReport) -> Classification {
             codes.extend(body.codes.iter().map(String::as_str));
         }
         let facts = LevelFacts {
-            status,
+            status: own_status.or(inherited),
             codes: &codes,
             signals: signals::scan(message),
             openrouter,

@@ -27,14 +27,7 @@ impl exports::failover::policy::classifier::Guest for Policy {
                     status: level.status,
                     code: level.code,
                     message: level.message,
-                    headers: level
-                        .headers
-                        .into_iter()
-                        .map(|h| model::Header {
-                            name: h.name,
-                            value: h.value,
-                        })
-                        .collect(),
+                    headers: level.headers,
                 })
                 .collect(),
         };

@@ -8,7 +8,8 @@
 //! - [`classify`] turns a captured provider error into a [`Classification`]
 //!   (spec §5): a failure reason, whether it advances the fallback chain, a
 //!   diagnostic detail and the provider's requested wait.
-//! - `signals` scans message text once for every phrase the rules know.
+//! - `phrases` lists every phrase the rules know; `build.rs` compiles it into
+//!   a DFA and `signals` scans message text with it in one pass.
 //! - `body` reads providers' JSON error bodies for codes and statuses.
 //! - `codes` knows symbolic codes (errno names, SDK types, gRPC, AWS).
 //! - `rules` decides one level's reason; `classify` combines nested levels.
@@ -18,6 +19,8 @@ mod body;
 mod classify;
 mod codes;
 mod model;
+/// The phrase table (shared with `build.rs`, which compiles it into a DFA).
+mod phrases;
 mod retry_after;
 mod rules;
 mod signals;
@@ -26,7 +29,7 @@ mod signals;
 mod component;
 
 pub use classify::classify;
-pub use model::{Classification, Detail, ErrorLevel, ErrorReport, Header, Reason};
+pub use model::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
 pub use retry_after::MAX_RETRY_AFTER_MS;
 
 /// The policy's name, as a host reports it.

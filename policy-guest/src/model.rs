@@ -64,13 +64,6 @@ impl Detail {
     }
 }
 
-/// One HTTP response header.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Header {
-    pub name: String,
-    pub value: String,
-}
-
 /// One level of a nested provider error, in depth-first order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ErrorLevel {
@@ -79,7 +72,8 @@ pub struct ErrorLevel {
     pub status: Option<u16>,
     pub code: Option<String>,
     pub message: String,
-    pub headers: Vec<Header>,
+    /// Response headers as an HTTP/1.1 header block (`Name: value` lines).
+    pub headers: String,
 }
 
 /// A failed provider call.

@@ -5,25 +5,28 @@
 //! Header names match in any case. Values that do not parse, are negative or
 //! are not finite are ignored rather than guessed at.
 
-use crate::model::Header;
-
 /// Longest wait a header can ask for. The longest window providers announce is
 /// a weekly usage limit, so a week keeps every honest reset time intact while
 /// an absurd value (`1e30`) is clamped and `now + wait` can never overflow.
 pub const MAX_RETRY_AFTER_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 
-/// The wait the headers ask for, in milliseconds.
-pub fn from_headers(headers: &[Header], now_ms: u64) -> Option<u64> {
-    let find = |name: &str| {
-        headers
-            .iter()
-            .find(|h| h.name.trim().eq_ignore_ascii_case(name))
-            .map(|h| h.value.trim())
-    };
-    if let Some(ms) = find("retry-after-ms").and_then(parse_milliseconds) {
-        return Some(ms);
+/// The wait a header block (`Name: value` lines) asks for, in milliseconds.
+pub fn from_headers(block: &str, now_ms: u64) -> Option<u64> {
+    let mut seconds_or_date = None;
+    for line in block.lines() {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        let name = name.trim();
+        if name.eq_ignore_ascii_case("retry-after-ms") {
+            if let Some(ms) = parse_milliseconds(value.trim()) {
+                return Some(ms);
+            }
+        } else if seconds_or_date.is_none() && name.eq_ignore_ascii_case("retry-after") {
+            seconds_or_date = parse_retry_after(value.trim(), now_ms);
+        }
     }
-    find("retry-after").and_then(|value| parse_retry_after(value, now_ms))
+    seconds_or_date
 }
 
 fn parse_milliseconds(value: &str) -> Option<u64> {
@@ -63,64 +66,46 @@ fn clamp_ms(ms: f64) -> Option<u64> {
 mod tests {
     use super::*;
 
-    fn headers(pairs: &[(&str, &str)]) -> Vec<Header> {
-        pairs
-            .iter()
-            .map(|(name, value)| Header {
-                name: (*name).into(),
-                value: (*value).into(),
-            })
-            .collect()
-    }
-
     #[test]
     fn seconds_milliseconds_and_dates() {
-        assert_eq!(
-            from_headers(&headers(&[("Retry-After", "30")]), 0),
-            Some(30_000)
-        );
-        assert_eq!(
-            from_headers(&headers(&[("retry-after", "1.5")]), 0),
-            Some(1_500)
-        );
-        assert_eq!(
-            from_headers(&headers(&[("RETRY-AFTER-MS", "250")]), 0),
-            Some(250)
-        );
+        assert_eq!(from_headers("Retry-After: 30\n", 0), Some(30_000));
+        assert_eq!(from_headers("retry-after:1.5", 0), Some(1_500));
+        assert_eq!(from_headers("RETRY-AFTER-MS: 250\r\n", 0), Some(250));
         // Wed, 21 Oct 2015 07:28:00 GMT is 1445412480 s after the epoch.
         let now = 1_445_412_480_000 - 40_000;
         assert_eq!(
-            from_headers(
-                &headers(&[("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT")]),
-                now
-            ),
+            from_headers("Retry-After: Wed, 21 Oct 2015 07:28:00 GMT\n", now),
             Some(40_000)
         );
     }
 
     #[test]
-    fn milliseconds_header_wins() {
-        let both = headers(&[("retry-after", "30"), ("retry-after-ms", "1200")]);
-        assert_eq!(from_headers(&both, 0), Some(1_200));
+    fn milliseconds_header_wins_wherever_it_stands() {
+        let block = "content-type: application/json\nretry-after: 30\nretry-after-ms: 1200\n";
+        assert_eq!(from_headers(block, 0), Some(1_200));
     }
 
     #[test]
     fn past_dates_mean_no_wait() {
-        let past = headers(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")]);
-        assert_eq!(from_headers(&past, 2_000_000_000_000), Some(0));
+        let past = "retry-after: Wed, 21 Oct 2015 07:28:00 GMT";
+        assert_eq!(from_headers(past, 2_000_000_000_000), Some(0));
     }
 
     #[test]
-    fn garbage_negative_and_huge_values() {
-        assert_eq!(from_headers(&headers(&[("retry-after", "soon")]), 0), None);
-        assert_eq!(from_headers(&headers(&[("retry-after", "-5")]), 0), None);
-        assert_eq!(from_headers(&headers(&[("retry-after", "NaN")]), 0), None);
+    fn garbage_negative_huge_and_malformed_lines() {
+        assert_eq!(from_headers("retry-after: soon", 0), None);
+        assert_eq!(from_headers("retry-after: -5", 0), None);
+        assert_eq!(from_headers("retry-after: NaN", 0), None);
         assert_eq!(
-            from_headers(&headers(&[("retry-after", "1e30")]), 0),
+            from_headers("retry-after: 1e30", 0),
             Some(MAX_RETRY_AFTER_MS)
         );
+        assert_eq!(from_headers("retry-after 30\nno colon here", 0), None);
+        assert_eq!(from_headers("", 0), None);
         // A bad `retry-after-ms` falls back to `retry-after`.
-        let mixed = headers(&[("retry-after-ms", "x"), ("retry-after", "2")]);
-        assert_eq!(from_headers(&mixed, 0), Some(2_000));
+        assert_eq!(
+            from_headers("retry-after-ms: x\nretry-after: 2", 0),
+            Some(2_000)
+        );
     }
 }

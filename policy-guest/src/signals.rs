@@ -1,61 +1,14 @@
 //! Text evidence: which kinds of phrase occur in an error's text.
 //!
-//! Every phrase of every rule is compiled into one Aho-Corasick automaton that
-//! matches ASCII case-insensitively, so a message is scanned once, whatever
-//! the number of rules, and never lowercased or copied. The scan yields a
+//! Every phrase of every rule (`phrases.rs`) is compiled at build time into
+//! one Aho-Corasick DFA (see `build.rs`) that matches ASCII
+//! case-insensitively and reports every phrase, overlapping ones included.
+//! A message is scanned once — one table lookup per byte, whatever the
+//! number of rules — and never lowercased or copied. The scan yields a
 //! [`Signals`] set; the rules in `rules.rs` only look at that set.
 
-use std::sync::OnceLock;
-
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
-
-/// A kind of phrase found in an error's text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Signal {
-    /// The prompt does not fit the model (F-5.9).
-    ContextOverflow,
-    /// Half of a context-overflow pair: "context window", "context length".
-    ContextTerm,
-    /// Other half: "exceed", "too long", "overflow".
-    OverflowTerm,
-    /// Explicit out-of-credit text (F-5.7).
-    Billing,
-    /// Rate limits and throttling (F-5.2).
-    RateLimit,
-    /// Half of a usage-window pair: "limit", "quota".
-    LimitTerm,
-    /// Other half: "daily", "weekly", "per month", ...
-    PeriodTerm,
-    /// Also pairs with a limit: "resets", "reset at".
-    ResetHint,
-    /// Organisation or workspace spend caps, retryable by F-5.7.
-    SpendLimit,
-    /// Credentials refused for good.
-    AuthPermanent,
-    /// Credentials refused.
-    Auth,
-    /// Busy provider (F-5.8).
-    Overloaded,
-    /// Transient transport or server trouble (F-5.5).
-    Transient,
-    /// OpenAI-compatible stop-reason errors (F-5.4).
-    StopReasonError,
-    /// The model does not exist.
-    ModelNotFound,
-    /// Half of a model-missing pair: "model".
-    ModelTerm,
-    /// Other half: "not found", "does not exist".
-    NotFoundTerm,
-    /// A provider-side session is gone.
-    SessionExpired,
-    /// Invalid request shape (F-5.3).
-    Format,
-    /// OpenRouter's "Key limit exceeded" (billing, for OpenRouter only).
-    KeyLimitExceeded,
-    /// OpenRouter's bare "Provider returned error" (timeout, for OpenRouter only).
-    ProviderReturnedError,
-}
+pub use crate::phrases::Signal;
+use crate::phrases::{Edge, PHRASES};
 
 /// A set of [`Signal`]s.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -95,345 +48,177 @@ impl Signals {
     }
 }
 
-/// Where a phrase must stand for it to count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Edge {
-    /// Anywhere, even inside a longer word ("throttl" in "ThrottlingException").
-    Anywhere,
-    /// Not preceded or followed by a letter, digit or `_`.
-    Word,
-    /// Not followed by a letter, digit or `_` ("reason: error" but not "reason: errors in").
-    WordEnd,
-}
-
-use Edge::{Anywhere, Word, WordEnd};
-use Signal::*;
-
-/// Every phrase, lowercase, with the signal it raises. Kept in one table so the
-/// whole vocabulary can be reviewed at a glance.
-const PHRASES: &[(&str, Signal, Edge)] = &[
-    // Context overflow (F-5.9).
-    ("request_too_large", ContextOverflow, Anywhere),
-    ("prompt is too long", ContextOverflow, Anywhere),
-    ("prompt too long", ContextOverflow, Anywhere),
-    ("input is too long", ContextOverflow, Anywhere),
-    ("input too long", ContextOverflow, Anywhere),
-    (
-        "exceeds the maximum number of tokens",
-        ContextOverflow,
-        Anywhere,
-    ),
-    (
-        "exceeds the maximum number of input tokens",
-        ContextOverflow,
-        Anywhere,
-    ),
-    ("maximum prompt length", ContextOverflow, Anywhere),
-    (
-        "reduce the length of the messages",
-        ContextOverflow,
-        Anywhere,
-    ),
-    (
-        "tokens in the prompt cannot exceed",
-        ContextOverflow,
-        Anywhere,
-    ),
-    ("context_overflow", ContextOverflow, Anywhere),
-    ("context overflow", ContextOverflow, Anywhere),
-    ("context window", ContextTerm, Anywhere),
-    ("context_window", ContextTerm, Anywhere),
-    ("context length", ContextTerm, Anywhere),
-    ("context_length", ContextTerm, Anywhere),
-    ("context size", ContextTerm, Anywhere),
-    ("context limit", ContextTerm, Anywhere),
-    ("maximum context", ContextTerm, Anywhere),
-    ("exceed", OverflowTerm, Anywhere),
-    ("too long", OverflowTerm, Anywhere),
-    ("too large", OverflowTerm, Anywhere),
-    ("overflow", OverflowTerm, Anywhere),
-    ("maximum context length is", OverflowTerm, Anywhere),
-    // Billing (F-5.7).
-    ("insufficient credit", Billing, Anywhere),
-    ("insufficient_credit", Billing, Anywhere),
-    ("insufficient balance", Billing, Anywhere),
-    ("insufficient_balance", Billing, Anywhere),
-    ("insufficient funds", Billing, Anywhere),
-    ("insufficient_quota", Billing, Anywhere),
-    ("credit balance", Billing, Anywhere),
-    ("out of credits", Billing, Anywhere),
-    ("requires more credits", Billing, Anywhere),
-    ("can only afford", Billing, Anywhere),
-    ("credits have been exhausted", Billing, Anywhere),
-    ("credits are exhausted", Billing, Anywhere),
-    ("credits are depleted", Billing, Anywhere),
-    ("payment required", Billing, Anywhere),
-    ("payment_required", Billing, Anywhere),
-    ("billing hard limit", Billing, Anywhere),
-    ("plans & billing", Billing, Anywhere),
-    ("purchase credits", Billing, Anywhere),
-    ("purchase more credits", Billing, Anywhere),
-    ("used all available credits", Billing, Anywhere),
-    ("billing_not_active", Billing, Anywhere),
-    ("billing is not active", Billing, Anywhere),
-    ("account balance", Billing, Anywhere),
-    // Rate limits (F-5.2).
-    ("rate limit", RateLimit, Anywhere),
-    ("rate_limit", RateLimit, Anywhere),
-    ("rate-limit", RateLimit, Anywhere),
-    ("ratelimit", RateLimit, Anywhere),
-    ("too many requests", RateLimit, Anywhere),
-    ("too_many_requests", RateLimit, Anywhere),
-    ("too many concurrent requests", RateLimit, Anywhere),
-    ("concurrency limit", RateLimit, Anywhere),
-    ("throttl", RateLimit, Anywhere),
-    ("resource exhausted", RateLimit, Anywhere),
-    ("resource_exhausted", RateLimit, Anywhere),
-    ("resource has been exhausted", RateLimit, Anywhere),
-    ("quota exceeded", RateLimit, Anywhere),
-    ("quota_exceeded", RateLimit, Anywhere),
-    ("exceeded quota", RateLimit, Anywhere),
-    ("quota limit exceeded", RateLimit, Anywhere),
-    // OpenAI says it for an empty account (code `insufficient_quota`, which
-    // the billing rules catch), Gemini for a per-minute free-tier quota.
-    ("exceeded your current quota", RateLimit, Anywhere),
-    ("tokens per min", RateLimit, Anywhere),
-    ("requests per min", RateLimit, Anywhere),
-    ("(tpm)", RateLimit, Anywhere),
-    ("(rpm)", RateLimit, Anywhere),
-    ("usage limit", RateLimit, Anywhere),
-    ("slow down", RateLimit, Word),
-    ("model_cooldown", RateLimit, Anywhere),
-    ("cooling down", RateLimit, Anywhere),
-    ("limit", LimitTerm, Anywhere),
-    ("quota", LimitTerm, Anywhere),
-    ("daily", PeriodTerm, Word),
-    ("weekly", PeriodTerm, Word),
-    ("monthly", PeriodTerm, Word),
-    ("hourly", PeriodTerm, Word),
-    ("per day", PeriodTerm, Word),
-    ("per hour", PeriodTerm, Word),
-    ("per week", PeriodTerm, Word),
-    ("per month", PeriodTerm, Word),
-    ("5-hour", PeriodTerm, Word),
-    ("5 hour", PeriodTerm, Word),
-    ("usage window", PeriodTerm, Anywhere),
-    ("resets", ResetHint, Word),
-    ("reset at", ResetHint, Word),
-    ("reset in", ResetHint, Word),
-    ("will reset", ResetHint, Word),
-    ("spending limit", SpendLimit, Anywhere),
-    ("spend limit", SpendLimit, Anywhere),
-    ("spending cap", SpendLimit, Anywhere),
-    ("budget has been exceeded", SpendLimit, Anywhere),
-    ("budget exceeded", SpendLimit, Anywhere),
-    ("exceeded budget", SpendLimit, Anywhere),
-    // Permanent credential failures.
-    ("invalid api key", AuthPermanent, Anywhere),
-    ("invalid api-key", AuthPermanent, Anywhere),
-    ("invalid_api_key", AuthPermanent, Anywhere),
-    ("invalid x-api-key", AuthPermanent, Anywhere),
-    ("incorrect api key", AuthPermanent, Anywhere),
-    ("api key not valid", AuthPermanent, Anywhere),
-    ("api_key_invalid", AuthPermanent, Anywhere),
-    ("api key is invalid", AuthPermanent, Anywhere),
-    ("api key expired", AuthPermanent, Anywhere),
-    ("api key revoked", AuthPermanent, Anywhere),
-    ("api key has been revoked", AuthPermanent, Anywhere),
-    ("key has been revoked", AuthPermanent, Anywhere),
-    ("key has been disabled", AuthPermanent, Anywhere),
-    ("key has been deleted", AuthPermanent, Anywhere),
-    ("key was disabled", AuthPermanent, Anywhere),
-    ("has been deactivated", AuthPermanent, Anywhere),
-    ("account deactivated", AuthPermanent, Anywhere),
-    ("account has been suspended", AuthPermanent, Anywhere),
-    ("account suspended", AuthPermanent, Anywhere),
-    ("has been suspended", AuthPermanent, Anywhere),
-    ("account disabled", AuthPermanent, Anywhere),
-    ("organization has been disabled", AuthPermanent, Anywhere),
-    ("not allowed for this organization", AuthPermanent, Anywhere),
-    ("does not have permission", AuthPermanent, Anywhere),
-    ("permission_error", AuthPermanent, Anywhere),
-    ("user not found", AuthPermanent, Anywhere),
-    (
-        "security token included in the request is invalid",
-        AuthPermanent,
-        Anywhere,
-    ),
-    // Credential failures that may recover.
-    ("unauthorized", Auth, Anywhere),
-    ("unauthenticated", Auth, Anywhere),
-    ("authentication", Auth, Anywhere),
-    ("not authenticated", Auth, Anywhere),
-    ("re-authenticate", Auth, Anywhere),
-    ("reauthenticate", Auth, Anywhere),
-    ("invalid token", Auth, Anywhere),
-    ("invalid_token", Auth, Anywhere),
-    ("invalid bearer", Auth, Anywhere),
-    ("token expired", Auth, Anywhere),
-    ("token has expired", Auth, Anywhere),
-    ("expired token", Auth, Anywhere),
-    ("token is expired", Auth, Anywhere),
-    ("oauth token", Auth, Anywhere),
-    ("refresh token", Auth, Anywhere),
-    ("invalid credentials", Auth, Anywhere),
-    ("no auth credentials", Auth, Anywhere),
-    ("missing api key", Auth, Anywhere),
-    ("no api key", Auth, Anywhere),
-    ("api key is missing", Auth, Anywhere),
-    ("forbidden", Auth, Word),
-    ("access denied", Auth, Anywhere),
-    ("permission denied", Auth, Anywhere),
-    ("permission_denied", Auth, Anywhere),
-    // Busy provider (F-5.8).
-    ("overloaded", Overloaded, Anywhere),
-    ("server is busy", Overloaded, Anywhere),
-    ("server busy", Overloaded, Anywhere),
-    ("capacity exceeded", Overloaded, Anywhere),
-    ("servers are busy", Overloaded, Anywhere),
-    ("currently busy", Overloaded, Anywhere),
-    ("high demand", Overloaded, Anywhere),
-    ("over capacity", Overloaded, Anywhere),
-    ("at capacity", Overloaded, Anywhere),
-    ("no capacity", Overloaded, Anywhere),
-    ("insufficient capacity", Overloaded, Anywhere),
-    ("capacity constraints", Overloaded, Anywhere),
-    ("modelnotready", Overloaded, Anywhere),
-    ("model is loading", Overloaded, Anywhere),
-    ("currently loading", Overloaded, Anywhere),
-    // Transient transport and server trouble (F-5.5).
-    ("timeout", Transient, Anywhere),
-    ("timed out", Transient, Anywhere),
-    ("timed_out", Transient, Anywhere),
-    ("deadline exceeded", Transient, Anywhere),
-    ("deadline_exceeded", Transient, Anywhere),
-    ("etimedout", Transient, Word),
-    ("econnreset", Transient, Word),
-    ("econnrefused", Transient, Word),
-    ("econnaborted", Transient, Word),
-    ("eai_again", Transient, Word),
-    ("socket hang up", Transient, Anywhere),
-    ("connection reset", Transient, Anywhere),
-    ("connection refused", Transient, Anywhere),
-    ("connection closed", Transient, Anywhere),
-    ("connection aborted", Transient, Anywhere),
-    ("connection error", Transient, Anywhere),
-    ("network error", Transient, Anywhere),
-    ("fetch failed", Transient, Anywhere),
-    ("other side closed", Transient, Anywhere),
-    ("premature close", Transient, Anywhere),
-    ("unexpected eof", Transient, Anywhere),
-    ("internal server error", Transient, Anywhere),
-    ("internal_server_error", Transient, Anywhere),
-    ("internal error", Transient, Anywhere),
-    ("server had an error", Transient, Anywhere),
-    ("server_error", Transient, Anywhere),
-    ("unknown error, 520", Transient, Anywhere),
-    ("upstream error", Transient, Anywhere),
-    ("upstream connect error", Transient, Anywhere),
-    ("backend error", Transient, Anywhere),
-    ("bad gateway", Transient, Anywhere),
-    ("gateway timeout", Transient, Anywhere),
-    ("service unavailable", Transient, Anywhere),
-    ("temporarily unavailable", Transient, Anywhere),
-    ("without sending any chunks", Transient, Anywhere),
-    // Stop-reason errors (F-5.4): covers "stop reason: error" and
-    // "Unhandled stop reason: error".
-    ("reason: error", StopReasonError, WordEnd),
-    // Missing models.
-    ("model not found", ModelNotFound, Anywhere),
-    ("model_not_found", ModelNotFound, Anywhere),
-    ("model does not exist", ModelNotFound, Anywhere),
-    (
-        "does not exist or you do not have access",
-        ModelNotFound,
-        Anywhere,
-    ),
-    ("unknown model", ModelNotFound, Anywhere),
-    ("no such model", ModelNotFound, Anywhere),
-    ("invalid model", ModelNotFound, Anywhere),
-    ("is not a valid model", ModelNotFound, Anywhere),
-    ("no endpoints found", ModelNotFound, Anywhere),
-    ("has been decommissioned", ModelNotFound, Anywhere),
-    ("model", ModelTerm, Anywhere),
-    ("not found", NotFoundTerm, Anywhere),
-    ("does not exist", NotFoundTerm, Anywhere),
-    // Provider-side sessions.
-    ("session expired", SessionExpired, Anywhere),
-    ("session has expired", SessionExpired, Anywhere),
-    ("session_expired", SessionExpired, Anywhere),
-    ("session not found", SessionExpired, Anywhere),
-    ("session is no longer valid", SessionExpired, Anywhere),
-    ("invalid session", SessionExpired, Anywhere),
-    ("conversation not found", SessionExpired, Anywhere),
-    // Malformed requests (F-5.3).
-    ("invalid request", Format, Anywhere),
-    ("invalid_request", Format, Anywhere),
-    ("bad request", Format, Anywhere),
-    ("string should match pattern", Format, Anywhere),
-    ("tool_use.id", Format, Anywhere),
-    ("tool_use_id", Format, Anywhere),
-    ("tool_call_id", Format, Anywhere),
-    ("validation error", Format, Anywhere),
-    ("validationexception", Format, Anywhere),
-    ("malformed", Format, Anywhere),
-    ("invalid parameter", Format, Anywhere),
-    ("invalid_parameter", Format, Anywhere),
-    ("unsupported parameter", Format, Anywhere),
-    ("invalid value", Format, Anywhere),
-    ("extra inputs are not permitted", Format, Anywhere),
-    ("content_filter", Format, Anywhere),
-    // Provider-scoped (F-5.6).
-    ("key limit exceeded", KeyLimitExceeded, Anywhere),
-    ("provider returned error", ProviderReturnedError, Anywhere),
-];
-
-/// The compiled phrase table.
-struct Matcher {
-    automaton: AhoCorasick,
-}
-
-fn matcher() -> &'static Matcher {
-    static MATCHER: OnceLock<Matcher> = OnceLock::new();
-    MATCHER.get_or_init(|| {
-        let automaton = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(PHRASES.iter().map(|(phrase, _, _)| phrase))
-            .expect("the phrase table is a valid Aho-Corasick input");
-        Matcher { automaton }
-    })
-}
+// CLASS_COUNT, FIRST_MATCH_STATE, CLASSES, TRANSITION_MASK, TRANSITIONS,
+// OUTPUT_STARTS, OUTPUT_PATTERNS: the DFA build.rs generated from the phrases.
+include!(concat!(env!("OUT_DIR"), "/phrase_dfa.rs"));
 
 /// Letters, digits and `_`: `extra_forbidden` is one word, not "forbidden".
 fn is_word_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || byte == b'_'
 }
 
+/// Bytes stepped per round of the scan's fast loop: the round has no
+/// branches, so the per-block overhead of the sandbox (fuel, epoch checks)
+/// is paid once per round rather than once per byte.
+const ROUND: usize = 8;
+
+/// Independent DFA runs interleaved over a long text. One run is bound by
+/// the latency of its table lookups (each needs the previous state); four
+/// runs over four parts of the text keep the CPU busy meanwhile.
+const LANES: usize = 4;
+
+/// Texts shorter than this are scanned by one run: splitting them would
+/// mostly re-scan warm-up bytes.
+const MIN_LANED_LEN: usize = 256;
+
+/// The longest phrase, in bytes.
+const MAX_PHRASE_LEN: usize = {
+    let mut longest = 0;
+    let mut i = 0;
+    while i < PHRASES.len() {
+        if PHRASES[i].0.len() > longest {
+            longest = PHRASES[i].0.len();
+        }
+        i += 1;
+    }
+    longest
+};
+
+/// How far before its part a lane starts: after this many bytes an
+/// Aho-Corasick DFA is in the same state whatever came before, so every
+/// phrase that ends inside the part is found.
+const WARMUP: usize = MAX_PHRASE_LEN - 1;
+
+/// One DFA step. States are premultiplied by `CLASS_COUNT` (see build.rs);
+/// the mask keeps the index in bounds without a branch (every real index is
+/// already in bounds; the table is padded to a power of two).
+#[inline(always)]
+fn step(state: usize, byte: u8) -> usize {
+    TRANSITIONS[(state + usize::from(CLASSES[usize::from(byte)])) & TRANSITION_MASK] as usize
+}
+
 /// Scans `text` once and returns every signal whose phrase occurs in it.
+///
+/// Rounds without a match (nearly all) run branch-free; a round that reached
+/// a match state is stepped again from its first state to record where. A
+/// long text is cut into [`LANES`] parts scanned side by side, each lane
+/// starting [`WARMUP`] bytes early; a phrase near a cut may be found by two
+/// lanes, which is harmless since signals form a set.
 pub fn scan(text: &str) -> Signals {
     let bytes = text.as_bytes();
     let mut signals = Signals::default();
-    for found in matcher().automaton.find_overlapping_iter(text) {
-        let (_, signal, edge) = PHRASES[found.pattern().as_usize()];
-        let starts_word = found.start() == 0 || !is_word_byte(bytes[found.start() - 1]);
-        let ends_word = found.end() == bytes.len() || !is_word_byte(bytes[found.end()]);
+    if bytes.len() < MIN_LANED_LEN {
+        scan_from(bytes, 0, bytes.len(), &mut signals);
+        return signals;
+    }
+    let part = bytes.len().div_ceil(LANES);
+    let starts: [usize; LANES] = std::array::from_fn(|k| (k * part).saturating_sub(WARMUP));
+    let ends: [usize; LANES] = std::array::from_fn(|k| ((k + 1) * part).min(bytes.len()));
+    // Every lane steps the same number of bytes side by side; each then
+    // finishes its own part alone.
+    let common = (0..LANES).map(|k| ends[k] - starts[k]).min().unwrap_or(0);
+    let rounds = common / ROUND;
+    let mut states = [0usize; LANES];
+    for round in 0..rounds {
+        let offset = round * ROUND;
+        let firsts = states;
+        let chunks: [&[u8; ROUND]; LANES] = std::array::from_fn(|k| {
+            let at = starts[k] + offset;
+            bytes[at..at + ROUND]
+                .try_into()
+                .expect("a round is ROUND bytes")
+        });
+        let mut matched = false;
+        for i in 0..ROUND {
+            for k in 0..LANES {
+                states[k] = step(states[k], chunks[k][i]);
+                matched |= states[k] >= FIRST_MATCH_STATE;
+            }
+        }
+        if matched {
+            for k in 0..LANES {
+                step_recording(
+                    bytes,
+                    chunks[k],
+                    starts[k] + offset,
+                    firsts[k],
+                    &mut signals,
+                );
+            }
+        }
+    }
+    for k in 0..LANES {
+        let done = starts[k] + rounds * ROUND;
+        step_recording(bytes, &bytes[done..ends[k]], done, states[k], &mut signals);
+    }
+    signals
+}
+
+/// Scans `bytes[start..end]` as one run from the initial state.
+fn scan_from(bytes: &[u8], start: usize, end: usize, signals: &mut Signals) {
+    let mut state = 0usize;
+    let mut rounds = bytes[start..end].chunks_exact(ROUND);
+    let mut offset = start;
+    for round in &mut rounds {
+        let first = state;
+        let mut matched = false;
+        for &byte in round {
+            state = step(state, byte);
+            matched |= state >= FIRST_MATCH_STATE;
+        }
+        if matched {
+            step_recording(bytes, round, offset, first, signals);
+        }
+        offset += ROUND;
+    }
+    step_recording(bytes, rounds.remainder(), offset, state, signals);
+}
+
+/// Steps `part` (which starts at `offset` in `bytes`) from `state`, recording
+/// every match; returns the final state.
+fn step_recording(
+    bytes: &[u8],
+    part: &[u8],
+    offset: usize,
+    mut state: usize,
+    signals: &mut Signals,
+) -> usize {
+    for (index, &byte) in part.iter().enumerate() {
+        state = step(state, byte);
+        if state >= FIRST_MATCH_STATE {
+            record_matches(bytes, state, offset + index + 1, signals);
+        }
+    }
+    state
+}
+
+/// Adds the signals of the phrases that end at `end` in match state `state`,
+/// checking each phrase's word edges.
+#[cold]
+fn record_matches(bytes: &[u8], state: usize, end: usize, signals: &mut Signals) {
+    let slot = (state - FIRST_MATCH_STATE) / CLASS_COUNT;
+    let outputs = usize::from(OUTPUT_STARTS[slot])..usize::from(OUTPUT_STARTS[slot + 1]);
+    for &pattern in &OUTPUT_PATTERNS[outputs] {
+        let (phrase, signal, edge) = PHRASES[usize::from(pattern)];
+        let start = end - phrase.len();
         let stands = match edge {
-            Anywhere => true,
-            Word => starts_word && ends_word,
-            WordEnd => ends_word,
+            Edge::Anywhere => true,
+            Edge::Word => {
+                (start == 0 || !is_word_byte(bytes[start - 1]))
+                    && (end == bytes.len() || !is_word_byte(bytes[end]))
+            }
+            Edge::WordEnd => end == bytes.len() || !is_word_byte(bytes[end]),
         };
         if stands {
             signals.insert(signal);
         }
     }
-    signals
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Signal::*;
 
     #[test]
     fn phrases_are_lowercase_and_unique() {
@@ -466,6 +251,61 @@ mod tests {
         assert!(scan("weekly usage limit exhausted").retryable_limit());
         assert!(!scan("limit exhausted").retryable_limit());
         assert!(scan("model \"llama3\" not found, try pulling it first").model_not_found());
+    }
+
+    #[test]
+    fn overlapping_and_nested_phrases_all_report() {
+        // "too many concurrent requests" contains no other phrase, but
+        // "rate limit" inside "rate limit reached" and "limit" both do.
+        let s = scan("Rate limit reached; weekly quota");
+        assert!(s.has(RateLimit) && s.has(LimitTerm) && s.has(PeriodTerm));
+        // A phrase that is a suffix of another's prefix path (failure links).
+        assert!(scan("xxinternal server errorxx").has(Transient));
+        assert!(scan("resource_exhausted").has(RateLimit));
+    }
+
+    #[test]
+    fn every_phrase_is_found_in_any_case_anywhere() {
+        for (phrase, signal, edge) in PHRASES {
+            let padded = match edge {
+                Edge::Anywhere => format!("zz{}zz", phrase.to_ascii_uppercase()),
+                _ => format!("zz {} zz", phrase.to_ascii_uppercase()),
+            };
+            assert!(scan(&padded).has(*signal), "{phrase:?} in {padded:?}");
+        }
+    }
+
+    #[test]
+    fn non_ascii_text_is_scanned_bytewise() {
+        assert!(scan("Überlastet: overloaded — ½ rate limit").has(RateLimit));
+        assert_eq!(scan("日本語のエラー"), Signals::default());
+    }
+
+    #[test]
+    fn matches_across_round_boundaries_and_in_the_tail() {
+        // Put a phrase at every offset relative to the 8-byte rounds.
+        for pad in 0..2 * ROUND {
+            let text = format!("{}overloaded{}", "x".repeat(pad), "y".repeat(pad % 3));
+            assert!(scan(&text).has(Overloaded), "{text:?}");
+        }
+        assert!(scan("etimedout").has(Transient), "shorter than a round");
+    }
+
+    #[test]
+    fn long_texts_find_phrases_at_every_offset_across_lanes() {
+        // Phrases of every length land on lane cuts, warm-up edges and the
+        // tail for texts long enough to be split; compare with one run.
+        for len in [MIN_LANED_LEN, MIN_LANED_LEN + 1, 1000, 4097] {
+            for (phrase, _, _) in PHRASES.iter().step_by(7) {
+                for at in (0..len.saturating_sub(phrase.len())).step_by(29) {
+                    let mut text = "x".repeat(len);
+                    text.replace_range(at..at + phrase.len(), phrase);
+                    let mut single = Signals::default();
+                    scan_from(text.as_bytes(), 0, text.len(), &mut single);
+                    assert_eq!(scan(&text), single, "{phrase:?} at {at} of {len}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -83,7 +83,7 @@ fn every_case_classifies_as_expected_natively_and_in_the_component() {
         let report = flatten(&case.input, case.now_ms, &Limits::default());
         let native = classify_native(&report);
         let component = policy
-            .classify_flat(&report)
+            .classify_report(report.clone())
             .unwrap_or_else(|e| panic!("case {:?}: {e}", case.name));
         if native != component {
             failures.push(format!(

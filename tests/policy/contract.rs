@@ -1,2 +1,139 @@
 //! The component honours the contract: it imports exactly what the WIT world
-//! declares (nothing, and certainly no WASI) and describes itself.
+//! declares (nothing, and certainly no WASI), exports the world's interfaces,
+//! and describes itself. Modules that break the contract are refused with a
+//! message that says why.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use failover::policy::{CONTRACT, DEFAULT_POLICY};
+use failover::{Limits, Policy, PolicyError};
+use wit_parser::Resolve;
+
+use super::support::{default_policy, engine};
+
+/// The import and export names the `policy` world declares.
+fn world_names() -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut resolve = Resolve::default();
+    let (package, _) = resolve
+        .push_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("wit"))
+        .expect("the WIT parses");
+    let world = resolve
+        .select_world(&[package], Some("policy"))
+        .expect("the world exists");
+    let world = &resolve.worlds[world];
+    let names = |keys: Vec<&wit_parser::WorldKey>| -> BTreeSet<String> {
+        keys.into_iter()
+            .map(|key| resolve.name_world_key(key))
+            .collect()
+    };
+    (
+        names(world.imports.keys().collect()),
+        names(world.exports.keys().collect()),
+    )
+}
+
+fn component_names() -> (BTreeSet<String>, BTreeSet<String>) {
+    let engine = wasmtime::Engine::default();
+    let component = wasmtime::component::Component::new(&engine, DEFAULT_POLICY).expect("compiles");
+    let ty = component.component_type();
+    let imports = ty
+        .imports(&engine)
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    let exports = ty
+        .exports(&engine)
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    (imports, exports)
+}
+
+#[test]
+fn component_imports_exactly_what_the_world_declares() {
+    let (world_imports, _) = world_names();
+    let (imports, _) = component_names();
+    assert_eq!(imports, world_imports);
+    assert!(
+        imports.iter().all(|name| !name.starts_with("wasi:")),
+        "{imports:?}"
+    );
+    // The world declares no imports at all: a policy is a pure function.
+    assert!(imports.is_empty(), "{imports:?}");
+}
+
+#[test]
+fn component_exports_the_world_interfaces() {
+    let (_, world_exports) = world_names();
+    let (_, exports) = component_names();
+    assert_eq!(exports, world_exports);
+    assert!(
+        exports.contains("failover:policy/classifier@0.1.0"),
+        "{exports:?}"
+    );
+}
+
+#[test]
+fn default_policy_describes_itself() {
+    let version = default_policy().version();
+    assert_eq!(version.name, "failover-default");
+    assert_eq!(version.version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(version.contract, CONTRACT);
+    assert_eq!(version.sha256.len(), 64);
+    assert!(version.sha256.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert!(version
+        .to_string()
+        .starts_with("failover-default 0.1.0 (failover:policy@0.1.0, sha256:"));
+}
+
+fn load_wat(wat: &str) -> Result<Policy, PolicyError> {
+    let bytes = wat::parse_str(wat).expect("test WAT parses");
+    Policy::load(engine(), &bytes, Limits::default())
+}
+
+#[test]
+fn a_module_importing_wasi_is_refused() {
+    let error = load_wat(
+        r#"(component
+             (import "wasi:cli/environment@0.2.0" (instance))
+           )"#,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(error, PolicyError::ForeignImports { .. }),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("wasi:cli/environment@0.2.0"), "{message}");
+    assert!(message.contains("may import nothing"), "{message}");
+}
+
+#[test]
+fn a_module_for_another_contract_version_is_refused() {
+    let error = load_wat(
+        r#"(component
+             (instance $classifier)
+             (export "failover:policy/classifier@0.2.0" (instance $classifier))
+           )"#,
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the module was built for failover:policy@0.2.0, but this host runs failover:policy@0.1.0"
+    );
+}
+
+#[test]
+fn a_module_without_the_contract_is_refused() {
+    let error = load_wat("(component)").unwrap_err();
+    assert!(matches!(error, PolicyError::MissingExport(_)), "{error:?}");
+}
+
+#[test]
+fn bytes_that_are_not_a_component_are_refused() {
+    let error = Policy::load(engine(), b"definitely not wasm", Limits::default()).unwrap_err();
+    assert!(matches!(error, PolicyError::Compile(_)), "{error:?}");
+    // A core module is not a component either.
+    let core = wat::parse_str("(module)").unwrap();
+    let error = Policy::load(engine(), &core, Limits::default()).unwrap_err();
+    assert!(matches!(error, PolicyError::Compile(_)), "{error:?}");
+}

@@ -19,29 +19,7 @@ pub fn default_policy() -> &'static Policy {
 
 /// Runs the policy core natively on the same flattened input the component gets.
 pub fn classify_native(report: &FlatReport) -> Classification {
-    let core = policy_guest::ErrorReport {
-        provider: report.provider.clone(),
-        now_ms: report.now_ms,
-        levels: report
-            .levels
-            .iter()
-            .map(|level| policy_guest::ErrorLevel {
-                depth: level.depth,
-                status: level.status,
-                code: level.code.clone(),
-                message: level.message.clone(),
-                headers: level
-                    .headers
-                    .iter()
-                    .map(|(name, value)| policy_guest::Header {
-                        name: name.clone(),
-                        value: value.clone(),
-                    })
-                    .collect(),
-            })
-            .collect(),
-    };
-    let verdict = policy_guest::classify(&core);
+    let verdict = policy_guest::classify(&crate::native::to_core(report));
     Classification {
         reason: verdict.reason.map(|r| reason_named(r.as_str())),
         failover: verdict.failover,

@@ -21,26 +21,20 @@ pub const CONTRACT_PACKAGE: &str = "failover:policy";
 /// The contract's semantic version.
 pub const CONTRACT_VERSION: &str = "0.1.0";
 
-pub(crate) fn report_to_wit(report: &FlatReport) -> wit::ErrorReport {
+/// Moves a flattened report into the generated types (no copies).
+pub(crate) fn report_to_wit(report: FlatReport) -> wit::ErrorReport {
     wit::ErrorReport {
-        provider: report.provider.clone(),
+        provider: report.provider,
         now_ms: report.now_ms,
         levels: report
             .levels
-            .iter()
+            .into_iter()
             .map(|level| wit::ErrorLevel {
                 depth: level.depth,
                 status: level.status,
-                code: level.code.clone(),
-                message: level.message.clone(),
-                headers: level
-                    .headers
-                    .iter()
-                    .map(|(name, value)| wit::Header {
-                        name: name.clone(),
-                        value: value.clone(),
-                    })
-                    .collect(),
+                code: level.code,
+                message: level.message,
+                headers: level.headers,
             })
             .collect(),
     }

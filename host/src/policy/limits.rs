@@ -44,7 +44,7 @@ pub const CALL_DEADLINE: Duration = Duration::from_secs(2);
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Limits for one policy module. `Limits::default()` is production's.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub fuel_per_call: u64,
     pub max_memory_bytes: usize,

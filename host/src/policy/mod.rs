@@ -9,12 +9,14 @@ mod engine;
 mod error;
 mod limits;
 mod module;
+mod pool;
 
 pub use bindings::{CONTRACT, CONTRACT_VERSION};
 pub use engine::PolicyEngine;
 pub use error::{PolicyError, TrapKind};
 pub use limits::*;
-pub use module::{Policy, PolicyStats, PolicyVersion, MAX_RETRY_AFTER_MS};
+pub use module::{Policy, PolicyVersion, MAX_RETRY_AFTER_MS};
+pub use pool::PolicyStats;
 
 /// The default policy component, built from `policy-guest` by the build
 /// script and embedded so the binary needs no files at run time.

@@ -1,0 +1,167 @@
+//! Warm instances of one policy module, and the limits they run under.
+//!
+//! The guest is stateless, so an instance can serve call after call; making
+//! one costs far more than a call. An instance that traps refuses further
+//! calls, so it is dropped and the next call makes a fresh one. One mutex
+//! guards the idle list, the limits and the counters: a call takes it once
+//! to borrow an instance and once to give it back.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use wasmtime::{Store, StoreLimits, StoreLimitsBuilder};
+
+use super::bindings::{self, PolicyPre};
+use super::engine::PolicyEngine;
+use super::error::PolicyError;
+use super::limits::Limits;
+
+/// Most idle instances kept per module. Instances are cheap to keep (a few
+/// MiB each) and dear to make (~90 µs), so keep one per concurrent caller a
+/// busy gateway is likely to have, no more.
+const MAX_WARM_INSTANCES: usize = 16;
+
+/// Counters for one module since it was loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PolicyStats {
+    /// Calls made into the module.
+    pub calls: u64,
+    /// Instances created (the first, and one after every trap).
+    pub instantiations: u64,
+    /// Calls that trapped.
+    pub traps: u64,
+    /// The most fuel any successful call used: how close the module comes
+    /// to [`Limits::fuel_per_call`].
+    pub max_fuel_used: u64,
+    /// Fuel used by all successful calls together; divided by `calls`, the
+    /// average cost of a call.
+    pub total_fuel_used: u64,
+}
+
+pub(crate) struct StoreState {
+    limits: StoreLimits,
+}
+
+/// An instance ready for calls, with the limits generation it was made for.
+struct Warm {
+    store: Store<StoreState>,
+    bindings: bindings::Policy,
+    generation: u64,
+}
+
+struct PoolState {
+    limits: Limits,
+    /// Bumped by every change of limits; instances of older generations are
+    /// dropped instead of reused.
+    generation: u64,
+    idle: Vec<Warm>,
+    stats: PolicyStats,
+}
+
+pub(crate) struct InstancePool {
+    engine: PolicyEngine,
+    pre: PolicyPre<StoreState>,
+    state: Mutex<PoolState>,
+}
+
+impl InstancePool {
+    pub(crate) fn new(engine: &PolicyEngine, pre: PolicyPre<StoreState>, limits: Limits) -> Self {
+        InstancePool {
+            engine: engine.clone(),
+            pre,
+            state: Mutex::new(PoolState {
+                limits,
+                generation: 0,
+                idle: Vec::new(),
+                stats: PolicyStats::default(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, PoolState> {
+        // The state is plain data updated in single steps; a panic elsewhere
+        // cannot leave it half-written, so a poisoned lock is still usable.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn limits(&self) -> Limits {
+        self.lock().limits
+    }
+
+    pub(crate) fn set_limits(&self, limits: Limits) {
+        let mut state = self.lock();
+        state.limits = limits;
+        state.generation += 1;
+        state.idle.clear();
+    }
+
+    pub(crate) fn stats(&self) -> PolicyStats {
+        self.lock().stats
+    }
+
+    /// Runs `f` on a warm instance under the current limits.
+    pub(crate) fn call<T>(
+        &self,
+        name: &'static str,
+        f: impl FnOnce(&mut Store<StoreState>, &bindings::Policy) -> wasmtime::Result<T>,
+    ) -> Result<T, PolicyError> {
+        let (idle, limits, generation) = {
+            let mut state = self.lock();
+            state.stats.calls += 1;
+            let idle = state.idle.pop();
+            (idle, state.limits, state.generation)
+        };
+        let mut warm = match idle {
+            Some(warm) if warm.generation == generation => warm,
+            _ => self.instantiate(&limits, generation)?,
+        };
+        warm.store
+            .set_fuel(limits.fuel_per_call)
+            .map_err(PolicyError::engine)?;
+        warm.store.set_epoch_deadline(limits.deadline_ticks());
+        let result = f(&mut warm.store, &warm.bindings);
+        let mut state = self.lock();
+        match result {
+            Ok(value) => {
+                let left = warm.store.get_fuel().unwrap_or(0);
+                let used = limits.fuel_per_call.saturating_sub(left);
+                state.stats.max_fuel_used = state.stats.max_fuel_used.max(used);
+                state.stats.total_fuel_used = state.stats.total_fuel_used.saturating_add(used);
+                if warm.generation == state.generation && state.idle.len() < MAX_WARM_INSTANCES {
+                    state.idle.push(warm);
+                }
+                Ok(value)
+            }
+            Err(error) => {
+                // A trapped instance refuses further calls; it is dropped here.
+                state.stats.traps += 1;
+                Err(PolicyError::trap(name, &error))
+            }
+        }
+    }
+
+    fn instantiate(&self, limits: &Limits, generation: u64) -> Result<Warm, PolicyError> {
+        let state = StoreState {
+            limits: StoreLimitsBuilder::new()
+                .memory_size(limits.max_memory_bytes)
+                .trap_on_grow_failure(true)
+                .instances(1)
+                .build(),
+        };
+        let mut store = Store::new(self.engine.wasmtime(), state);
+        store.limiter(|state| &mut state.limits);
+        store
+            .set_fuel(limits.fuel_per_call)
+            .map_err(PolicyError::engine)?;
+        store.set_epoch_deadline(limits.deadline_ticks());
+        let bindings = self
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| PolicyError::trap("instantiate", &e))?;
+        self.lock().stats.instantiations += 1;
+        Ok(Warm {
+            store,
+            bindings,
+            generation,
+        })
+    }
+}
