@@ -45,7 +45,9 @@ struct Dfa {
     class_count: usize,
     /// Premultiplied: `transitions[state + class]` → the next state, where a
     /// state is represented by `id * class_count` (the scan's dependency
-    /// chain is then one add and one load per byte, no multiply).
+    /// chain is then one add and one load per byte, no multiply). In the
+    /// generated table, states that report matches also carry `MATCH_FLAG`,
+    /// so a scan can `or` states together and test once per round.
     transitions: Vec<u32>,
     /// States at or above this id report matches (written premultiplied).
     first_match_state: usize,
@@ -56,6 +58,9 @@ struct Dfa {
 }
 
 const NONE: u32 = u32::MAX;
+
+/// Set on the states that report matches (see `Dfa::transitions`).
+const MATCH_FLAG: u32 = 1 << 31;
 
 impl Dfa {
     fn build(patterns: &[Vec<u8>]) -> Dfa {
@@ -173,17 +178,25 @@ impl Dfa {
         )
         .unwrap();
         writeln!(out, "const CLASS_COUNT: usize = {};", self.class_count).unwrap();
-        writeln!(
-            out,
-            "const FIRST_MATCH_STATE: usize = {};",
-            self.first_match_state * self.class_count
-        )
-        .unwrap();
+        writeln!(out, "const FIRST_MATCH_STATE: usize = {};", self.first_match_state).unwrap();
+        writeln!(out, "const MATCH_FLAG: u32 = {MATCH_FLAG};").unwrap();
         write_array(&mut out, "CLASSES", "u8", self.classes.iter());
         // Padded to a power of two so the scan can mask its index instead of
-        // bounds-checking it (a branch per byte).
-        let mut padded = self.transitions.clone();
+        // bounds-checking it (a branch per byte); the mask also drops the flag.
+        let mut padded: Vec<u32> = self
+            .transitions
+            .iter()
+            .map(|&next| {
+                let id = next as usize / self.class_count;
+                if id >= self.first_match_state {
+                    next | MATCH_FLAG
+                } else {
+                    next
+                }
+            })
+            .collect();
         padded.resize(self.transitions.len().next_power_of_two(), 0);
+        assert!(padded.len() <= MATCH_FLAG as usize, "the flag bit must stay free");
         writeln!(out, "const TRANSITION_MASK: usize = {};", padded.len() - 1).unwrap();
         write_array(&mut out, "TRANSITIONS", "u32", padded.iter());
         write_array(&mut out, "OUTPUT_STARTS", "u16", self.output_starts.iter());

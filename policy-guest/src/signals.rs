@@ -48,8 +48,9 @@ impl Signals {
     }
 }
 
-// CLASS_COUNT, FIRST_MATCH_STATE, CLASSES, TRANSITION_MASK, TRANSITIONS,
-// OUTPUT_STARTS, OUTPUT_PATTERNS: the DFA build.rs generated from the phrases.
+// CLASS_COUNT, FIRST_MATCH_STATE, MATCH_FLAG, CLASSES, TRANSITION_MASK,
+// TRANSITIONS, OUTPUT_STARTS, OUTPUT_PATTERNS: the DFA that build.rs
+// generated from the phrase table.
 include!(concat!(env!("OUT_DIR"), "/phrase_dfa.rs"));
 
 /// Letters, digits and `_`: `extra_forbidden` is one word, not "forbidden".
@@ -89,12 +90,16 @@ const MAX_PHRASE_LEN: usize = {
 /// phrase that ends inside the part is found.
 const WARMUP: usize = MAX_PHRASE_LEN - 1;
 
-/// One DFA step. States are premultiplied by `CLASS_COUNT` (see build.rs);
-/// the mask keeps the index in bounds without a branch (every real index is
-/// already in bounds; the table is padded to a power of two).
+/// One DFA step. States are premultiplied by `CLASS_COUNT` and flagged with
+/// `MATCH_FLAG` when they report matches (see build.rs); the mask keeps the
+/// index in bounds without a branch and drops the flag.
 #[inline(always)]
-fn step(state: usize, byte: u8) -> usize {
-    TRANSITIONS[(state + usize::from(CLASSES[usize::from(byte)])) & TRANSITION_MASK] as usize
+fn step(state: u32, byte: u8) -> u32 {
+    TRANSITIONS[(state as usize + usize::from(CLASSES[usize::from(byte)])) & TRANSITION_MASK]
+}
+
+fn is_match(state: u32) -> bool {
+    state & MATCH_FLAG != 0
 }
 
 /// Scans `text` once and returns every signal whose phrase occurs in it.
@@ -118,7 +123,7 @@ pub fn scan(text: &str) -> Signals {
     // finishes its own part alone.
     let common = (0..LANES).map(|k| ends[k] - starts[k]).min().unwrap_or(0);
     let rounds = common / ROUND;
-    let mut states = [0usize; LANES];
+    let mut states = [0u32; LANES];
     for round in 0..rounds {
         let offset = round * ROUND;
         let firsts = states;
@@ -128,14 +133,14 @@ pub fn scan(text: &str) -> Signals {
                 .try_into()
                 .expect("a round is ROUND bytes")
         });
-        let mut matched = false;
+        let mut seen = 0u32;
         for i in 0..ROUND {
             for k in 0..LANES {
                 states[k] = step(states[k], chunks[k][i]);
-                matched |= states[k] >= FIRST_MATCH_STATE;
+                seen |= states[k];
             }
         }
-        if matched {
+        if is_match(seen) {
             for k in 0..LANES {
                 step_recording(
                     bytes,
@@ -156,17 +161,17 @@ pub fn scan(text: &str) -> Signals {
 
 /// Scans `bytes[start..end]` as one run from the initial state.
 fn scan_from(bytes: &[u8], start: usize, end: usize, signals: &mut Signals) {
-    let mut state = 0usize;
+    let mut state = 0u32;
     let mut rounds = bytes[start..end].chunks_exact(ROUND);
     let mut offset = start;
     for round in &mut rounds {
         let first = state;
-        let mut matched = false;
+        let mut seen = 0u32;
         for &byte in round {
             state = step(state, byte);
-            matched |= state >= FIRST_MATCH_STATE;
+            seen |= state;
         }
-        if matched {
+        if is_match(seen) {
             step_recording(bytes, round, offset, first, signals);
         }
         offset += ROUND;
@@ -180,12 +185,12 @@ fn step_recording(
     bytes: &[u8],
     part: &[u8],
     offset: usize,
-    mut state: usize,
+    mut state: u32,
     signals: &mut Signals,
-) -> usize {
+) -> u32 {
     for (index, &byte) in part.iter().enumerate() {
         state = step(state, byte);
-        if state >= FIRST_MATCH_STATE {
+        if is_match(state) {
             record_matches(bytes, state, offset + index + 1, signals);
         }
     }
@@ -195,8 +200,8 @@ fn step_recording(
 /// Adds the signals of the phrases that end at `end` in match state `state`,
 /// checking each phrase's word edges.
 #[cold]
-fn record_matches(bytes: &[u8], state: usize, end: usize, signals: &mut Signals) {
-    let slot = (state - FIRST_MATCH_STATE) / CLASS_COUNT;
+fn record_matches(bytes: &[u8], state: u32, end: usize, signals: &mut Signals) {
+    let slot = (state as usize & TRANSITION_MASK) / CLASS_COUNT - FIRST_MATCH_STATE;
     let outputs = usize::from(OUTPUT_STARTS[slot])..usize::from(OUTPUT_STARTS[slot + 1]);
     for &pattern in &OUTPUT_PATTERNS[outputs] {
         let (phrase, signal, edge) = PHRASES[usize::from(pattern)];
