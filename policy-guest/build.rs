@@ -178,7 +178,12 @@ impl Dfa {
         )
         .unwrap();
         writeln!(out, "const CLASS_COUNT: usize = {};", self.class_count).unwrap();
-        writeln!(out, "const FIRST_MATCH_STATE: usize = {};", self.first_match_state).unwrap();
+        writeln!(
+            out,
+            "const FIRST_MATCH_STATE: usize = {};",
+            self.first_match_state
+        )
+        .unwrap();
         writeln!(out, "const MATCH_FLAG: u32 = {MATCH_FLAG};").unwrap();
         write_array(&mut out, "CLASSES", "u8", self.classes.iter());
         // Padded to a power of two so the scan can mask its index instead of
@@ -196,7 +201,10 @@ impl Dfa {
             })
             .collect();
         padded.resize(self.transitions.len().next_power_of_two(), 0);
-        assert!(padded.len() <= MATCH_FLAG as usize, "the flag bit must stay free");
+        assert!(
+            padded.len() <= MATCH_FLAG as usize,
+            "the flag bit must stay free"
+        );
         writeln!(out, "const TRANSITION_MASK: usize = {};", padded.len() - 1).unwrap();
         write_array(&mut out, "TRANSITIONS", "u32", padded.iter());
         write_array(&mut out, "OUTPUT_STARTS", "u16", self.output_starts.iter());

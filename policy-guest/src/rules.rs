@@ -103,9 +103,9 @@ fn by_status(status: u16, facts: &LevelFacts) -> Option<Verdict> {
         401 | 403 => {
             if s.has(Signal::AuthPermanent) || code_is(facts, Reason::AuthPermanent) {
                 specific(Reason::AuthPermanent)
-            } else if billing {
-                specific(Reason::Billing)
-            } else if status == 403 && facts.openrouter && s.has(Signal::KeyLimitExceeded) {
+            } else if billing
+                || (status == 403 && facts.openrouter && s.has(Signal::KeyLimitExceeded))
+            {
                 specific(Reason::Billing)
             } else if s.rate_limit() {
                 specific(Reason::RateLimit)

@@ -134,10 +134,11 @@ pub fn scan(text: &str) -> Signals {
                 .expect("a round is ROUND bytes")
         });
         let mut seen = 0u32;
+        // Byte by byte, all lanes at each byte: the lanes' lookups overlap.
         for i in 0..ROUND {
-            for k in 0..LANES {
-                states[k] = step(states[k], chunks[k][i]);
-                seen |= states[k];
+            for (state, chunk) in states.iter_mut().zip(&chunks) {
+                *state = step(*state, chunk[i]);
+                seen |= *state;
             }
         }
         if is_match(seen) {
