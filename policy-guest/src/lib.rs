@@ -28,6 +28,7 @@ mod signals;
 #[cfg(all(target_arch = "wasm32", feature = "component"))]
 mod component;
 
+pub use body::MAX_JSON_BODY_BYTES;
 pub use classify::classify;
 pub use model::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
 pub use retry_after::MAX_RETRY_AFTER_MS;

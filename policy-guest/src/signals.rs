@@ -206,6 +206,10 @@ fn record_matches(bytes: &[u8], state: u32, end: usize, signals: &mut Signals) {
     let outputs = usize::from(OUTPUT_STARTS[slot])..usize::from(OUTPUT_STARTS[slot + 1]);
     for &pattern in &OUTPUT_PATTERNS[outputs] {
         let (phrase, signal, edge) = PHRASES[usize::from(pattern)];
+        if signals.has(signal) {
+            // Already known: a text that repeats a phrase costs nothing more.
+            continue;
+        }
         let start = end - phrase.len();
         let stands = match edge {
             Edge::Anywhere => true,

@@ -88,19 +88,16 @@ fn a_one_mebibyte_message_is_cut_and_classified() {
     assert_eq!(verdict, classify_native(&report));
 }
 
-/// The largest input the host lets through: every level full, every level a
-/// JSON body full of phrases, so the scan, the JSON parser and the rules all
-/// work as hard as they can.
+/// The largest input the host lets through, built to make the policy work
+/// as hard as it can: every level full, dense with phrases that name no
+/// reason on their own (so no level settles the verdict and every level is
+/// scanned), and every header slot full.
 fn worst_case_input() -> ProviderError {
-    let phrase = r#"{"error":{"type":"rate_limit_error","message":"rate limit context window exceeded insufficient credits overloaded","code":"x","details":[{"reason":"API_KEY_INVALID","retryDelay":"5s"}],"metadata":{"raw":"{\"error\":{\"type\":\"overloaded_error\"}}"}},"pad":["#;
-    let mut body = phrase.to_owned();
-    while body.len() + 40 < MAX_MESSAGE_BYTES {
-        body.push_str("\"rate limit model not found timeout\",");
-    }
-    body.push_str("0]}");
-    let mut error = ProviderError::message(body.clone());
+    let dense = "limit quota model exceed context_ limit model ";
+    let text: String = dense.repeat(MAX_MESSAGE_BYTES / dense.len() + 1);
+    let mut error = ProviderError::message(text.clone());
     for _ in 1..MAX_LEVELS {
-        error = ProviderError::message(body.clone()).with_cause(error);
+        error = ProviderError::message(text.clone()).with_cause(error);
     }
     for i in 0..64 {
         error = error.with_header(format!("x-header-{i}"), "v".repeat(1024));
@@ -108,20 +105,37 @@ fn worst_case_input() -> ProviderError {
     error
 }
 
+/// A body-shaped variant: each level a JSON error body just under the size
+/// that is parsed, so the JSON reader runs on every level too.
+fn worst_case_bodies() -> ProviderError {
+    let mut body = String::from(r#"{"error":{"type":"x","code":"y","details":[{"reason":"z"}],"pad":["#);
+    while body.len() + 40 < policy_guest::MAX_JSON_BODY_BYTES {
+        body.push_str("\"limit quota model exceed limit model\",");
+    }
+    body.push_str("0]}}");
+    let mut error = ProviderError::message(body.clone());
+    for _ in 1..MAX_LEVELS {
+        error = ProviderError::message(body.clone()).with_cause(error);
+    }
+    error
+}
+
 #[test]
 fn the_worst_allowed_input_fits_the_fuel_budget_with_a_wide_margin() {
-    let policy = fresh_policy();
-    let error = worst_case_input();
-    let verdict = policy.classify(&error, 0).unwrap();
-    let report = flatten(&error, 0, &policy.limits());
-    assert_eq!(verdict, classify_native(&report));
-    let used = policy.stats().max_fuel_used;
-    // Fuel is deterministic, so this is a bound, not a timing assertion.
-    assert!(
-        used * 4 < FUEL_PER_CALL,
-        "the worst case used {used} fuel, over a quarter of the {FUEL_PER_CALL} budget"
-    );
-    eprintln!("worst-case fuel: {used}");
+    for (name, error) in [("text", worst_case_input()), ("bodies", worst_case_bodies())] {
+        let policy = fresh_policy();
+        let verdict = policy.classify(&error, 0).unwrap();
+        let report = flatten(&error, 0, &policy.limits());
+        assert_eq!(verdict, classify_native(&report), "{name}");
+        assert_eq!(verdict.reason, None, "{name}: no level should settle the verdict");
+        let used = policy.stats().max_fuel_used;
+        // Fuel is deterministic, so this is a bound, not a timing assertion.
+        assert!(
+            used * 4 < FUEL_PER_CALL,
+            "the worst case ({name}) used {used} fuel, over a quarter of the {FUEL_PER_CALL} budget"
+        );
+        eprintln!("worst-case fuel ({name}): {used}");
+    }
 }
 
 #[test]

@@ -25,10 +25,11 @@ pub const MAX_HEADERS: usize = 64;
 /// Longest header name or value, and longest code or provider name.
 pub const MAX_SHORT_TEXT_BYTES: usize = 1024;
 
-/// Fuel per call. The worst allowed input (16 levels of 64 KiB of text that
-/// looks like JSON) measures under 60 M units; 500 M leaves room for a
-/// policy that does more work, while a runaway loop still stops within about
-/// a second.
+/// Fuel per call. The worst input the other bounds allow for the default
+/// policy (16 levels of 64 KiB, dense with phrases that settle nothing, so
+/// every level is scanned) measures about 48 M units (`tests/policy/sandbox.rs`
+/// keeps it under a quarter of this); 500 M leaves room for a policy that
+/// does more work, while a runaway loop still stops within a second or so.
 pub const FUEL_PER_CALL: u64 = 500_000_000;
 
 /// Linear memory per instance. The default policy needs about 2 MiB for its
