@@ -31,6 +31,14 @@ fn run_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
     output
 }
 
+/// Runs `args`, expects success, returns the output.
+fn run_ok(args: &[&str]) -> Output {
+    let output = failover().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    output
+}
+
 fn stdout_lines(output: &Output) -> Vec<serde_json::Value> {
     String::from_utf8(output.stdout.clone())
         .expect("stdout is UTF-8")
@@ -49,15 +57,7 @@ fn example(name: &str) -> String {
 
 #[test]
 fn sample_file_classifies_to_its_golden_output() {
-    let output = failover()
-        .args(["classify", "--now", SAMPLE_NOW, &example("errors.jsonl")])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = run_ok(&["classify", "--now", SAMPLE_NOW, &example("errors.jsonl")]);
     let expected = std::fs::read_to_string(example("errors.expected.jsonl")).unwrap();
     assert_eq!(String::from_utf8(output.stdout).unwrap(), expected);
 }
@@ -141,25 +141,17 @@ fn output_has_the_documented_fields() {
 
 #[test]
 fn one_off_form() {
-    let output = failover()
-        .args([
-            "classify",
-            "--status",
-            "429",
-            "--provider",
-            "openai",
-            "--message",
-            "Too many requests",
-            "--header",
-            "Retry-After: 5",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = run_ok(&[
+        "classify",
+        "--status",
+        "429",
+        "--provider",
+        "openai",
+        "--message",
+        "Too many requests",
+        "--header",
+        "Retry-After: 5",
+    ]);
     let line = &stdout_lines(&output)[0];
     assert_eq!(line["reason"], "rate_limit");
     assert_eq!(line["failover"], true);
@@ -217,97 +209,72 @@ fn an_oversized_line_is_an_error_and_the_next_line_still_runs() {
     assert_eq!(lines[1]["reason"], "overloaded");
 }
 
+/// Runs `args`, expects the setup-error exit status and `needle` on stderr;
+/// returns stderr.
+fn assert_setup_error(args: &[&str], needle: &str) -> String {
+    let output = failover().args(args).output().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(needle), "{needle:?} not in {stderr:?}");
+    assert!(output.stdout.is_empty());
+    stderr
+}
+
 #[test]
 fn a_missing_file_is_a_clear_setup_error() {
-    let output = failover()
-        .args(["classify", "/nonexistent/errors.jsonl"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert!(
-        stderr.contains("cannot open /nonexistent/errors.jsonl"),
-        "{stderr}"
+    assert_setup_error(
+        &["classify", "/nonexistent/errors.jsonl"],
+        "cannot open /nonexistent/errors.jsonl",
     );
 }
 
 #[test]
 fn a_header_flag_without_a_colon_is_refused() {
-    let output = failover()
-        .args(["classify", "--status", "429", "--header", "Retry-After 5"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8(output.stderr)
-        .unwrap()
-        .contains("`Name: value`"));
+    assert_setup_error(
+        &["classify", "--status", "429", "--header", "Retry-After 5"],
+        "`Name: value`",
+    );
 }
 
 #[test]
 fn a_file_and_one_off_flags_together_are_refused() {
-    let output = failover()
-        .args(["classify", "--status", "429", &example("errors.jsonl")])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8(output.stderr)
-        .unwrap()
-        .contains("not both"));
+    assert_setup_error(
+        &["classify", "--status", "429", &example("errors.jsonl")],
+        "not both",
+    );
 }
 
 #[test]
 fn an_out_of_range_status_flag_is_refused() {
-    let output = failover()
-        .args(["classify", "--status", "42"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8(output.stderr)
-        .unwrap()
-        .contains("--status"));
+    assert_setup_error(&["classify", "--status", "42"], "--status");
+}
+
+/// Writes `bytes` as a policy module and the args to classify a 529 with it.
+fn with_policy_file(bytes: &[u8], test: impl FnOnce(&[&str])) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.wasm");
+    std::fs::write(&path, bytes).unwrap();
+    test(&[
+        "--policy",
+        path.to_str().unwrap(),
+        "classify",
+        "--status",
+        "529",
+    ]);
 }
 
 #[test]
 fn a_policy_module_from_a_file_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("policy.wasm");
-    std::fs::write(&path, failover::policy::DEFAULT_POLICY).unwrap();
-    let output = failover()
-        .args([
-            "--policy",
-            path.to_str().unwrap(),
-            "classify",
-            "--status",
-            "529",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(stdout_lines(&output)[0]["reason"], "overloaded");
+    with_policy_file(failover::policy::DEFAULT_POLICY, |args| {
+        let output = run_ok(args);
+        assert_eq!(stdout_lines(&output)[0]["reason"], "overloaded");
+    });
 }
 
 #[test]
 fn a_refused_policy_module_names_the_file_and_the_reason() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("not-a-policy.wasm");
-    std::fs::write(&path, b"\0asm garbage").unwrap();
-    let output = failover()
-        .args([
-            "--policy",
-            path.to_str().unwrap(),
-            "classify",
-            "--status",
-            "529",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert!(stderr.contains("not-a-policy.wasm"), "{stderr}");
-    assert!(stderr.contains("refused"), "{stderr}");
-    assert!(output.stdout.is_empty());
+    with_policy_file(b"\0asm garbage", |args| {
+        let stderr = assert_setup_error(args, "refused");
+        assert!(stderr.contains("policy.wasm"), "{stderr}");
+    });
 }

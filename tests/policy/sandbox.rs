@@ -108,7 +108,8 @@ fn worst_case_input() -> ProviderError {
 /// A body-shaped variant: each level a JSON error body just under the size
 /// that is parsed, so the JSON reader runs on every level too.
 fn worst_case_bodies() -> ProviderError {
-    let mut body = String::from(r#"{"error":{"type":"x","code":"y","details":[{"reason":"z"}],"pad":["#);
+    let mut body =
+        String::from(r#"{"error":{"type":"x","code":"y","details":[{"reason":"z"}],"pad":["#);
     while body.len() + 40 < policy_guest::MAX_JSON_BODY_BYTES {
         body.push_str("\"limit quota model exceed limit model\",");
     }
@@ -122,12 +123,18 @@ fn worst_case_bodies() -> ProviderError {
 
 #[test]
 fn the_worst_allowed_input_fits_the_fuel_budget_with_a_wide_margin() {
-    for (name, error) in [("text", worst_case_input()), ("bodies", worst_case_bodies())] {
+    for (name, error) in [
+        ("text", worst_case_input()),
+        ("bodies", worst_case_bodies()),
+    ] {
         let policy = fresh_policy();
         let verdict = policy.classify(&error, 0).unwrap();
         let report = flatten(&error, 0, &policy.limits());
         assert_eq!(verdict, classify_native(&report), "{name}");
-        assert_eq!(verdict.reason, None, "{name}: no level should settle the verdict");
+        assert_eq!(
+            verdict.reason, None,
+            "{name}: no level should settle the verdict"
+        );
         let used = policy.stats().max_fuel_used;
         // Fuel is deterministic, so this is a bound, not a timing assertion.
         assert!(
