@@ -161,7 +161,8 @@ fn status_from_number(number: u64) -> Option<u16> {
         .flatten()
 }
 
-fn status_from_text(text: &str) -> Option<u16> {
+/// A three-digit HTTP status written as text (`"429"`).
+pub fn status_from_text(text: &str) -> Option<u16> {
     if text.len() == 3 && text.bytes().all(|b| b.is_ascii_digit()) {
         text.parse().ok().and_then(status_from_number)
     } else {

@@ -58,7 +58,16 @@ pub fn classify(report: &ErrorReport) -> Classification {
         if body_retry_ms.is_none() {
             body_retry_ms = body.as_ref().and_then(|b| b.retry_delay_ms);
         }
-        let own_status = level.status.or(body.as_ref().and_then(|b| b.status));
+        // Some SDKs put the HTTP status in the code (`"code": 429`).
+        let own_status = level
+            .status
+            .or_else(|| {
+                level
+                    .code
+                    .as_deref()
+                    .and_then(|c| body::status_from_text(c.trim()))
+            })
+            .or(body.as_ref().and_then(|b| b.status));
         while enclosing
             .last()
             .is_some_and(|(depth, _)| *depth >= level.depth)
