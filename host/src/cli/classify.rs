@@ -17,7 +17,7 @@ use anyhow::{bail, Context};
 use serde_json::json;
 
 use super::lines::{Line, LineReader};
-use super::{EXIT_SETUP, EXIT_SOME_FAILED};
+use super::EXIT_SOME_FAILED;
 use crate::policy::Policy;
 use crate::provider_error::ProviderError;
 
@@ -124,9 +124,8 @@ pub fn run(policy: &Policy, args: ClassifyArgs) -> anyhow::Result<ExitCode> {
         }
         // Whoever reads our output stopped reading; there is no one to tell.
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
-        Err(e) => Err(e)
-            .context(format!("reading {source}"))
-            .map(|()| ExitCode::from(EXIT_SETUP)),
+        // Reading the input or writing the verdicts failed part-way.
+        Err(e) => Err(anyhow::Error::new(e).context(format!("classifying {source}"))),
     }
 }
 
