@@ -85,11 +85,15 @@ fn header_block(headers: &[(String, String)], limits: &Limits, truncated: &mut b
     let mut block = String::new();
     for (name, value) in headers.iter().take(limits.max_headers) {
         for (text, separator) in [(name, ": "), (value, "\n")] {
-            let text = cut(text, limits.max_short_text_bytes, truncated);
-            block.extend(
-                text.chars()
-                    .map(|c| if c == '\r' || c == '\n' { ' ' } else { c }),
-            );
+            let text = prefix(text, limits.max_short_text_bytes, truncated);
+            if text.contains(['\r', '\n']) {
+                block.extend(
+                    text.chars()
+                        .map(|c| if c == '\r' || c == '\n' { ' ' } else { c }),
+                );
+            } else {
+                block.push_str(text);
+            }
             block.push_str(separator);
         }
     }
@@ -97,17 +101,23 @@ fn header_block(headers: &[(String, String)], limits: &Limits, truncated: &mut b
 }
 
 /// The longest prefix of `text` within `max` bytes that ends on a character
-/// boundary.
+/// boundary, as an owned string.
 fn cut(text: &str, max: usize, truncated: &mut bool) -> String {
+    prefix(text, max, truncated).to_owned()
+}
+
+/// The longest prefix of `text` within `max` bytes that ends on a character
+/// boundary.
+fn prefix<'a>(text: &'a str, max: usize, truncated: &mut bool) -> &'a str {
     if text.len() <= max {
-        return text.to_owned();
+        return text;
     }
     *truncated = true;
     let mut end = max;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    text[..end].to_owned()
+    &text[..end]
 }
 
 #[cfg(test)]

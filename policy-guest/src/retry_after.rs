@@ -11,22 +11,49 @@
 pub const MAX_RETRY_AFTER_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 
 /// The wait a header block (`Name: value` lines) asks for, in milliseconds.
+///
+/// Lines are found with `memchr` and rejected on their first bytes, so a
+/// response's twenty ordinary headers cost next to nothing.
 pub fn from_headers(block: &str, now_ms: u64) -> Option<u64> {
     let mut seconds_or_date = None;
-    for line in block.lines() {
-        let Some((name, value)) = line.split_once(':') else {
-            continue;
-        };
-        let name = name.trim();
-        if name.eq_ignore_ascii_case("retry-after-ms") {
-            if let Some(ms) = parse_milliseconds(value.trim()) {
-                return Some(ms);
+    let mut rest = block.as_bytes();
+    while !rest.is_empty() {
+        let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        let line = &rest[..end];
+        rest = rest.get(end + 1..).unwrap_or_default();
+        match retry_header(line) {
+            Some((true, value)) => {
+                if let Some(ms) = parse_milliseconds(value) {
+                    return Some(ms);
+                }
             }
-        } else if seconds_or_date.is_none() && name.eq_ignore_ascii_case("retry-after") {
-            seconds_or_date = parse_retry_after(value.trim(), now_ms);
+            Some((false, value)) if seconds_or_date.is_none() => {
+                seconds_or_date = parse_retry_after(value, now_ms);
+            }
+            _ => {}
         }
     }
     seconds_or_date
+}
+
+/// For a `retry-after-ms` line, `(true, value)`; for `retry-after`,
+/// `(false, value)`; otherwise `None`. Names match in any case; spaces may
+/// surround the name and the value.
+fn retry_header(line: &[u8]) -> Option<(bool, &str)> {
+    const NAME: &[u8] = b"retry-after";
+    let line = line.trim_ascii();
+    if line.len() <= NAME.len() || !line[..NAME.len()].eq_ignore_ascii_case(NAME) {
+        return None;
+    }
+    let after = &line[NAME.len()..];
+    let (millis, after) = match after.get(..3) {
+        Some(suffix) if suffix.eq_ignore_ascii_case(b"-ms") => (true, &after[3..]),
+        _ => (false, after),
+    };
+    let value = after.trim_ascii_start().strip_prefix(b":")?;
+    std::str::from_utf8(value.trim_ascii())
+        .ok()
+        .map(|value| (millis, value))
 }
 
 fn parse_milliseconds(value: &str) -> Option<u64> {
@@ -101,6 +128,12 @@ mod tests {
             Some(MAX_RETRY_AFTER_MS)
         );
         assert_eq!(from_headers("retry-after 30\nno colon here", 0), None);
+        assert_eq!(
+            from_headers("retry-after-msx: 5\nretry-afterwards: 7", 0),
+            None
+        );
+        assert_eq!(from_headers("x-retry-after: 5\n\n\n", 0), None);
+        assert_eq!(from_headers("  Retry-After  :  9  \r\n", 0), Some(9_000));
         assert_eq!(from_headers("", 0), None);
         // A bad `retry-after-ms` falls back to `retry-after`.
         assert_eq!(
