@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 /// One level of a provider error, with its nested `error` and `cause`.
 ///
 /// The tree is owned, so it cannot contain a cycle; its depth is bounded when
-/// it is flattened for the policy (see [`crate::InputLimits`]).
+/// it is flattened for the policy (see [`crate::Limits::max_levels`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProviderError {
     /// The provider that was called (`openai`, `openrouter`, ...).

@@ -5,7 +5,8 @@
 //! in the light of the response it came with. The outermost level whose
 //! reason rests on specific evidence wins — except context overflow, which
 //! yields to any nested reason (F-5.10). When no level has specific evidence,
-//! what the outermost status implied stands.
+//! a context overflow found anywhere stands, else what the outermost status
+//! implied.
 
 use crate::body;
 use crate::model::{Classification, Detail, ErrorReport, Reason};
