@@ -12,6 +12,7 @@
 //! - [`Classification`] is the verdict: [`Reason`], [`Detail`], retry-after.
 //! - [`cli`] is the `failover` command line.
 
+pub mod auth;
 pub mod classification;
 pub mod cli;
 pub mod policy;

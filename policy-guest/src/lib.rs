@@ -14,6 +14,8 @@
 //! - `codes` knows symbolic codes (errno names, SDK types, gRPC, AWS).
 //! - `rules` decides one level's reason; `classify` combines nested levels.
 //! - `retry_after` reads `retry-after-ms` / `retry-after` headers.
+//! - [`profiles`] orders auth profiles, pins them to sessions and keeps
+//!   their cooldown and disable windows (spec §4, §6).
 
 mod body;
 mod classify;
@@ -21,6 +23,7 @@ mod codes;
 mod model;
 /// The phrase table (shared with `build.rs`, which compiles it into a DFA).
 mod phrases;
+pub mod profiles;
 mod retry_after;
 mod rules;
 mod signals;
@@ -40,4 +43,4 @@ pub const POLICY_NAME: &str = "failover-default";
 pub const POLICY_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The WIT contract this policy implements.
-pub const CONTRACT: &str = "failover:policy@0.1.0";
+pub const CONTRACT: &str = "failover:policy@0.2.0";

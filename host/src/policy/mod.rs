@@ -10,6 +10,7 @@ mod error;
 mod limits;
 mod module;
 mod pool;
+mod profiles;
 
 pub use bindings::{CONTRACT, CONTRACT_VERSION};
 pub use engine::PolicyEngine;
@@ -17,6 +18,7 @@ pub use error::{PolicyError, TrapKind};
 pub use limits::*;
 pub use module::{Policy, PolicyVersion, MAX_RETRY_AFTER_MS};
 pub use pool::PolicyStats;
+pub use profiles::MAX_WINDOW_MS;
 
 /// The default policy component, built from `policy-guest` by the build
 /// script and embedded so the binary needs no files at run time.

@@ -24,7 +24,7 @@ pub struct PolicyVersion {
     pub name: String,
     /// The module's own version.
     pub version: String,
-    /// The contract it was built for (`failover:policy@0.1.0`).
+    /// The contract it was built for (`failover:policy@0.2.0`).
     pub contract: String,
     /// SHA-256 of the component's bytes, lowercase hex.
     pub sha256: String,
@@ -112,6 +112,18 @@ impl Policy {
     /// Counters since the module was loaded.
     pub fn stats(&self) -> PolicyStats {
         self.pool.stats()
+    }
+
+    /// Runs `f` on a warm instance of this module (see [`InstancePool::call`]).
+    pub(crate) fn call<T>(
+        &self,
+        name: &'static str,
+        f: impl FnOnce(
+            &mut wasmtime::Store<super::pool::StoreState>,
+            &bindings::Policy,
+        ) -> wasmtime::Result<T>,
+    ) -> Result<T, PolicyError> {
+        self.pool.call(name, f)
     }
 
     /// Classifies a failed provider call. The error is flattened and cut to

@@ -1,0 +1,8 @@
+//! Auth profiles: their routing state and the policy's profile decisions.
+
+pub mod model;
+
+pub use model::{
+    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, OrderRequest, PinDecision,
+    PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
+};

@@ -1,0 +1,149 @@
+//! Profile rotation order (spec F-4.1 … F-4.3).
+
+use super::{OrderRequest, RankedProfile, StoredProfile};
+
+/// The profiles to try for `request.provider`, best first.
+///
+/// The base list is the first that exists of `auth.order[provider]`, the
+/// provider's `auth.profiles`, and its stored profiles (F-4.1). Entries that
+/// are not stored, belong to another provider, are of another kind than the
+/// config says, or hold an expired credential that cannot be refreshed are
+/// dropped, and duplicates removed; when none of the listed ids is stored at
+/// all, the stored profiles are used instead. Without an explicit order the
+/// list is sorted OAuth → token → API key, least recently used first within a
+/// kind (F-4.2). Blocked profiles go last, soonest free first (F-4.3), with
+/// an explicit order too.
+pub fn order_profiles(request: &OrderRequest) -> Vec<RankedProfile> {
+    let provider = request.provider.as_str();
+    let stored = |id: &str| request.stored.iter().find(|p| p.id == id);
+    let explicit = request
+        .explicit_order
+        .as_deref()
+        .filter(|order| !order.is_empty());
+    let configured: Vec<&str> = request
+        .configured
+        .iter()
+        .filter(|c| c.provider == provider)
+        .map(|c| c.id.as_str())
+        .collect();
+    let listed: Option<Vec<&str>> = match explicit {
+        Some(order) => Some(order.iter().map(String::as_str).collect()),
+        None if !configured.is_empty() => Some(configured),
+        None => None,
+    };
+
+    let mut profiles: Vec<&StoredProfile> = match &listed {
+        Some(ids) if ids.iter().any(|id| stored(id).is_some()) => {
+            ids.iter().filter_map(|id| stored(id)).collect()
+        }
+        // Nothing listed, or nothing listed is stored: the stored profiles.
+        _ => request.stored.iter().filter(|p| p.provider == provider).collect(),
+    };
+    profiles.retain(|p| usable(request, p));
+    let mut seen = Vec::with_capacity(profiles.len());
+    profiles.retain(|p| {
+        let fresh = !seen.contains(&p.id.as_str());
+        seen.push(p.id.as_str());
+        fresh
+    });
+    if explicit.is_none() {
+        profiles.sort_by_key(|p| (p.kind, p.usage.last_used.unwrap_or(0)));
+    }
+
+    let model = request.model.as_deref();
+    let now = request.now_ms;
+    let mut ranked: Vec<RankedProfile> = profiles
+        .iter()
+        .map(|p| {
+            let blocked_until = p.usage.blocked_until(model, now);
+            RankedProfile {
+                id: p.id.clone(),
+                available: blocked_until.is_none(),
+                blocked_until,
+            }
+        })
+        .collect();
+    // Stable: available ones keep their order; blocked ones follow by expiry.
+    ranked.sort_by_key(|r| r.blocked_until.map_or((false, 0), |until| (true, until)));
+    ranked
+}
+
+/// Whether a stored profile may serve this provider at all.
+fn usable(request: &OrderRequest, profile: &StoredProfile) -> bool {
+    if profile.provider != request.provider {
+        return false;
+    }
+    let expected_mode = request
+        .configured
+        .iter()
+        .find(|c| c.id == profile.id)
+        .and_then(|c| c.mode);
+    if expected_mode.is_some_and(|mode| mode != profile.kind) {
+        return false;
+    }
+    let expired = profile.expires.is_some_and(|at| at <= request.now_ms);
+    !(expired && !profile.refreshable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ConfiguredProfile, CredentialKind, Usage};
+    use super::*;
+
+    fn profile(id: &str, kind: CredentialKind, last_used: Option<u64>) -> StoredProfile {
+        StoredProfile {
+            id: id.into(),
+            provider: id.split(':').next().unwrap().replace("openai-codex", "openai"),
+            kind,
+            expires: None,
+            refreshable: true,
+            usage: Usage {
+                last_used,
+                ..Usage::default()
+            },
+        }
+    }
+
+    fn ids(ranked: &[RankedProfile]) -> Vec<&str> {
+        ranked.iter().map(|r| r.id.as_str()).collect()
+    }
+
+    #[test]
+    fn round_robin_puts_oauth_first_then_least_recently_used() {
+        let request = OrderRequest {
+            provider: "openai".into(),
+            stored: vec![
+                profile("openai:a", CredentialKind::ApiKey, Some(30)),
+                profile("openai:b", CredentialKind::ApiKey, Some(10)),
+                profile("openai:t", CredentialKind::Token, Some(5)),
+                profile("openai-codex:me", CredentialKind::OAuth, Some(50)),
+                profile("anthropic:x", CredentialKind::OAuth, None),
+            ],
+            now_ms: 100,
+            ..OrderRequest::default()
+        };
+        assert_eq!(
+            ids(&order_profiles(&request)),
+            ["openai-codex:me", "openai:t", "openai:b", "openai:a"]
+        );
+    }
+
+    #[test]
+    fn configured_profiles_come_before_stored_ones() {
+        let request = OrderRequest {
+            provider: "openai".into(),
+            configured: vec![ConfiguredProfile {
+                id: "openai:b".into(),
+                provider: "openai".into(),
+                mode: None,
+            }],
+            stored: vec![
+                profile("openai:a", CredentialKind::ApiKey, None),
+                profile("openai:b", CredentialKind::ApiKey, None),
+            ],
+            now_ms: 100,
+            ..OrderRequest::default()
+        };
+        assert_eq!(ids(&order_profiles(&request)), ["openai:b"]);
+    }
+}
