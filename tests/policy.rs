@@ -6,6 +6,7 @@ mod native;
 mod policy {
     pub mod cases;
     pub mod contract;
+    pub mod profiles;
     pub mod sandbox;
     pub mod support;
 }

@@ -144,11 +144,19 @@ impl exports::failover::policy::profiles::Guest for Policy {
             billing_max_ms: config.billing_max_ms,
             failure_window_ms: config.failure_window_ms,
         };
-        usage_to_wit(core::record_failure(&usage_from_wit(usage), &event, &config))
+        usage_to_wit(core::record_failure(
+            &usage_from_wit(usage),
+            &event,
+            &config,
+        ))
     }
 
     fn record_success(usage: Usage, model: Option<String>, now_ms: u64) -> Usage {
-        usage_to_wit(core::record_success(&usage_from_wit(usage), model.as_deref(), now_ms))
+        usage_to_wit(core::record_success(
+            &usage_from_wit(usage),
+            model.as_deref(),
+            now_ms,
+        ))
     }
 }
 
@@ -196,12 +204,24 @@ const RECORDED: [(RecordedReason, core::RecordedReason); 11] = [
     (RecordedReason::Overloaded, core::RecordedReason::Overloaded),
     (RecordedReason::Billing, core::RecordedReason::Billing),
     (RecordedReason::Auth, core::RecordedReason::Auth),
-    (RecordedReason::AuthPermanent, core::RecordedReason::AuthPermanent),
+    (
+        RecordedReason::AuthPermanent,
+        core::RecordedReason::AuthPermanent,
+    ),
     (RecordedReason::Timeout, core::RecordedReason::Timeout),
     (RecordedReason::Format, core::RecordedReason::Format),
-    (RecordedReason::ModelNotFound, core::RecordedReason::ModelNotFound),
-    (RecordedReason::SessionExpired, core::RecordedReason::SessionExpired),
-    (RecordedReason::ContextOverflow, core::RecordedReason::ContextOverflow),
+    (
+        RecordedReason::ModelNotFound,
+        core::RecordedReason::ModelNotFound,
+    ),
+    (
+        RecordedReason::SessionExpired,
+        core::RecordedReason::SessionExpired,
+    ),
+    (
+        RecordedReason::ContextOverflow,
+        core::RecordedReason::ContextOverflow,
+    ),
     (RecordedReason::Unknown, core::RecordedReason::Unknown),
 ];
 

@@ -21,3 +21,176 @@ pub fn to_core(report: &FlatReport) -> policy_guest::ErrorReport {
             .collect(),
     }
 }
+
+/// Runs the policy core's profile functions natively on host types, so the
+/// same cases can run natively and through the component.
+#[allow(dead_code)] // The benchmark includes this file but uses only `to_core`.
+pub mod profiles {
+    use failover::auth::{
+        CooldownConfig, CredentialKind, FailureEvent, OrderRequest, PinDecision, PinRequest,
+        PinSource, RankedProfile, RecordedReason, Usage,
+    };
+    use policy_guest::profiles as core;
+
+    pub fn order_profiles(request: &OrderRequest) -> Vec<RankedProfile> {
+        let request = core::OrderRequest {
+            provider: request.provider.clone(),
+            explicit_order: request.explicit_order.clone(),
+            configured: request
+                .configured
+                .iter()
+                .map(|c| core::ConfiguredProfile {
+                    id: c.id.clone(),
+                    provider: c.provider.clone(),
+                    mode: c.mode.map(kind),
+                })
+                .collect(),
+            stored: request
+                .stored
+                .iter()
+                .map(|p| core::StoredProfile {
+                    id: p.id.clone(),
+                    provider: p.provider.clone(),
+                    kind: kind(p.kind),
+                    expires: p.expires,
+                    refreshable: p.refreshable,
+                    usage: usage_to_core(&p.usage),
+                })
+                .collect(),
+            model: request.model.clone(),
+            now_ms: request.now_ms,
+        };
+        core::order_profiles(&request)
+            .into_iter()
+            .map(|r| RankedProfile {
+                id: r.id,
+                available: r.available,
+                blocked_until: r.blocked_until,
+            })
+            .collect()
+    }
+
+    pub fn pin_profile(request: &PinRequest) -> PinDecision {
+        let request = core::PinRequest {
+            ranked: request
+                .ranked
+                .iter()
+                .map(|r| core::RankedProfile {
+                    id: r.id.clone(),
+                    available: r.available,
+                    blocked_until: r.blocked_until,
+                })
+                .collect(),
+            current: request.current.clone(),
+            source: request.source.map(|s| match s {
+                PinSource::Auto => core::PinSource::Auto,
+                PinSource::User => core::PinSource::User,
+            }),
+            pinned_at_compaction: request.pinned_at_compaction,
+            compaction_count: request.compaction_count,
+            session_reset: request.session_reset,
+        };
+        let decision = core::pin_profile(&request);
+        PinDecision {
+            profile: decision.profile,
+            source: match decision.source {
+                core::PinSource::Auto => PinSource::Auto,
+                core::PinSource::User => PinSource::User,
+            },
+            compaction_count: decision.compaction_count,
+        }
+    }
+
+    pub fn record_failure(usage: &Usage, event: &FailureEvent, config: &CooldownConfig) -> Usage {
+        let event = core::FailureEvent {
+            provider: event.provider.clone(),
+            reason: reason_to_core(event.reason),
+            model: event.model.clone(),
+            retry_after_ms: event.retry_after_ms,
+            reset_at_ms: event.reset_at_ms,
+            now_ms: event.now_ms,
+        };
+        let config = core::CooldownConfig {
+            billing_backoff_ms: config.billing_backoff_ms,
+            billing_backoff_ms_by_provider: config.billing_backoff_ms_by_provider.clone(),
+            billing_max_ms: config.billing_max_ms,
+            failure_window_ms: config.failure_window_ms,
+        };
+        usage_from_core(core::record_failure(&usage_to_core(usage), &event, &config))
+    }
+
+    pub fn record_success(usage: &Usage, model: Option<&str>, now_ms: u64) -> Usage {
+        usage_from_core(core::record_success(&usage_to_core(usage), model, now_ms))
+    }
+
+    fn kind(kind: CredentialKind) -> core::CredentialKind {
+        match kind {
+            CredentialKind::OAuth => core::CredentialKind::OAuth,
+            CredentialKind::Token => core::CredentialKind::Token,
+            CredentialKind::ApiKey => core::CredentialKind::ApiKey,
+        }
+    }
+
+    const CORE_REASONS: [core::RecordedReason; 11] = [
+        core::RecordedReason::RateLimit,
+        core::RecordedReason::Overloaded,
+        core::RecordedReason::Billing,
+        core::RecordedReason::Auth,
+        core::RecordedReason::AuthPermanent,
+        core::RecordedReason::Timeout,
+        core::RecordedReason::Format,
+        core::RecordedReason::ModelNotFound,
+        core::RecordedReason::SessionExpired,
+        core::RecordedReason::ContextOverflow,
+        core::RecordedReason::Unknown,
+    ];
+
+    fn reason_to_core(reason: RecordedReason) -> core::RecordedReason {
+        let index = RecordedReason::ALL
+            .iter()
+            .position(|r| *r == reason)
+            .unwrap();
+        CORE_REASONS[index]
+    }
+
+    fn reason_from_core(reason: core::RecordedReason) -> RecordedReason {
+        let index = CORE_REASONS.iter().position(|r| *r == reason).unwrap();
+        RecordedReason::ALL[index]
+    }
+
+    fn usage_to_core(u: &Usage) -> core::Usage {
+        core::Usage {
+            last_used: u.last_used,
+            cooldown_until: u.cooldown_until,
+            cooldown_reason: u.cooldown_reason.map(reason_to_core),
+            cooldown_model: u.cooldown_model.clone(),
+            disabled_until: u.disabled_until,
+            disabled_reason: u.disabled_reason.map(reason_to_core),
+            error_count: u.error_count,
+            failure_counts: u
+                .failure_counts
+                .iter()
+                .map(|(r, n)| (reason_to_core(*r), *n))
+                .collect(),
+            last_failure_at: u.last_failure_at,
+        }
+    }
+
+    fn usage_from_core(u: core::Usage) -> Usage {
+        Usage {
+            last_used: u.last_used,
+            cooldown_until: u.cooldown_until,
+            cooldown_reason: u.cooldown_reason.map(reason_from_core),
+            cooldown_model: u.cooldown_model,
+            disabled_until: u.disabled_until,
+            disabled_reason: u.disabled_reason.map(reason_from_core),
+            error_count: u.error_count,
+            failure_counts: u
+                .failure_counts
+                .into_iter()
+                .map(|(r, n)| (reason_from_core(r), n))
+                .collect(),
+            last_failure_at: u.last_failure_at,
+        }
+    }
+}

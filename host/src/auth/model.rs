@@ -123,30 +123,35 @@ impl Usage {
     /// used only to *display* state.
     pub fn blocked_until(&self, model: Option<&str>, now: u64) -> Option<u64> {
         let disabled = self.disabled_until.filter(|until| *until > now);
-        let cooldown = self.cooldown_until.filter(|until| *until > now).filter(|_| {
-            match (self.cooldown_model.as_deref(), model) {
+        let cooldown = self
+            .cooldown_until
+            .filter(|until| *until > now)
+            .filter(|_| match (self.cooldown_model.as_deref(), model) {
                 (Some(scope), Some(model)) => scope == model,
                 _ => true,
-            }
-        });
+            });
         disabled.max(cooldown)
     }
 }
 
 /// A stored profile reduced to what routing needs: never a secret.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct StoredProfile {
     pub id: String,
     /// Aliases resolved (`openai-codex` is `openai`).
     pub provider: String,
     pub kind: CredentialKind,
     pub expires: Option<u64>,
+    #[serde(default)]
     pub refreshable: bool,
+    #[serde(default)]
     pub usage: Usage,
 }
 
 /// An `auth.profiles` entry of the config: metadata only.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConfiguredProfile {
     pub id: String,
     pub provider: String,
@@ -154,7 +159,8 @@ pub struct ConfiguredProfile {
 }
 
 /// Which profiles to try for a provider.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct OrderRequest {
     pub provider: String,
     pub explicit_order: Option<Vec<String>>,
@@ -165,7 +171,8 @@ pub struct OrderRequest {
 }
 
 /// One profile of an order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RankedProfile {
     pub id: String,
     pub available: bool,
@@ -181,7 +188,8 @@ pub enum PinSource {
 }
 
 /// Which profile a session should use next.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct PinRequest {
     pub ranked: Vec<RankedProfile>,
     pub current: Option<String>,
@@ -192,7 +200,8 @@ pub struct PinRequest {
 }
 
 /// The pin a session carries into its next run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PinDecision {
     pub profile: Option<String>,
     pub source: PinSource,
@@ -200,7 +209,8 @@ pub struct PinDecision {
 }
 
 /// The `auth.cooldowns.*` numbers the policy needs, in milliseconds.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct CooldownConfig {
     pub billing_backoff_ms: u64,
     pub billing_backoff_ms_by_provider: Vec<(String, u64)>,
@@ -209,7 +219,8 @@ pub struct CooldownConfig {
 }
 
 /// A failed call, recorded against the profile that made it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct FailureEvent {
     pub provider: String,
     pub reason: RecordedReason,

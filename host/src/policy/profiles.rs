@@ -8,8 +8,8 @@ use super::bindings::exports::failover::policy::types as wit;
 use super::error::PolicyError;
 use super::module::Policy;
 use crate::auth::model::{
-    CooldownConfig, CredentialKind, FailureEvent, OrderRequest, PinDecision, PinRequest,
-    PinSource, RankedProfile, RecordedReason, Usage,
+    CooldownConfig, CredentialKind, FailureEvent, OrderRequest, PinDecision, PinRequest, PinSource,
+    RankedProfile, RecordedReason, Usage,
 };
 
 /// Longest window a policy may open: a week past the call, the longest
@@ -18,7 +18,10 @@ pub const MAX_WINDOW_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 
 impl Policy {
     /// The profiles to try for a provider, best first.
-    pub fn order_profiles(&self, request: &OrderRequest) -> Result<Vec<RankedProfile>, PolicyError> {
+    pub fn order_profiles(
+        &self,
+        request: &OrderRequest,
+    ) -> Result<Vec<RankedProfile>, PolicyError> {
         let input = wit::OrderRequest {
             provider: request.provider.clone(),
             explicit_order: request.explicit_order.clone(),
@@ -47,7 +50,9 @@ impl Policy {
             now_ms: request.now_ms,
         };
         let ranked = self.call("order-profiles", |store, guest| {
-            guest.failover_policy_profiles().call_order_profiles(store, &input)
+            guest
+                .failover_policy_profiles()
+                .call_order_profiles(store, &input)
         })?;
         let invalid = |problem: String| PolicyError::InvalidOutput {
             call: "order-profiles",
@@ -57,7 +62,10 @@ impl Policy {
         let mut seen = HashSet::new();
         for entry in &ranked {
             if !known.contains(entry.id.as_str()) {
-                return Err(invalid(format!("it named profile {:?}, which is not stored", entry.id)));
+                return Err(invalid(format!(
+                    "it named profile {:?}, which is not stored",
+                    entry.id
+                )));
             }
             if !seen.insert(entry.id.as_str()) {
                 return Err(invalid(format!("it named profile {:?} twice", entry.id)));
@@ -98,7 +106,9 @@ impl Policy {
             session_reset: request.session_reset,
         };
         let decision = self.call("pin-profile", |store, guest| {
-            guest.failover_policy_profiles().call_pin_profile(store, &input)
+            guest
+                .failover_policy_profiles()
+                .call_pin_profile(store, &input)
         })?;
         let listed = |id: &str| request.ranked.iter().any(|r| r.id == id);
         match decision.profile.as_deref() {
@@ -151,21 +161,32 @@ impl Policy {
             },
         );
         let next = self.call("record-failure", |store, guest| {
-            guest
-                .failover_policy_profiles()
-                .call_record_failure(store, &input, &wit_event, &wit_config)
+            guest.failover_policy_profiles().call_record_failure(
+                store,
+                &input,
+                &wit_event,
+                &wit_config,
+            )
         })?;
         checked_usage("record-failure", usage, usage_from_wit(next), event.now_ms)
     }
 
     /// A profile's state after a successful call on `model`.
-    pub fn record_success(&self, usage: &Usage, model: Option<&str>, now_ms: u64) -> Result<Usage, PolicyError> {
+    pub fn record_success(
+        &self,
+        usage: &Usage,
+        model: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Usage, PolicyError> {
         let input = usage_to_wit(usage);
         let model = model.map(str::to_owned);
         let next = self.call("record-success", |store, guest| {
-            guest
-                .failover_policy_profiles()
-                .call_record_success(store, &input, model.as_deref(), now_ms)
+            guest.failover_policy_profiles().call_record_success(
+                store,
+                &input,
+                model.as_deref(),
+                now_ms,
+            )
         })?;
         checked_usage("record-success", usage, usage_from_wit(next), now_ms)
     }
@@ -173,7 +194,12 @@ impl Policy {
 
 /// A window the policy opened must end after `now` and within
 /// [`MAX_WINDOW_MS`]; one it left alone may stay as it was.
-fn checked_usage(call: &'static str, before: &Usage, after: Usage, now: u64) -> Result<Usage, PolicyError> {
+fn checked_usage(
+    call: &'static str,
+    before: &Usage,
+    after: Usage,
+    now: u64,
+) -> Result<Usage, PolicyError> {
     let windows = [
         ("cooldownUntil", before.cooldown_until, after.cooldown_until),
         ("disabledUntil", before.disabled_until, after.disabled_until),
@@ -186,11 +212,15 @@ fn checked_usage(call: &'static str, before: &Usage, after: Usage, now: u64) -> 
         if until <= now || until > now.saturating_add(MAX_WINDOW_MS) {
             return Err(PolicyError::InvalidOutput {
                 call,
-                problem: format!("it set {name} to {until}, outside ({now}, {now} + {MAX_WINDOW_MS} ms]"),
+                problem: format!(
+                    "it set {name} to {until}, outside ({now}, {now} + {MAX_WINDOW_MS} ms]"
+                ),
             });
         }
     }
-    if after.last_used.is_some_and(|at| at > now) || after.last_failure_at.is_some_and(|at| at > now) {
+    if after.last_used.is_some_and(|at| at > now)
+        || after.last_failure_at.is_some_and(|at| at > now)
+    {
         return Err(PolicyError::InvalidOutput {
             call,
             problem: "it recorded a use or failure in the future".into(),
@@ -270,7 +300,9 @@ fn usage_to_wit(u: &Usage) -> wit::Usage {
 fn usage_from_wit(u: wit::Usage) -> Usage {
     let mut failure_counts = BTreeMap::new();
     for count in u.failure_counts {
-        *failure_counts.entry(recorded_from_wit(count.reason)).or_insert(0) += count.count;
+        *failure_counts
+            .entry(recorded_from_wit(count.reason))
+            .or_insert(0) += count.count;
     }
     Usage {
         last_used: u.last_used,

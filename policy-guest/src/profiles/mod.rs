@@ -60,12 +60,13 @@ impl Usage {
     /// scoped to another model does not block this one (F-6.4).
     pub fn blocked_until(&self, model: Option<&str>, now: u64) -> Option<u64> {
         let disabled = self.disabled_until.filter(|until| *until > now);
-        let cooldown = self.cooldown_until.filter(|until| *until > now).filter(|_| {
-            match (self.cooldown_model.as_deref(), model) {
+        let cooldown = self
+            .cooldown_until
+            .filter(|until| *until > now)
+            .filter(|_| match (self.cooldown_model.as_deref(), model) {
                 (Some(scope), Some(model)) => scope == model,
                 _ => true,
-            }
-        });
+            });
         disabled.max(cooldown)
     }
 

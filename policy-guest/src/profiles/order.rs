@@ -37,7 +37,11 @@ pub fn order_profiles(request: &OrderRequest) -> Vec<RankedProfile> {
             ids.iter().filter_map(|id| stored(id)).collect()
         }
         // Nothing listed, or nothing listed is stored: the stored profiles.
-        _ => request.stored.iter().filter(|p| p.provider == provider).collect(),
+        _ => request
+            .stored
+            .iter()
+            .filter(|p| p.provider == provider)
+            .collect(),
     };
     profiles.retain(|p| usable(request, p));
     let mut seen = Vec::with_capacity(profiles.len());
@@ -93,7 +97,11 @@ mod tests {
     fn profile(id: &str, kind: CredentialKind, last_used: Option<u64>) -> StoredProfile {
         StoredProfile {
             id: id.into(),
-            provider: id.split(':').next().unwrap().replace("openai-codex", "openai"),
+            provider: id
+                .split(':')
+                .next()
+                .unwrap()
+                .replace("openai-codex", "openai"),
             kind,
             expires: None,
             refreshable: true,

@@ -61,7 +61,11 @@ pub fn record_failure(usage: &Usage, event: &FailureEvent, config: &CooldownConf
         next.failure_counts.clear();
     }
     next.error_count = next.error_count.saturating_add(1);
-    match next.failure_counts.iter_mut().find(|(r, _)| *r == event.reason) {
+    match next
+        .failure_counts
+        .iter_mut()
+        .find(|(r, _)| *r == event.reason)
+    {
         Some((_, count)) => *count = count.saturating_add(1),
         None => next.failure_counts.push((event.reason, 1)),
     }
@@ -84,7 +88,12 @@ pub fn record_failure(usage: &Usage, event: &FailureEvent, config: &CooldownConf
                     next.cooldown_model = None;
                 }
             } else {
-                let step = ladder(COOLDOWN_BASE_MS, COOLDOWN_FACTOR, next.error_count, COOLDOWN_MAX_MS);
+                let step = ladder(
+                    COOLDOWN_BASE_MS,
+                    COOLDOWN_FACTOR,
+                    next.error_count,
+                    COOLDOWN_MAX_MS,
+                );
                 next.cooldown_until = Some(now.saturating_add(step).max(floor));
                 next.cooldown_reason = Some(event.reason);
                 next.cooldown_model = scope;
@@ -117,7 +126,9 @@ pub fn record_failure(usage: &Usage, event: &FailureEvent, config: &CooldownConf
 /// stays: this success says nothing about that model.
 pub fn record_success(usage: &Usage, model: Option<&str>, now_ms: u64) -> Usage {
     let keep_cooldown = match (usage.cooldown_model.as_deref(), model) {
-        (Some(scope), Some(model)) => scope != model && usage.cooldown_until.is_some_and(|u| u > now_ms),
+        (Some(scope), Some(model)) => {
+            scope != model && usage.cooldown_until.is_some_and(|u| u > now_ms)
+        }
         _ => false,
     };
     Usage {
