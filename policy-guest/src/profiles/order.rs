@@ -86,7 +86,7 @@ fn usable(request: &OrderRequest, profile: &StoredProfile) -> bool {
         return false;
     }
     let expired = profile.expires.is_some_and(|at| at <= request.now_ms);
-    !(expired && !profile.refreshable)
+    !expired || profile.refreshable
 }
 
 #[cfg(test)]

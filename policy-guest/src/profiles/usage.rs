@@ -100,7 +100,7 @@ pub fn record_failure(usage: &Usage, event: &FailureEvent, config: &CooldownConf
             }
         }
         Lane::Disable => {
-            if !next.disabled_until.is_some_and(|until| until > now) {
+            if next.disabled_until.is_none_or(|until| until <= now) {
                 let (base, cap) = if event.reason == RecordedReason::Billing {
                     let base = config
                         .billing_backoff_ms_by_provider
