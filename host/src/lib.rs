@@ -18,6 +18,7 @@ pub mod cli;
 pub mod policy;
 pub mod provider_error;
 pub mod report;
+pub mod state;
 
 pub use classification::{Classification, Detail, Reason};
 pub use policy::{Limits, Policy, PolicyEngine, PolicyError, PolicyStats, PolicyVersion};

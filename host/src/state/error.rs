@@ -1,0 +1,56 @@
+//! What can go wrong with the state directory and its files.
+
+use std::path::{Path, PathBuf};
+
+/// A state or config file could not be used. Messages name the file and,
+/// for parse errors, the position; they never quote file contents.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not valid JSON / JSON5, or a field has the wrong type.
+    #[error("{}: {message} (the file was left as it is)", .path.display())]
+    Parse { path: PathBuf, message: String },
+    /// A value is of the right type but not allowed.
+    #[error("{}: {message}", .path.display())]
+    Invalid { path: PathBuf, message: String },
+    /// No state directory was given and none could be derived.
+    #[error("no state directory: pass --state-dir or set FAILOVER_STATE_DIR (no home directory was found)")]
+    NoStateDir,
+    /// A request that names something the store does not have, or a bad name.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl StateError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        StateError::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    /// A `serde_json` error, with its line and column.
+    pub(crate) fn json(path: &Path, error: &serde_json::Error) -> Self {
+        StateError::Parse {
+            path: path.to_owned(),
+            message: format!(
+                "{} at line {} column {}",
+                describe_json(error),
+                error.line(),
+                error.column()
+            ),
+        }
+    }
+}
+
+/// serde_json's message without its own " at line … column …" suffix.
+fn describe_json(error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    let suffix = format!(" at line {} column {}", error.line(), error.column());
+    message.strip_suffix(&suffix).unwrap_or(&message).to_owned()
+}

@@ -1,0 +1,14 @@
+//! The state directory: where profiles and their routing state live, and
+//! how they are read and written safely across processes.
+
+pub mod error;
+pub mod files;
+pub mod paths;
+pub mod secrets;
+pub mod store;
+pub mod usage_file;
+
+pub use error::StateError;
+pub use paths::{AgentPaths, StateDir, AGENT_ENV, DEFAULT_AGENT, STATE_DIR_ENV};
+pub use secrets::{canonical_provider, ProfileSummary, ProfilesFile};
+pub use store::{stored_profiles, AuthStore};

@@ -1,0 +1,324 @@
+//! `auth-profiles.json`: the credentials (spec F-2.1).
+//!
+//! ```json
+//! {"version": 1, "profiles": {
+//!   "openai:work": {"type": "api_key", "provider": "openai", "key": "sk-…"},
+//!   "anthropic:me@example.com": {"type": "oauth", "provider": "anthropic",
+//!     "access": "…", "refresh": "…", "expires": 1767225600000, "email": "me@example.com"},
+//!   "acme:ci": {"type": "token", "provider": "acme", "token": "…", "expires": 1767225600000}}}
+//! ```
+//!
+//! The document is kept as parsed JSON so that fields this version does not
+//! know (`projectId`, `enterpriseUrl`, other tools' keys) survive every
+//! rewrite. Secrets are only ever read to fingerprint them; nothing here
+//! prints or logs one.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::error::StateError;
+use crate::auth::{CredentialKind, Usage};
+
+/// The file format version this build writes.
+pub const PROFILES_VERSION: u64 = 1;
+
+/// Aliases of provider names: a profile stored as `openai-codex` serves
+/// `openai` (spec §0, F-4.7).
+pub fn canonical_provider(provider: &str) -> &str {
+    match provider {
+        "openai-codex" => "openai",
+        other => other,
+    }
+}
+
+/// The typed view of one credential, for validation and summaries.
+#[derive(Deserialize)]
+struct Fields {
+    #[serde(rename = "type")]
+    kind: CredentialKind,
+    provider: String,
+    #[serde(default)]
+    key: Option<String>,
+    #[serde(default)]
+    access: Option<String>,
+    #[serde(default)]
+    refresh: Option<String>,
+    #[serde(default)]
+    token: Option<String>,
+    #[serde(default)]
+    expires: Option<u64>,
+    #[serde(default)]
+    email: Option<String>,
+}
+
+/// What may be shown about a profile: never its secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileSummary {
+    pub id: String,
+    /// As stored.
+    pub stored_provider: String,
+    /// Aliases resolved.
+    pub provider: String,
+    pub kind: CredentialKind,
+    pub expires: Option<u64>,
+    /// OAuth with a refresh token.
+    pub refreshable: bool,
+    pub email: Option<String>,
+    /// `sha256:` and the first 8 hex digits of the secret's hash.
+    pub fingerprint: String,
+}
+
+/// The parsed `auth-profiles.json`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfilesFile {
+    document: Map<String, Value>,
+}
+
+impl Default for ProfilesFile {
+    fn default() -> Self {
+        let mut document = Map::new();
+        document.insert("version".into(), PROFILES_VERSION.into());
+        document.insert("profiles".into(), Value::Object(Map::new()));
+        ProfilesFile { document }
+    }
+}
+
+impl ProfilesFile {
+    /// Checks a parsed document; errors name `path` and the offending field.
+    pub fn from_value(path: &Path, value: Value) -> Result<ProfilesFile, StateError> {
+        let invalid = |message: String| StateError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        let Value::Object(mut document) = value else {
+            return Err(invalid("expected a JSON object at the top".into()));
+        };
+        match document.get("version") {
+            None => {}
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v <= PROFILES_VERSION) => {}
+            Some(other) => {
+                return Err(invalid(format!(
+                    "version {other} is newer than this build understands ({PROFILES_VERSION})"
+                )))
+            }
+        }
+        let profiles = document
+            .entry("profiles")
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Value::Object(profiles) = profiles else {
+            return Err(invalid(
+                "field `profiles` must be an object of profile id to credential".into(),
+            ));
+        };
+        for (id, credential) in profiles.iter() {
+            check_id(id).map_err(|e| invalid(format!("profile {id:?}: {e}")))?;
+            let fields: Fields = serde_json::from_value(credential.clone())
+                .map_err(|e| invalid(format!("profile {id:?}: {e}")))?;
+            let secret = secret_of(&fields);
+            if secret.is_none_or(str::is_empty) {
+                return Err(invalid(format!(
+                    "profile {id:?}: a {} credential needs its `{}`",
+                    fields.kind.as_str(),
+                    secret_field(fields.kind)
+                )));
+            }
+        }
+        Ok(ProfilesFile { document })
+    }
+
+    /// Reads the file; `None` when it does not exist.
+    pub fn read(path: &Path) -> Result<Option<ProfilesFile>, StateError> {
+        match super::files::read_json::<Value>(path)? {
+            None => Ok(None),
+            Some(value) => ProfilesFile::from_value(path, value).map(Some),
+        }
+    }
+
+    /// The whole document, for writing.
+    pub fn document(&self) -> &Map<String, Value> {
+        &self.document
+    }
+
+    fn profiles(&self) -> &Map<String, Value> {
+        self.document
+            .get("profiles")
+            .and_then(Value::as_object)
+            .expect("checked by from_value")
+    }
+
+    fn profiles_mut(&mut self) -> &mut Map<String, Value> {
+        self.document
+            .get_mut("profiles")
+            .and_then(Value::as_object_mut)
+            .expect("checked by from_value")
+    }
+
+    /// Every profile, without secrets, in id order.
+    pub fn summaries(&self) -> Vec<ProfileSummary> {
+        self.profiles()
+            .iter()
+            .filter_map(|(id, credential)| {
+                let fields: Fields = serde_json::from_value(credential.clone()).ok()?;
+                Some(summary(id, &fields))
+            })
+            .collect()
+    }
+
+    /// Whether a profile with this id exists.
+    pub fn contains(&self, id: &str) -> bool {
+        self.profiles().contains_key(id)
+    }
+
+    /// Adds or replaces a static credential (`api_key` or `token`).
+    pub fn put_static(
+        &mut self,
+        id: &str,
+        provider: &str,
+        kind: CredentialKind,
+        secret: &str,
+    ) -> Result<(), StateError> {
+        check_id(id).map_err(StateError::Refused)?;
+        if kind == CredentialKind::OAuth {
+            return Err(StateError::Refused(
+                "OAuth profiles come from a login (or credentials/oauth.json), not from a pasted key".into(),
+            ));
+        }
+        if secret.is_empty() {
+            return Err(StateError::Refused("the key is empty".into()));
+        }
+        let mut credential = Map::new();
+        credential.insert("type".into(), kind.as_str().into());
+        credential.insert("provider".into(), provider.into());
+        credential.insert(secret_field(kind).into(), secret.into());
+        self.profiles_mut()
+            .insert(id.to_owned(), Value::Object(credential));
+        Ok(())
+    }
+
+    /// Adds an OAuth credential as imported from a legacy file.
+    pub(crate) fn put_oauth(&mut self, id: &str, credential: Map<String, Value>) {
+        self.profiles_mut()
+            .insert(id.to_owned(), Value::Object(credential));
+    }
+
+    /// Removes a profile; whether it existed.
+    pub fn remove(&mut self, id: &str) -> bool {
+        self.profiles_mut().remove(id).is_some()
+    }
+
+    /// `usageStats` kept inside this file by older versions, if any.
+    pub fn legacy_usage(&self) -> Option<BTreeMap<String, Usage>> {
+        let stats = self.document.get("usageStats")?;
+        serde_json::from_value(stats.clone()).ok()
+    }
+}
+
+/// Profile ids are `provider:name` (spec F-2.3).
+pub fn check_id(id: &str) -> Result<(), String> {
+    let Some((provider, name)) = id.split_once(':') else {
+        return Err(format!("profile id {id:?} must be `provider:name`"));
+    };
+    let good_provider = !provider.is_empty()
+        && provider
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if !good_provider || name.is_empty() || id.len() > 256 || id.chars().any(char::is_control) {
+        return Err(format!(
+            "profile id {id:?} must be `provider:name` with a provider of letters, digits, '-', '_' or '.'"
+        ));
+    }
+    Ok(())
+}
+
+fn secret_field(kind: CredentialKind) -> &'static str {
+    match kind {
+        CredentialKind::ApiKey => "key",
+        CredentialKind::OAuth => "access",
+        CredentialKind::Token => "token",
+    }
+}
+
+fn secret_of(fields: &Fields) -> Option<&str> {
+    match fields.kind {
+        CredentialKind::ApiKey => fields.key.as_deref(),
+        CredentialKind::OAuth => fields.access.as_deref(),
+        CredentialKind::Token => fields.token.as_deref(),
+    }
+}
+
+fn summary(id: &str, fields: &Fields) -> ProfileSummary {
+    let digest = Sha256::digest(secret_of(fields).unwrap_or_default().as_bytes());
+    let fingerprint: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    ProfileSummary {
+        id: id.to_owned(),
+        stored_provider: fields.provider.clone(),
+        provider: canonical_provider(&fields.provider).to_owned(),
+        kind: fields.kind,
+        expires: fields.expires,
+        refreshable: fields.kind == CredentialKind::OAuth
+            && fields.refresh.as_deref().is_some_and(|r| !r.is_empty()),
+        email: fields.email.clone(),
+        fingerprint: format!("sha256:{fingerprint}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ProfilesFile, StateError> {
+        ProfilesFile::from_value(
+            Path::new("auth-profiles.json"),
+            serde_json::from_str(text).unwrap(),
+        )
+    }
+
+    #[test]
+    fn unknown_fields_survive_a_rewrite() {
+        let mut file = parse(
+            r#"{"version":1,"lastGood":{"x":1},"profiles":{"google:me@x.com":
+               {"type":"oauth","provider":"google","access":"a","refresh":"r","expires":5,"projectId":"p-1"}}}"#,
+        )
+        .unwrap();
+        file.put_static("openai:work", "openai", CredentialKind::ApiKey, "sk-1")
+            .unwrap();
+        let text = serde_json::to_string(file.document()).unwrap();
+        assert!(text.contains("\"projectId\":\"p-1\""), "{text}");
+        assert!(text.contains("\"lastGood\""), "{text}");
+    }
+
+    #[test]
+    fn summaries_never_carry_the_secret() {
+        let file = parse(r#"{"profiles":{"openai-codex:me":{"type":"oauth","provider":"openai-codex","access":"SECRET-A","refresh":"SECRET-R"}}}"#).unwrap();
+        let summary = &file.summaries()[0];
+        assert_eq!(summary.provider, "openai");
+        assert!(summary.refreshable);
+        assert!(summary.fingerprint.starts_with("sha256:"));
+        assert!(!format!("{summary:?}").contains("SECRET"));
+    }
+
+    #[test]
+    fn bad_credentials_name_the_profile_and_field() {
+        let error = parse(r#"{"profiles":{"openai:a":{"type":"api_key","provider":"openai","expires":"soon","key":"k"}}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("openai:a") && error.contains("invalid type"),
+            "{error}"
+        );
+        let error = parse(r#"{"profiles":{"openai:a":{"type":"api_key","provider":"openai"}}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("needs its `key`"), "{error}");
+        let error = parse(r#"{"version":7}"#).unwrap_err().to_string();
+        assert!(error.contains("newer"), "{error}");
+        assert!(
+            parse(r#"{"profiles":{"nocolon":{"type":"api_key","provider":"x","key":"k"}}}"#)
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,159 @@
+//! One agent's auth store: its profiles and their routing state, read and
+//! changed safely by any number of processes.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::error::StateError;
+use super::files::{self, StateLock};
+use super::paths::AgentPaths;
+use super::secrets::{canonical_provider, ProfileSummary, ProfilesFile};
+use super::usage_file::UsageFile;
+use crate::auth::Usage;
+
+/// An agent's `auth-profiles.json` and `auth-state.json`.
+#[derive(Debug, Clone)]
+pub struct AuthStore {
+    paths: AgentPaths,
+}
+
+impl AuthStore {
+    /// Opens the store. On first use — when this agent has no
+    /// `auth-profiles.json` yet — OAuth credentials in the legacy
+    /// `credentials/oauth.json` are imported into it (that file is only
+    /// read, never written).
+    pub fn open(paths: AgentPaths) -> Result<AuthStore, StateError> {
+        let store = AuthStore { paths };
+        if !store.paths.profiles.exists()
+            && !store.paths.legacy_profiles.exists()
+            && store.paths.legacy_oauth.exists()
+        {
+            let _lock = store.lock()?;
+            if !store.paths.profiles.exists() {
+                let imported = store.import_legacy_oauth()?;
+                files::write_json_atomic(&store.paths.profiles, imported.document())?;
+            }
+        }
+        Ok(store)
+    }
+
+    /// The files this store uses.
+    pub fn paths(&self) -> &AgentPaths {
+        &self.paths
+    }
+
+    fn lock(&self) -> Result<StateLock, StateError> {
+        StateLock::acquire(&self.paths.lock)
+    }
+
+    /// The profiles file: the agent's, else the legacy one, else empty.
+    pub fn profiles(&self) -> Result<ProfilesFile, StateError> {
+        if let Some(file) = ProfilesFile::read(&self.paths.profiles)? {
+            return Ok(file);
+        }
+        Ok(ProfilesFile::read(&self.paths.legacy_profiles)?.unwrap_or_default())
+    }
+
+    /// Profiles without secrets.
+    pub fn summaries(&self) -> Result<Vec<ProfileSummary>, StateError> {
+        Ok(self.profiles()?.summaries())
+    }
+
+    /// Changes the profiles under the lock: re-reads the file, applies
+    /// `change`, writes it atomically (mode 0600) to the agent's location.
+    /// A file that does not parse is reported and left untouched.
+    pub fn update_profiles<T>(
+        &self,
+        change: impl FnOnce(&mut ProfilesFile) -> Result<T, StateError>,
+    ) -> Result<T, StateError> {
+        let _lock = self.lock()?;
+        let mut file = self.profiles()?;
+        let result = change(&mut file)?;
+        files::write_json_atomic(&self.paths.profiles, file.document())?;
+        Ok(result)
+    }
+
+    /// Routing state of every profile. Without `auth-state.json`, the
+    /// `usageStats` older versions kept inside `auth-profiles.json`.
+    pub fn usage(&self) -> Result<BTreeMap<String, Usage>, StateError> {
+        Ok(self.usage_file()?.usage_stats)
+    }
+
+    fn usage_file(&self) -> Result<UsageFile, StateError> {
+        if let Some(file) = UsageFile::read(&self.paths.usage)? {
+            return Ok(file);
+        }
+        let legacy = self.profiles()?.legacy_usage().unwrap_or_default();
+        Ok(UsageFile {
+            usage_stats: legacy,
+            ..UsageFile::default()
+        })
+    }
+
+    /// Changes the routing state under the lock (re-read, change, atomic
+    /// write).
+    pub fn update_usage<T>(
+        &self,
+        change: impl FnOnce(&mut BTreeMap<String, Usage>) -> Result<T, StateError>,
+    ) -> Result<T, StateError> {
+        let _lock = self.lock()?;
+        let mut file = self.usage_file()?;
+        let result = change(&mut file.usage_stats)?;
+        files::write_json_atomic(&self.paths.usage, &file.stamped())?;
+        Ok(result)
+    }
+
+    /// Reads `credentials/oauth.json` (`{"provider": {access, refresh,
+    /// expires, email?}, …}`) as profiles `provider:<email>` or
+    /// `provider:default` (spec F-2.3).
+    fn import_legacy_oauth(&self) -> Result<ProfilesFile, StateError> {
+        let path = &self.paths.legacy_oauth;
+        let Some(Value::Object(entries)) = files::read_json::<Value>(path)? else {
+            return Err(StateError::Invalid {
+                path: path.clone(),
+                message: "expected an object of provider to OAuth credentials".into(),
+            });
+        };
+        let mut file = ProfilesFile::default();
+        for (provider, entry) in entries {
+            let Value::Object(entry) = entry else {
+                return Err(StateError::Invalid {
+                    path: path.clone(),
+                    message: format!("entry {provider:?} must be an object"),
+                });
+            };
+            let email = entry
+                .get("email")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let id = format!("{provider}:{}", email.as_deref().unwrap_or("default"));
+            let mut credential = Map::new();
+            credential.insert("type".into(), "oauth".into());
+            credential.insert("provider".into(), provider.clone().into());
+            credential.extend(entry);
+            file.put_oauth(&id, credential);
+        }
+        // Validate what was built, with the legacy file named in errors.
+        ProfilesFile::from_value(path, Value::Object(file.document().clone()))
+    }
+}
+
+/// The stored profiles of every provider, as the policy sees them (no
+/// secrets), with their routing state.
+pub fn stored_profiles(
+    summaries: &[ProfileSummary],
+    usage: &BTreeMap<String, Usage>,
+) -> Vec<crate::auth::StoredProfile> {
+    summaries
+        .iter()
+        .map(|s| crate::auth::StoredProfile {
+            id: s.id.clone(),
+            provider: canonical_provider(&s.provider).to_owned(),
+            kind: s.kind,
+            expires: s.expires,
+            refreshable: s.refreshable,
+            usage: usage.get(&s.id).cloned().unwrap_or_default(),
+        })
+        .collect()
+}
