@@ -15,6 +15,7 @@
 pub mod auth;
 pub mod classification;
 pub mod cli;
+pub mod config;
 pub mod policy;
 pub mod provider_error;
 pub mod report;

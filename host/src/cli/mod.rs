@@ -1,15 +1,21 @@
 //! The `failover` command line. One file per command; this one parses the
-//! arguments and turns errors into exit codes.
+//! arguments, builds the shared [`Context`] and turns errors into exit codes.
 
 mod classify;
+mod context;
 mod lines;
+mod profiles;
+mod status;
+mod timefmt;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::policy::{Limits, Policy, PolicyEngine};
+use crate::config::CONFIG_ENV;
+use crate::state::{AGENT_ENV, DEFAULT_AGENT, STATE_DIR_ENV};
+pub use context::Context;
 
 /// Exit status for a run where some input lines failed.
 const EXIT_SOME_FAILED: u8 = 1;
@@ -25,6 +31,19 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "PATH")]
     policy: Option<PathBuf>,
 
+    /// The state directory (default: the per-user state directory, e.g.
+    /// ~/.local/state/failover).
+    #[arg(long, global = true, value_name = "DIR", env = STATE_DIR_ENV)]
+    state_dir: Option<PathBuf>,
+
+    /// The agent whose profiles and state to use.
+    #[arg(long, global = true, value_name = "ID", env = AGENT_ENV, default_value = DEFAULT_AGENT)]
+    agent: String,
+
+    /// The JSON5 config file (`auth.profiles`, `auth.order`, `auth.cooldowns.*`, …).
+    #[arg(long, global = true, value_name = "FILE", env = CONFIG_ENV)]
+    config: Option<PathBuf>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -33,6 +52,11 @@ pub struct Cli {
 enum Command {
     /// Classify provider errors: JSON Lines in, one verdict per line out.
     Classify(classify::ClassifyArgs),
+    /// List, add, remove or mark auth profiles.
+    #[command(subcommand)]
+    Profiles(profiles::ProfilesCommand),
+    /// Each provider's profile order and each profile's state.
+    Status(status::StatusArgs),
 }
 
 /// Runs the command line and returns the process's exit status.
@@ -48,23 +72,10 @@ pub fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let policy = load_policy(cli.policy.as_deref())?;
+    let context = Context::new(cli.policy, cli.state_dir, cli.agent, cli.config);
     match cli.command {
-        Command::Classify(args) => classify::run(&policy, args),
+        Command::Classify(args) => classify::run(context.policy()?, args),
+        Command::Profiles(command) => profiles::run(&context, command),
+        Command::Status(args) => status::run(&context, args),
     }
-}
-
-fn load_policy(path: Option<&std::path::Path>) -> anyhow::Result<Policy> {
-    let engine = PolicyEngine::new()?;
-    let policy = match path {
-        None => Policy::default_policy(&engine)?,
-        Some(path) => {
-            let bytes = std::fs::read(path).map_err(|e| {
-                anyhow::anyhow!("cannot read policy module {}: {e}", path.display())
-            })?;
-            Policy::load(&engine, &bytes, Limits::default())
-                .map_err(|e| anyhow::anyhow!("policy module {} refused: {e}", path.display()))?
-        }
-    };
-    Ok(policy)
 }

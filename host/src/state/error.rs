@@ -27,7 +27,8 @@ pub enum StateError {
 }
 
 impl StateError {
-    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+    /// An I/O error on `path`.
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
         StateError::Io {
             path: path.to_owned(),
             source,

@@ -41,19 +41,20 @@ impl UsageFile {
                 message: "expected a JSON object at the top".into(),
             });
         };
-        let version =
-            match document.remove("version") {
-                None => USAGE_VERSION,
-                Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v <= USAGE_VERSION) => {
-                    n.as_u64().unwrap_or(1)
-                }
-                Some(other) => return Err(StateError::Invalid {
+        let version = match document.remove("version") {
+            None => USAGE_VERSION,
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v <= USAGE_VERSION) => {
+                n.as_u64().unwrap_or(1)
+            }
+            Some(other) => {
+                return Err(StateError::Invalid {
                     path: path.to_owned(),
                     message: format!(
                         "version {other} is newer than this build understands ({USAGE_VERSION})"
                     ),
-                }),
-            };
+                })
+            }
+        };
         let usage_stats = match document.remove("usageStats") {
             None => BTreeMap::new(),
             Some(stats) => {

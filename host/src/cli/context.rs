@@ -1,0 +1,86 @@
+//! What commands share: the policy, the config and the agent's store, each
+//! loaded on first use so a command pays only for what it touches.
+
+use std::cell::OnceCell;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+
+use crate::config::Config;
+use crate::policy::{Limits, Policy, PolicyEngine};
+use crate::state::{AuthStore, StateDir};
+
+/// The command line's global choices, resolved lazily.
+pub struct Context {
+    policy_path: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+    agent: String,
+    config_path: Option<PathBuf>,
+    policy: OnceCell<Policy>,
+    config: OnceCell<Config>,
+}
+
+impl Context {
+    pub fn new(
+        policy_path: Option<PathBuf>,
+        state_dir: Option<PathBuf>,
+        agent: String,
+        config_path: Option<PathBuf>,
+    ) -> Self {
+        Context {
+            policy_path,
+            state_dir,
+            agent,
+            config_path,
+            policy: OnceCell::new(),
+            config: OnceCell::new(),
+        }
+    }
+
+    /// The agent id.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    /// The policy: the embedded default, or `--policy PATH`.
+    pub fn policy(&self) -> anyhow::Result<&Policy> {
+        if let Some(policy) = self.policy.get() {
+            return Ok(policy);
+        }
+        let engine = PolicyEngine::new()?;
+        let policy = match &self.policy_path {
+            None => Policy::default_policy(&engine)?,
+            Some(path) => {
+                let bytes = std::fs::read(path)
+                    .with_context(|| format!("cannot read policy module {}", path.display()))?;
+                Policy::load(&engine, &bytes, Limits::default())
+                    .with_context(|| format!("policy module {} refused", path.display()))?
+            }
+        };
+        Ok(self.policy.get_or_init(|| policy))
+    }
+
+    /// The config: `--config` / `FAILOVER_CONFIG`, or the defaults.
+    pub fn config(&self) -> anyhow::Result<&Config> {
+        if let Some(config) = self.config.get() {
+            return Ok(config);
+        }
+        let config = Config::load_optional(self.config_path.as_ref())?;
+        Ok(self.config.get_or_init(|| config))
+    }
+
+    /// The state directory: `--state-dir` / `FAILOVER_STATE_DIR`, or the
+    /// per-user default.
+    pub fn state_dir(&self) -> anyhow::Result<StateDir> {
+        Ok(match &self.state_dir {
+            Some(dir) => StateDir::at(dir),
+            None => StateDir::default_for_user()?,
+        })
+    }
+
+    /// The agent's auth store.
+    pub fn store(&self) -> anyhow::Result<AuthStore> {
+        let paths = self.state_dir()?.agent(&self.agent)?;
+        Ok(AuthStore::open(paths)?)
+    }
+}

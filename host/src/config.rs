@@ -1,0 +1,338 @@
+//! The JSON5 config file (spec §11).
+//!
+//! ```json5
+//! {
+//!   auth: {
+//!     profiles: { "openai:work": { provider: "openai", mode: "api_key" } },
+//!     order: { openai: ["openai-codex:user@example.com", "openai:api-key-backup"] },
+//!     cooldowns: { billingBackoffHours: 5, billingBackoffHoursByProvider: { openrouter: 2 },
+//!                  billingMaxHours: 24, failureWindowHours: 24,
+//!                  overloadedProfileRotations: 1, overloadedBackoffMs: 0,
+//!                  rateLimitedProfileRotations: 1 },
+//!   },
+//!   agents: {
+//!     defaults: { model: { primary: "anthropic/claude-sonnet-4", fallbacks: ["openai/gpt-4o"] },
+//!                 imageModel: "openai/gpt-image-1" },
+//!     list: [{ id: "main", model: "anthropic/claude-sonnet-4" }],
+//!   },
+//!   models: { providers: { openai: { baseUrl: "https://api.openai.com/v1", api: "openai-chat" } } },
+//! }
+//! ```
+//!
+//! Config is metadata and routing only — never secrets. Keys this version
+//! does not use are ignored (the seeds' config has many). Errors name the
+//! file and the line and column.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::auth::{ConfiguredProfile, CooldownConfig, CredentialKind};
+use crate::state::{canonical_provider, StateError};
+
+/// Environment variable naming the config file.
+pub const CONFIG_ENV: &str = "FAILOVER_CONFIG";
+
+/// `auth.cooldowns.billingBackoffHours` default (F-6.5).
+pub const DEFAULT_BILLING_BACKOFF_HOURS: f64 = 5.0;
+/// `auth.cooldowns.billingMaxHours` default (F-6.5).
+pub const DEFAULT_BILLING_MAX_HOURS: f64 = 24.0;
+/// `auth.cooldowns.failureWindowHours` default (F-6.6).
+pub const DEFAULT_FAILURE_WINDOW_HOURS: f64 = 24.0;
+/// `auth.cooldowns.overloadedProfileRotations` default (F-6.7).
+pub const DEFAULT_OVERLOADED_PROFILE_ROTATIONS: u32 = 1;
+/// `auth.cooldowns.rateLimitedProfileRotations` default (F-6.7).
+pub const DEFAULT_RATE_LIMITED_PROFILE_ROTATIONS: u32 = 1;
+
+/// Longest configurable window: a year. Longer is a typo, and keeps the
+/// millisecond arithmetic far from overflow.
+const MAX_HOURS: f64 = 366.0 * 24.0;
+
+/// The whole config.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    pub auth: AuthConfig,
+    pub agents: AgentsConfig,
+    pub models: ModelsConfig,
+}
+
+/// `auth.*`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct AuthConfig {
+    pub profiles: BTreeMap<String, ProfileMeta>,
+    pub order: BTreeMap<String, Vec<String>>,
+    pub cooldowns: Cooldowns,
+}
+
+/// An `auth.profiles` entry.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ProfileMeta {
+    /// The provider; the id's prefix when absent.
+    pub provider: Option<String>,
+    /// The credential kind expected (`api_key`, `oauth`, `token`).
+    pub mode: Option<CredentialKind>,
+    pub email: Option<String>,
+}
+
+/// `auth.cooldowns.*`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Cooldowns {
+    pub billing_backoff_hours: f64,
+    pub billing_backoff_hours_by_provider: BTreeMap<String, f64>,
+    pub billing_max_hours: f64,
+    pub failure_window_hours: f64,
+    pub overloaded_profile_rotations: u32,
+    pub overloaded_backoff_ms: u64,
+    pub rate_limited_profile_rotations: u32,
+}
+
+impl Default for Cooldowns {
+    fn default() -> Self {
+        Cooldowns {
+            billing_backoff_hours: DEFAULT_BILLING_BACKOFF_HOURS,
+            billing_backoff_hours_by_provider: BTreeMap::new(),
+            billing_max_hours: DEFAULT_BILLING_MAX_HOURS,
+            failure_window_hours: DEFAULT_FAILURE_WINDOW_HOURS,
+            overloaded_profile_rotations: DEFAULT_OVERLOADED_PROFILE_ROTATIONS,
+            overloaded_backoff_ms: 0,
+            rate_limited_profile_rotations: DEFAULT_RATE_LIMITED_PROFILE_ROTATIONS,
+        }
+    }
+}
+
+/// `agents.*`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct AgentsConfig {
+    pub defaults: AgentDefaults,
+    pub list: Vec<AgentEntry>,
+}
+
+/// `agents.defaults`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AgentDefaults {
+    pub model: ModelChoice,
+    pub image_model: Option<AgentModel>,
+}
+
+/// A primary model and its fallbacks.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ModelChoice {
+    pub primary: Option<String>,
+    pub fallbacks: Option<Vec<String>>,
+}
+
+/// An agent's `model`: a string (strict) or `{primary, fallbacks?}` (F-3.7).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum AgentModel {
+    Name(String),
+    Choice(ModelChoice),
+}
+
+/// An `agents.list[]` entry.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AgentEntry {
+    pub id: String,
+    #[serde(default)]
+    pub model: Option<AgentModel>,
+}
+
+/// `models.*`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ModelsConfig {
+    pub providers: BTreeMap<String, ProviderEndpoint>,
+}
+
+/// `models.providers.<provider>`: how to reach a provider.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ProviderEndpoint {
+    pub base_url: Option<String>,
+    pub api: Option<String>,
+}
+
+impl Config {
+    /// Reads the config at `path`; errors name the file, line and column.
+    pub fn load(path: &Path) -> Result<Config, StateError> {
+        let text = std::fs::read_to_string(path).map_err(|e| StateError::io(path, e))?;
+        let config: Config = json5::from_str(&text).map_err(|e| StateError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        config.validate(path)?;
+        Ok(config)
+    }
+
+    /// The config named by `--config`, else by `FAILOVER_CONFIG`, else the
+    /// built-in defaults. (Clap folds the variable into the flag.)
+    pub fn load_optional(path: Option<&PathBuf>) -> Result<Config, StateError> {
+        path.map_or_else(|| Ok(Config::default()), |p| Config::load(p))
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), StateError> {
+        let invalid = |message: String| StateError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        let c = &self.auth.cooldowns;
+        let hours = [
+            (
+                "auth.cooldowns.billingBackoffHours".to_owned(),
+                c.billing_backoff_hours,
+            ),
+            (
+                "auth.cooldowns.billingMaxHours".to_owned(),
+                c.billing_max_hours,
+            ),
+            (
+                "auth.cooldowns.failureWindowHours".to_owned(),
+                c.failure_window_hours,
+            ),
+        ]
+        .into_iter()
+        .chain(c.billing_backoff_hours_by_provider.iter().map(|(p, h)| {
+            (
+                format!("auth.cooldowns.billingBackoffHoursByProvider.{p}"),
+                *h,
+            )
+        }));
+        for (key, value) in hours {
+            if !(value.is_finite() && value > 0.0 && value <= MAX_HOURS) {
+                return Err(invalid(format!(
+                    "{key} must be a number of hours above 0 and at most {MAX_HOURS}, not {value}"
+                )));
+            }
+        }
+        for id in self.auth.profiles.keys() {
+            crate::state::secrets::check_id(id)
+                .map_err(|e| invalid(format!("auth.profiles: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// The `auth.cooldowns.*` numbers the policy takes, in milliseconds.
+    pub fn cooldown_config(&self) -> CooldownConfig {
+        let c = &self.auth.cooldowns;
+        CooldownConfig {
+            billing_backoff_ms: hours_to_ms(c.billing_backoff_hours),
+            billing_backoff_ms_by_provider: c
+                .billing_backoff_hours_by_provider
+                .iter()
+                .map(|(provider, hours)| {
+                    (canonical_provider(provider).to_owned(), hours_to_ms(*hours))
+                })
+                .collect(),
+            billing_max_ms: hours_to_ms(c.billing_max_hours),
+            failure_window_ms: hours_to_ms(c.failure_window_hours),
+        }
+    }
+
+    /// `auth.profiles` as the policy takes them, aliases resolved.
+    pub fn configured_profiles(&self) -> Vec<ConfiguredProfile> {
+        self.auth
+            .profiles
+            .iter()
+            .map(|(id, meta)| {
+                let provider = meta
+                    .provider
+                    .as_deref()
+                    .unwrap_or_else(|| id.split(':').next().unwrap_or_default());
+                ConfiguredProfile {
+                    id: id.clone(),
+                    provider: canonical_provider(provider).to_owned(),
+                    mode: meta.mode,
+                }
+            })
+            .collect()
+    }
+
+    /// `auth.order[provider]`, aliases of the key resolved.
+    pub fn explicit_order(&self, provider: &str) -> Option<Vec<String>> {
+        self.auth
+            .order
+            .iter()
+            .find(|(key, _)| canonical_provider(key) == provider)
+            .map(|(_, order)| order.clone())
+    }
+}
+
+fn hours_to_ms(hours: f64) -> u64 {
+    // Validated finite, positive and at most a year: the product fits.
+    (hours * 3_600_000.0).round() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Config, StateError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("failover.json5");
+        std::fs::write(&path, text).unwrap();
+        Config::load(&path)
+    }
+
+    #[test]
+    fn defaults_match_the_spec() {
+        let ms = Config::default().cooldown_config();
+        assert_eq!(ms.billing_backoff_ms, 5 * 3_600_000);
+        assert_eq!(ms.billing_max_ms, 24 * 3_600_000);
+        assert_eq!(ms.failure_window_ms, 24 * 3_600_000);
+    }
+
+    #[test]
+    fn reads_json5_with_comments_and_the_seeds_keys() {
+        let config = load(
+            r#"// the seeds' example
+            {
+              auth: { order: { openai: ["openai-codex:user@example.com", "openai:api-key-backup"] },
+                      cooldowns: { billingBackoffHoursByProvider: { openrouter: 2 } } },
+              agents: { defaults: { model: { primary: "anthropic/claude-sonnet-4", fallbacks: [] } },
+                        list: [ { id: "main", model: "ollama/qwen3.5:27b" },
+                                { id: "ops", model: { primary: "openai/gpt-4o" } } ] },
+              gateway: { port: 18789 }, // unknown keys are ignored
+            }"#,
+        )
+        .unwrap();
+        assert_eq!(config.explicit_order("openai").unwrap().len(), 2);
+        assert_eq!(
+            config.cooldown_config().billing_backoff_ms_by_provider,
+            [("openrouter".to_owned(), 7_200_000)]
+        );
+        assert!(matches!(
+            config.agents.list[1].model,
+            Some(AgentModel::Choice(_))
+        ));
+    }
+
+    #[test]
+    fn errors_name_file_line_and_column() {
+        let error = load("{\n  auth: { cooldowns: { billingMaxHours: 'a day' } }\n}")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("failover.json5") && error.contains("line 2"),
+            "{error}"
+        );
+        let error = load("{ auth: { cooldowns: { failureWindowHours: -1 } } }")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("auth.cooldowns.failureWindowHours"),
+            "{error}"
+        );
+        let error = load("{ auth: { profiles: { nocolon: {} } } }")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("provider:name"), "{error}");
+    }
+}
