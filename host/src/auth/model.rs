@@ -117,23 +117,6 @@ pub struct Usage {
     pub last_failure_at: Option<u64>,
 }
 
-impl Usage {
-    /// When the profile is usable again for `model` (any model when `None`),
-    /// if it is blocked at `now`. The same rule the default policy applies;
-    /// used only to *display* state.
-    pub fn blocked_until(&self, model: Option<&str>, now: u64) -> Option<u64> {
-        let disabled = self.disabled_until.filter(|until| *until > now);
-        let cooldown = self
-            .cooldown_until
-            .filter(|until| *until > now)
-            .filter(|_| match (self.cooldown_model.as_deref(), model) {
-                (Some(scope), Some(model)) => scope == model,
-                _ => true,
-            });
-        disabled.max(cooldown)
-    }
-}
-
 /// A stored profile reduced to what routing needs: never a secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
