@@ -19,6 +19,7 @@ pub mod config;
 pub mod policy;
 pub mod provider_error;
 pub mod report;
+pub mod runner;
 pub mod state;
 
 pub use classification::{Classification, Detail, Reason};

@@ -16,6 +16,8 @@
 //! - `retry_after` reads `retry-after-ms` / `retry-after` headers.
 //! - [`profiles`] orders auth profiles, pins them to sessions and keeps
 //!   their cooldown and disable windows (spec §4, §6).
+//! - [`runner`] decides the fallback run: chain, start, attempt/probe/skip,
+//!   next step, summary (spec §3, §7, §8, §10).
 
 mod body;
 mod classify;
@@ -26,6 +28,7 @@ mod phrases;
 pub mod profiles;
 mod retry_after;
 mod rules;
+pub mod runner;
 mod signals;
 
 #[cfg(all(target_arch = "wasm32", feature = "component"))]
@@ -43,4 +46,4 @@ pub const POLICY_NAME: &str = "failover-default";
 pub const POLICY_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The WIT contract this policy implements.
-pub const CONTRACT: &str = "failover:policy@0.2.0";
+pub const CONTRACT: &str = "failover:policy@0.3.0";

@@ -11,6 +11,7 @@ mod limits;
 mod module;
 mod pool;
 mod profiles;
+mod runner;
 
 pub use bindings::{CONTRACT, CONTRACT_VERSION};
 pub use engine::PolicyEngine;
@@ -19,6 +20,7 @@ pub use limits::*;
 pub use module::{Policy, PolicyVersion, MAX_RETRY_AFTER_MS};
 pub use pool::PolicyStats;
 pub use profiles::MAX_WINDOW_MS;
+pub use runner::MAX_CHAIN;
 
 /// The default policy component, built from `policy-guest` by the build
 /// script and embedded so the binary needs no files at run time.

@@ -34,18 +34,7 @@ impl Policy {
                     mode: c.mode.map(kind_to_wit),
                 })
                 .collect(),
-            stored: request
-                .stored
-                .iter()
-                .map(|p| wit::StoredProfile {
-                    id: p.id.clone(),
-                    provider: p.provider.clone(),
-                    kind: kind_to_wit(p.kind),
-                    expires: p.expires,
-                    refreshable: p.refreshable,
-                    usage: usage_to_wit(&p.usage),
-                })
-                .collect(),
+            stored: request.stored.iter().map(stored_to_wit).collect(),
             model: request.model.clone(),
             now_ms: request.now_ms,
         };
@@ -90,15 +79,7 @@ impl Policy {
     /// The profile a session should use next.
     pub fn pin_profile(&self, request: &PinRequest) -> Result<PinDecision, PolicyError> {
         let input = wit::PinRequest {
-            ranked: request
-                .ranked
-                .iter()
-                .map(|r| wit::RankedProfile {
-                    id: r.id.clone(),
-                    available: r.available,
-                    blocked_until: r.blocked_until,
-                })
-                .collect(),
+            ranked: request.ranked.iter().map(ranked_to_wit).collect(),
             current: request.current.clone(),
             source: request.source.map(source_to_wit),
             pinned_at_compaction: request.pinned_at_compaction,
@@ -229,7 +210,7 @@ fn checked_usage(
     Ok(after)
 }
 
-fn kind_to_wit(kind: CredentialKind) -> wit::CredentialKind {
+pub(super) fn kind_to_wit(kind: CredentialKind) -> wit::CredentialKind {
     match kind {
         CredentialKind::OAuth => wit::CredentialKind::Oauth,
         CredentialKind::Token => wit::CredentialKind::Token,
@@ -260,7 +241,7 @@ const RECORDED: [wit::RecordedReason; 11] = [
     wit::RecordedReason::Unknown,
 ];
 
-fn recorded_to_wit(reason: RecordedReason) -> wit::RecordedReason {
+pub(super) fn recorded_to_wit(reason: RecordedReason) -> wit::RecordedReason {
     let index = RecordedReason::ALL
         .iter()
         .position(|r| *r == reason)
@@ -268,7 +249,7 @@ fn recorded_to_wit(reason: RecordedReason) -> wit::RecordedReason {
     RECORDED[index]
 }
 
-fn recorded_from_wit(reason: wit::RecordedReason) -> RecordedReason {
+pub(super) fn recorded_from_wit(reason: wit::RecordedReason) -> RecordedReason {
     let index = RECORDED
         .iter()
         .position(|r| *r == reason)
@@ -276,7 +257,7 @@ fn recorded_from_wit(reason: wit::RecordedReason) -> RecordedReason {
     RecordedReason::ALL[index]
 }
 
-fn usage_to_wit(u: &Usage) -> wit::Usage {
+pub(super) fn usage_to_wit(u: &Usage) -> wit::Usage {
     wit::Usage {
         last_used: u.last_used,
         cooldown_until: u.cooldown_until,
@@ -314,5 +295,24 @@ fn usage_from_wit(u: wit::Usage) -> Usage {
         error_count: u.error_count,
         failure_counts,
         last_failure_at: u.last_failure_at,
+    }
+}
+
+pub(super) fn stored_to_wit(p: &crate::auth::StoredProfile) -> wit::StoredProfile {
+    wit::StoredProfile {
+        id: p.id.clone(),
+        provider: p.provider.clone(),
+        kind: kind_to_wit(p.kind),
+        expires: p.expires,
+        refreshable: p.refreshable,
+        usage: usage_to_wit(&p.usage),
+    }
+}
+
+pub(super) fn ranked_to_wit(r: &RankedProfile) -> wit::RankedProfile {
+    wit::RankedProfile {
+        id: r.id.clone(),
+        available: r.available,
+        blocked_until: r.blocked_until,
     }
 }

@@ -1,81 +1,12 @@
-//! The WIT export glue: moves values between the generated bindings and the
-//! core's own types. No policy logic lives here.
+//! Glue for the `profiles` interface, and the conversions the `runner`
+//! glue shares.
 
-use crate::model::{self, Detail, Reason};
-use crate::profiles as core;
-
-wit_bindgen::generate!({
-    world: "policy",
-    path: "../wit",
-});
-
-use exports::failover::policy::types::{
-    Classification, CooldownConfig, CredentialKind, ErrorReport, FailureCount, FailureDetail,
-    FailureEvent, FailureReason, OrderRequest, PinDecision, PinRequest, PinSource, PolicyInfo,
-    RankedProfile, RecordedReason, Usage,
+use super::exports::failover::policy::types::{
+    CooldownConfig, CredentialKind, FailureCount, FailureEvent, OrderRequest, PinDecision,
+    PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
 };
-
-struct Policy;
-
-impl exports::failover::policy::classifier::Guest for Policy {
-    fn classify(report: ErrorReport) -> Classification {
-        let core = model::ErrorReport {
-            provider: report.provider,
-            now_ms: report.now_ms,
-            levels: report
-                .levels
-                .into_iter()
-                .map(|level| model::ErrorLevel {
-                    depth: level.depth,
-                    status: level.status,
-                    code: level.code,
-                    message: level.message,
-                    headers: level.headers,
-                })
-                .collect(),
-        };
-        let verdict = crate::classify(&core);
-        Classification {
-            reason: verdict.reason.map(reason_to_wit),
-            failover: verdict.failover,
-            detail: verdict.detail.map(detail_to_wit),
-            retry_after_ms: verdict.retry_after_ms,
-        }
-    }
-}
-
-impl exports::failover::policy::meta::Guest for Policy {
-    fn describe() -> PolicyInfo {
-        PolicyInfo {
-            name: crate::POLICY_NAME.into(),
-            version: crate::POLICY_VERSION.into(),
-            contract: crate::CONTRACT.into(),
-        }
-    }
-}
-
-fn reason_to_wit(reason: Reason) -> FailureReason {
-    match reason {
-        Reason::RateLimit => FailureReason::RateLimit,
-        Reason::Overloaded => FailureReason::Overloaded,
-        Reason::Billing => FailureReason::Billing,
-        Reason::Auth => FailureReason::Auth,
-        Reason::AuthPermanent => FailureReason::AuthPermanent,
-        Reason::Timeout => FailureReason::Timeout,
-        Reason::Format => FailureReason::Format,
-        Reason::ModelNotFound => FailureReason::ModelNotFound,
-        Reason::SessionExpired => FailureReason::SessionExpired,
-        Reason::ContextOverflow => FailureReason::ContextOverflow,
-    }
-}
-
-fn detail_to_wit(detail: Detail) -> FailureDetail {
-    match detail {
-        Detail::EmptyResponse => FailureDetail::EmptyResponse,
-        Detail::NoErrorDetails => FailureDetail::NoErrorDetails,
-        Detail::Unclassified => FailureDetail::Unclassified,
-    }
-}
+use super::{exports, Policy};
+use crate::profiles as core;
 
 impl exports::failover::policy::profiles::Guest for Policy {
     fn order_profiles(request: OrderRequest) -> Vec<RankedProfile> {
@@ -91,18 +22,7 @@ impl exports::failover::policy::profiles::Guest for Policy {
                     mode: c.mode.map(kind_from_wit),
                 })
                 .collect(),
-            stored: request
-                .stored
-                .into_iter()
-                .map(|p| core::StoredProfile {
-                    id: p.id,
-                    provider: p.provider,
-                    kind: kind_from_wit(p.kind),
-                    expires: p.expires,
-                    refreshable: p.refreshable,
-                    usage: usage_from_wit(p.usage),
-                })
-                .collect(),
+            stored: request.stored.into_iter().map(stored_from_wit).collect(),
             model: request.model,
             now_ms: request.now_ms,
         };
@@ -160,7 +80,7 @@ impl exports::failover::policy::profiles::Guest for Policy {
     }
 }
 
-fn kind_from_wit(kind: CredentialKind) -> core::CredentialKind {
+pub(super) fn kind_from_wit(kind: CredentialKind) -> core::CredentialKind {
     match kind {
         CredentialKind::Oauth => core::CredentialKind::OAuth,
         CredentialKind::Token => core::CredentialKind::Token,
@@ -182,7 +102,7 @@ fn source_to_wit(source: core::PinSource) -> PinSource {
     }
 }
 
-fn ranked_from_wit(r: RankedProfile) -> core::RankedProfile {
+pub(super) fn ranked_from_wit(r: RankedProfile) -> core::RankedProfile {
     core::RankedProfile {
         id: r.id,
         available: r.available,
@@ -225,18 +145,18 @@ const RECORDED: [(RecordedReason, core::RecordedReason); 11] = [
     (RecordedReason::Unknown, core::RecordedReason::Unknown),
 ];
 
-fn recorded_from_wit(reason: RecordedReason) -> core::RecordedReason {
+pub(super) fn recorded_from_wit(reason: RecordedReason) -> core::RecordedReason {
     RECORDED[reason as usize].1
 }
 
-fn recorded_to_wit(reason: core::RecordedReason) -> RecordedReason {
+pub(super) fn recorded_to_wit(reason: core::RecordedReason) -> RecordedReason {
     RECORDED
         .iter()
         .find(|(_, r)| *r == reason)
         .map_or(RecordedReason::Unknown, |(w, _)| *w)
 }
 
-fn usage_from_wit(u: Usage) -> core::Usage {
+pub(super) fn usage_from_wit(u: Usage) -> core::Usage {
     core::Usage {
         last_used: u.last_used,
         cooldown_until: u.cooldown_until,
@@ -275,4 +195,13 @@ fn usage_to_wit(u: core::Usage) -> Usage {
     }
 }
 
-export!(Policy);
+pub(super) fn stored_from_wit(p: StoredProfile) -> core::StoredProfile {
+    core::StoredProfile {
+        id: p.id,
+        provider: p.provider,
+        kind: kind_from_wit(p.kind),
+        expires: p.expires,
+        refreshable: p.refreshable,
+        usage: usage_from_wit(p.usage),
+    }
+}

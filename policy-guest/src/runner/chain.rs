@@ -1,0 +1,227 @@
+//! Which model a run starts from and which candidates it may fall back to
+//! (spec §3 and F-7.3).
+
+/// Why the current model was chosen; it decides whether fallback is allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SelectionSource {
+    /// `agents.defaults.model.primary` (F-3.1).
+    ConfiguredDefault,
+    /// `agents.list[].model` (F-3.2).
+    AgentPrimary,
+    /// A runtime fallback persisted on the session (F-3.3).
+    AutoOverride,
+    /// `/model`, the picker, `sessions.patch` (F-3.4).
+    UserOverride,
+    /// `modelOverride` without `modelOverrideSource` (F-3.5).
+    LegacyOverride,
+    /// A cron job's `payload.model` (F-3.6).
+    CronJob,
+    /// A heartbeat run.
+    Heartbeat,
+}
+
+/// The inputs of [`candidate_chain`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainRequest {
+    /// The model the run starts with (`provider/model`).
+    pub requested: String,
+    pub source: SelectionSource,
+    /// `agents.defaults.model.primary`.
+    pub configured_primary: Option<String>,
+    /// `agents.defaults.model.fallbacks`.
+    pub configured_fallbacks: Vec<String>,
+    /// The selection's own fallbacks: the agent model object's `fallbacks`
+    /// (agent primary) or the job's `payload.fallbacks` (cron). `None` when
+    /// it gives none.
+    pub source_fallbacks: Option<Vec<String>>,
+    /// A caller's `fallbacksOverride`, used exactly.
+    pub fallbacks_override: Option<Vec<String>>,
+}
+
+/// The candidates, requested model first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chain {
+    pub candidates: Vec<String>,
+    /// The selection is exact (F-7.6): if it fails before a reply, the
+    /// failure is reported, never answered by an unrelated fallback.
+    pub strict: bool,
+}
+
+/// The candidate chain for a run (F-7.3, with the selection-source policy of
+/// F-3.1 … F-3.6).
+///
+/// User and legacy overrides are strict. An agent primary is strict unless
+/// its model object lists fallbacks (an empty list is explicitly strict); a
+/// cron job uses the configured fallbacks unless its payload lists its own
+/// (empty: strict). A selection's own list, like a caller's
+/// `fallbacksOverride`, is used exactly: the requested model, then that
+/// list. Otherwise the requested model is followed by the configured
+/// fallbacks — deduplicated, not filtered by any allow-list, tried before
+/// the configured primary even across providers — and then the configured
+/// primary, so the chain can return to the normal default.
+pub fn candidate_chain(request: &ChainRequest) -> Chain {
+    let strict = |requested: &str| Chain {
+        candidates: vec![requested.to_owned()],
+        strict: true,
+    };
+    let exactly = |list: &[String]| chain_of(&request.requested, list.iter(), list.is_empty());
+    match request.source {
+        SelectionSource::UserOverride | SelectionSource::LegacyOverride => {
+            return strict(&request.requested)
+        }
+        SelectionSource::AgentPrimary => {
+            return match request.source_fallbacks.as_deref() {
+                Some(list) if !list.is_empty() => exactly(list),
+                _ => strict(&request.requested),
+            };
+        }
+        SelectionSource::CronJob => {
+            if let Some(list) = request.source_fallbacks.as_deref() {
+                return exactly(list);
+            }
+        }
+        SelectionSource::ConfiguredDefault
+        | SelectionSource::AutoOverride
+        | SelectionSource::Heartbeat => {}
+    }
+    if let Some(list) = request.fallbacks_override.as_deref() {
+        return exactly(list);
+    }
+    let configured = request
+        .configured_fallbacks
+        .iter()
+        .chain(request.configured_primary.as_ref());
+    chain_of(&request.requested, configured, false)
+}
+
+fn chain_of<'a>(requested: &str, rest: impl Iterator<Item = &'a String>, strict: bool) -> Chain {
+    let mut candidates = vec![requested.to_owned()];
+    for model in rest {
+        let model = model.trim();
+        if !model.is_empty() && !candidates.iter().any(|c| c == model) {
+            candidates.push(model.to_owned());
+        }
+    }
+    Chain { candidates, strict }
+}
+
+/// A session's model override, as stored on the session entry (F-9.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionOverride {
+    /// `providerOverride/modelOverride`.
+    pub model: String,
+    /// `modelOverrideSource`: `Some(true)` for `user`, `Some(false)` for
+    /// `auto`, `None` when absent (a legacy entry).
+    pub user: Option<bool>,
+    /// The model an auto override fell back from.
+    pub origin: Option<String>,
+}
+
+/// The inputs of [`resolve_selection`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SelectionRequest {
+    pub configured_primary: Option<String>,
+    /// The agent's own model (`agents.list[].model`), if it has one.
+    pub agent_primary: Option<String>,
+    /// A cron job's `payload.model`.
+    pub cron_model: Option<String>,
+    /// The run is a heartbeat, with its own `heartbeat.model` if any.
+    pub heartbeat: bool,
+    pub heartbeat_model: Option<String>,
+    pub session_override: Option<SessionOverride>,
+}
+
+/// The model a run starts with and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    pub model: Option<String>,
+    pub source: SelectionSource,
+    /// The session's auto override must be cleared (F-3.3: a heartbeat
+    /// without its own model, whose override's origin is no longer the
+    /// configured default).
+    pub clear_override: bool,
+}
+
+/// The starting model of a run (spec §3).
+///
+/// A cron job's model wins for its run; a heartbeat with its own model uses
+/// it. Otherwise a session override decides (user, auto, or legacy when it
+/// has no source) — except that a heartbeat drops an auto override whose
+/// origin no longer matches the configured default. Then the agent's own
+/// model, then the configured default.
+pub fn resolve_selection(request: &SelectionRequest) -> Selection {
+    let pick = |model: &Option<String>, source| Selection {
+        model: model.clone(),
+        source,
+        clear_override: false,
+    };
+    if request.cron_model.is_some() {
+        return pick(&request.cron_model, SelectionSource::CronJob);
+    }
+    if request.heartbeat && request.heartbeat_model.is_some() {
+        return pick(&request.heartbeat_model, SelectionSource::Heartbeat);
+    }
+    let fallback_default = || match &request.agent_primary {
+        Some(_) => pick(&request.agent_primary, SelectionSource::AgentPrimary),
+        None => pick(
+            &request.configured_primary,
+            SelectionSource::ConfiguredDefault,
+        ),
+    };
+    match &request.session_override {
+        Some(over) => match over.user {
+            Some(true) => pick(&Some(over.model.clone()), SelectionSource::UserOverride),
+            None => pick(&Some(over.model.clone()), SelectionSource::LegacyOverride),
+            Some(false) => {
+                let stale = request.heartbeat && over.origin != request.configured_primary;
+                if stale {
+                    Selection {
+                        clear_override: true,
+                        ..fallback_default()
+                    }
+                } else {
+                    pick(&Some(over.model.clone()), SelectionSource::AutoOverride)
+                }
+            }
+        },
+        None => fallback_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(source: SelectionSource) -> ChainRequest {
+        ChainRequest {
+            requested: "openai/gpt-4o".into(),
+            source,
+            configured_primary: Some("anthropic/claude-sonnet-4".into()),
+            configured_fallbacks: vec!["openai/gpt-4o-mini".into(), "google/gemini-2.5-pro".into()],
+            source_fallbacks: None,
+            fallbacks_override: None,
+        }
+    }
+
+    #[test]
+    fn configured_chain_appends_the_primary_last() {
+        let chain = candidate_chain(&request(SelectionSource::ConfiguredDefault));
+        assert_eq!(
+            chain.candidates,
+            [
+                "openai/gpt-4o",
+                "openai/gpt-4o-mini",
+                "google/gemini-2.5-pro",
+                "anthropic/claude-sonnet-4"
+            ]
+        );
+        assert!(!chain.strict);
+    }
+
+    #[test]
+    fn user_selections_are_strict() {
+        let chain = candidate_chain(&request(SelectionSource::UserOverride));
+        assert_eq!(chain.candidates, ["openai/gpt-4o"]);
+        assert!(chain.strict);
+    }
+}
