@@ -7,6 +7,7 @@ mod policy {
     pub mod cases;
     pub mod contract;
     pub mod profiles;
+    pub mod runner;
     pub mod sandbox;
     pub mod support;
 }

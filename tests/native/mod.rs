@@ -28,7 +28,7 @@ pub fn to_core(report: &FlatReport) -> policy_guest::ErrorReport {
 pub mod profiles {
     use failover::auth::{
         CooldownConfig, CredentialKind, FailureEvent, OrderRequest, PinDecision, PinRequest,
-        PinSource, RankedProfile, RecordedReason, Usage,
+        PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
     };
     use policy_guest::profiles as core;
 
@@ -45,18 +45,7 @@ pub mod profiles {
                     mode: c.mode.map(kind),
                 })
                 .collect(),
-            stored: request
-                .stored
-                .iter()
-                .map(|p| core::StoredProfile {
-                    id: p.id.clone(),
-                    provider: p.provider.clone(),
-                    kind: kind(p.kind),
-                    expires: p.expires,
-                    refreshable: p.refreshable,
-                    usage: usage_to_core(&p.usage),
-                })
-                .collect(),
+            stored: request.stored.iter().map(stored_to_core).collect(),
             model: request.model.clone(),
             now_ms: request.now_ms,
         };
@@ -72,15 +61,7 @@ pub mod profiles {
 
     pub fn pin_profile(request: &PinRequest) -> PinDecision {
         let request = core::PinRequest {
-            ranked: request
-                .ranked
-                .iter()
-                .map(|r| core::RankedProfile {
-                    id: r.id.clone(),
-                    available: r.available,
-                    blocked_until: r.blocked_until,
-                })
-                .collect(),
+            ranked: request.ranked.iter().map(ranked_to_core).collect(),
             current: request.current.clone(),
             source: request.source.map(|s| match s {
                 PinSource::Auto => core::PinSource::Auto,
@@ -123,6 +104,25 @@ pub mod profiles {
         usage_from_core(core::record_success(&usage_to_core(usage), model, now_ms))
     }
 
+    pub fn stored_to_core(p: &StoredProfile) -> core::StoredProfile {
+        core::StoredProfile {
+            id: p.id.clone(),
+            provider: p.provider.clone(),
+            kind: kind(p.kind),
+            expires: p.expires,
+            refreshable: p.refreshable,
+            usage: usage_to_core(&p.usage),
+        }
+    }
+
+    pub fn ranked_to_core(r: &RankedProfile) -> core::RankedProfile {
+        core::RankedProfile {
+            id: r.id.clone(),
+            available: r.available,
+            blocked_until: r.blocked_until,
+        }
+    }
+
     fn kind(kind: CredentialKind) -> core::CredentialKind {
         match kind {
             CredentialKind::OAuth => core::CredentialKind::OAuth,
@@ -145,7 +145,7 @@ pub mod profiles {
         core::RecordedReason::Unknown,
     ];
 
-    fn reason_to_core(reason: RecordedReason) -> core::RecordedReason {
+    pub fn reason_to_core(reason: RecordedReason) -> core::RecordedReason {
         let index = RecordedReason::ALL
             .iter()
             .position(|r| *r == reason)
@@ -153,7 +153,7 @@ pub mod profiles {
         CORE_REASONS[index]
     }
 
-    fn reason_from_core(reason: core::RecordedReason) -> RecordedReason {
+    pub fn reason_from_core(reason: core::RecordedReason) -> RecordedReason {
         let index = CORE_REASONS.iter().position(|r| *r == reason).unwrap();
         RecordedReason::ALL[index]
     }
@@ -191,6 +191,154 @@ pub mod profiles {
                 .map(|(r, n)| (reason_from_core(r), n))
                 .collect(),
             last_failure_at: u.last_failure_at,
+        }
+    }
+}
+
+/// Runs the policy core's runner functions natively on host types.
+#[allow(dead_code)] // The benchmark includes this file but uses only `to_core`.
+pub mod runner {
+    use failover::runner::{
+        CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
+        OverrideSource, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest,
+        SelectionSource, StopReason, SummaryRequest,
+    };
+    use policy_guest::runner as core;
+
+    use super::profiles::{ranked_to_core, reason_from_core, reason_to_core, stored_to_core};
+
+    const SOURCES: [core::SelectionSource; 7] = [
+        core::SelectionSource::ConfiguredDefault,
+        core::SelectionSource::AgentPrimary,
+        core::SelectionSource::AutoOverride,
+        core::SelectionSource::UserOverride,
+        core::SelectionSource::LegacyOverride,
+        core::SelectionSource::CronJob,
+        core::SelectionSource::Heartbeat,
+    ];
+
+    fn source_to_core(source: SelectionSource) -> core::SelectionSource {
+        SOURCES[SelectionSource::ALL
+            .iter()
+            .position(|s| *s == source)
+            .unwrap()]
+    }
+
+    fn source_from_core(source: core::SelectionSource) -> SelectionSource {
+        SelectionSource::ALL[SOURCES.iter().position(|s| *s == source).unwrap()]
+    }
+
+    pub fn resolve_selection(request: &SelectionRequest) -> Selection {
+        let selection = core::resolve_selection(&core::SelectionRequest {
+            configured_primary: request.configured_primary.clone(),
+            agent_primary: request.agent_primary.clone(),
+            cron_model: request.cron_model.clone(),
+            heartbeat: request.heartbeat,
+            heartbeat_model: request.heartbeat_model.clone(),
+            session_override: request
+                .session_override
+                .as_ref()
+                .map(|o| core::SessionOverride {
+                    model: o.model.clone(),
+                    user: o.source.map(|s| s == OverrideSource::User),
+                    origin: o.origin.clone(),
+                }),
+        });
+        Selection {
+            model: selection.model,
+            source: source_from_core(selection.source),
+            clear_override: selection.clear_override,
+        }
+    }
+
+    pub fn candidate_chain(request: &ChainRequest) -> FallbackChain {
+        let chain = core::candidate_chain(&core::ChainRequest {
+            requested: request.requested.clone(),
+            source: source_to_core(request.source),
+            configured_primary: request.configured_primary.clone(),
+            configured_fallbacks: request.configured_fallbacks.clone(),
+            source_fallbacks: request.source_fallbacks.clone(),
+            fallbacks_override: request.fallbacks_override.clone(),
+        });
+        FallbackChain {
+            candidates: chain.candidates,
+            strict: chain.strict,
+        }
+    }
+
+    pub fn decide_candidate(request: &CandidateRequest) -> CandidateDecision {
+        let decision = core::decide_candidate(&core::CandidateRequest {
+            primary: request.primary,
+            sibling: request.sibling,
+            ranked: request.ranked.iter().map(ranked_to_core).collect(),
+            blocks: request
+                .blocks
+                .iter()
+                .map(|b| core::Block {
+                    profile: b.profile.clone(),
+                    reason: reason_to_core(b.reason),
+                    until: b.until,
+                })
+                .collect(),
+            last_probe_at: request.last_probe_at,
+            transient_probe_used: request.transient_probe_used,
+            now_ms: request.now_ms,
+        });
+        match decision {
+            core::CandidateDecision::Attempt(p) => CandidateDecision::Attempt(p),
+            core::CandidateDecision::Probe { profile, transient } => {
+                CandidateDecision::Probe { profile, transient }
+            }
+            core::CandidateDecision::Skip(r) => CandidateDecision::Skip(reason_from_core(r)),
+        }
+    }
+
+    pub fn next_step(attempt: &FailedAttempt, config: &RotationConfig) -> RunStep {
+        let step = core::next_step(
+            &core::FailedAttempt {
+                reason: reason_to_core(attempt.reason),
+                aborted: attempt.aborted,
+                live_switch_to: attempt.live_switch_to.clone(),
+                user_pinned_profile: attempt.user_pinned_profile,
+                rotations: attempt.rotations,
+                profiles_left: attempt.profiles_left,
+                chain: attempt.chain.clone(),
+                position: attempt.position,
+            },
+            &core::RotationConfig {
+                rate_limited_profile_rotations: config.rate_limited_profile_rotations,
+                overloaded_profile_rotations: config.overloaded_profile_rotations,
+                overloaded_backoff_ms: config.overloaded_backoff_ms,
+            },
+        );
+        match step {
+            core::NextStep::RotateProfile { wait_ms } => RunStep::RotateProfile(wait_ms),
+            core::NextStep::Candidate { position } => RunStep::Candidate(position),
+            core::NextStep::Stop(reason) => RunStep::Stop(match reason {
+                core::StopReason::Aborted => StopReason::Aborted,
+                core::StopReason::ContextOverflow => StopReason::ContextOverflow,
+                core::StopReason::Format => StopReason::Format,
+                core::StopReason::SessionExpired => StopReason::SessionExpired,
+                core::StopReason::Exhausted => StopReason::Exhausted,
+            }),
+        }
+    }
+
+    pub fn summarise(request: &SummaryRequest) -> RunSummary {
+        let attempts: Vec<core::AttemptRecord> = request
+            .attempts
+            .iter()
+            .map(|a| core::AttemptRecord {
+                model: a.model.clone(),
+                provider: a.provider.clone(),
+                reason: reason_to_core(a.reason),
+            })
+            .collect();
+        let profiles: Vec<_> = request.profiles.iter().map(stored_to_core).collect();
+        let summary = core::summarise(&attempts, &profiles, request.now_ms);
+        RunSummary {
+            common_reason: summary.common_reason.map(reason_from_core),
+            ready_at: summary.ready_at,
         }
     }
 }

@@ -1,0 +1,135 @@
+//! The runner-policy corpus (`tests/cases/runner.jsonl`): one case per
+//! bullet of spec §3, §7, §8 and §10 — selections, chains, per-candidate
+//! decisions, steps after a failure, summaries — each run natively and
+//! through the component, both of which must give the expected answer.
+
+use failover::runner::{
+    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
+    RotationConfig, RunStep, RunSummary, Selection, SelectionRequest, SummaryRequest,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::support::default_policy;
+use crate::native::runner as native;
+
+fn field<T: DeserializeOwned>(case: &Value, name: &str, line: usize) -> T {
+    serde_json::from_value(case[name].clone())
+        .unwrap_or_else(|e| panic!("runner.jsonl line {line}: field {name}: {e}"))
+}
+
+/// Compares the three answers; a description of the first mismatch.
+fn compare<T: std::fmt::Debug + PartialEq>(
+    line: usize,
+    name: &str,
+    native: T,
+    component: T,
+    expected: T,
+) -> Option<String> {
+    if native != component {
+        Some(format!(
+            "line {line} {name:?}: native {native:?} != component {component:?}"
+        ))
+    } else if component != expected {
+        Some(format!(
+            "line {line} {name:?}:\n    expected {expected:?}\n    got      {component:?}"
+        ))
+    } else {
+        None
+    }
+}
+
+fn run(case: &Value, line: usize) -> Option<String> {
+    let policy = default_policy();
+    let name = case["name"].as_str().unwrap_or("?");
+    match case["kind"].as_str() {
+        Some("selection") => {
+            let request: SelectionRequest = field(case, "request", line);
+            let component = policy
+                .resolve_selection(&request)
+                .expect("resolve-selection");
+            let expected: Selection = field(case, "expect", line);
+            compare(
+                line,
+                name,
+                native::resolve_selection(&request),
+                component,
+                expected,
+            )
+        }
+        Some("chain") => {
+            let request: ChainRequest = field(case, "request", line);
+            let component = policy.candidate_chain(&request).expect("candidate-chain");
+            let expected: FallbackChain = field(case, "expect", line);
+            compare(
+                line,
+                name,
+                native::candidate_chain(&request),
+                component,
+                expected,
+            )
+        }
+        Some("decide") => {
+            let request: CandidateRequest = field(case, "request", line);
+            let component = policy.decide_candidate(&request).expect("decide-candidate");
+            let expected: CandidateDecision = field(case, "expect", line);
+            compare(
+                line,
+                name,
+                native::decide_candidate(&request),
+                component,
+                expected,
+            )
+        }
+        Some("step") => {
+            let attempt: FailedAttempt = field(case, "attempt", line);
+            let config: RotationConfig = field(case, "config", line);
+            let component = policy.next_step(&attempt, &config).expect("next-step");
+            let expected: RunStep = field(case, "expect", line);
+            compare(
+                line,
+                name,
+                native::next_step(&attempt, &config),
+                component,
+                expected,
+            )
+        }
+        Some("summary") => {
+            let request: SummaryRequest = field(case, "request", line);
+            let component = policy.summarise(&request).expect("summarise");
+            let expected: RunSummary = field(case, "expect", line);
+            compare(line, name, native::summarise(&request), component, expected)
+        }
+        other => panic!("runner.jsonl line {line}: unknown kind {other:?}"),
+    }
+}
+
+#[test]
+fn every_runner_case_decides_as_expected_natively_and_in_the_component() {
+    let text = include_str!("../cases/runner.jsonl");
+    let mut failures = Vec::new();
+    let mut kinds = std::collections::BTreeMap::new();
+    for (index, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let case: Value = serde_json::from_str(line).expect("case line");
+        *kinds
+            .entry(case["kind"].as_str().unwrap_or("?").to_owned())
+            .or_insert(0) += 1;
+        failures.extend(run(&case, index + 1));
+    }
+    for kind in ["selection", "chain", "decide", "step", "summary"] {
+        assert!(
+            kinds.get(kind).copied().unwrap_or(0) >= 5,
+            "too few {kind} cases: {kinds:?}"
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
