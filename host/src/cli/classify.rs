@@ -11,12 +11,12 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 use serde_json::json;
 
 use super::lines::{Line, LineReader};
+use super::timefmt::now_ms;
 use super::EXIT_SOME_FAILED;
 use crate::policy::Policy;
 use crate::provider_error::ProviderError;
@@ -182,11 +182,4 @@ fn parse_line(bytes: &[u8], number: usize) -> Result<Option<ProviderError>, Stri
     ProviderError::from_json_str(text)
         .map(Some)
         .map_err(|e| e.to_string())
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }

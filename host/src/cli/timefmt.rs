@@ -1,14 +1,8 @@
 //! Times for people: absolute in UTC, relative in the two largest units.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
-/// Now, in ms since the Unix epoch.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
-}
+pub use crate::runner::clock::now_ms;
 
 /// `2026-11-29T15:04:05Z`.
 pub fn absolute(ms: u64) -> String {

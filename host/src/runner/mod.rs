@@ -1,7 +1,22 @@
-//! The fallback runner's vocabulary: the inputs and outputs of the policy's
-//! runner decisions (spec §3, §7, §8, §10). The async runner that drives
-//! them against providers builds on these.
+//! The fallback runner (spec §1, §3, §7, §8, §9, §10): runs one request
+//! through the candidate chain against a [`Provider`], rotating profiles
+//! inside a provider and advancing models as the policy decides.
+//!
+//! - [`model`] — the inputs and outputs of the policy's runner decisions.
+//! - [`Provider`], [`Target`], [`CallError`] — what the runner calls.
+//! - [`Clock`] — real or virtual time.
+//! - [`Runner`] — the driver; [`RunOptions`] are what an agent runtime supplies.
+//! - [`RunOutcome`], [`RunError`], [`FallbackSummaryError`] — the results.
 
+pub mod clock;
+mod events;
 pub mod model;
+mod outcome;
+mod provider;
+mod run;
 
+pub use clock::{Clock, SystemClock, VirtualClock};
 pub use model::*;
+pub use outcome::{Attempt, FallbackStep, FallbackSummaryError, RunError, RunOutcome};
+pub use provider::{CallError, Provider, Target};
+pub use run::{CronJob, RunOptions, Runner};

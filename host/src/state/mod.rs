@@ -5,10 +5,12 @@ pub mod error;
 pub mod files;
 pub mod paths;
 pub mod secrets;
+pub mod sessions;
 pub mod store;
 pub mod usage_file;
 
 pub use error::StateError;
 pub use paths::{AgentPaths, StateDir, AGENT_ENV, DEFAULT_AGENT, STATE_DIR_ENV};
 pub use secrets::{canonical_provider, ProfileSummary, ProfilesFile};
+pub use sessions::{split_model, SessionEntry, SessionStore};
 pub use store::{stored_profiles, AuthStore};

@@ -1,0 +1,664 @@
+//! The driver: one request through the chain. Every decision — where to
+//! start, which candidates, which profiles, attempt/probe/skip, what to do
+//! after a failure, the summary — is the policy's; the runner only carries
+//! them out, keeps state on disk, and calls providers.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use crate::auth::{
+    FailureEvent, OrderRequest, PinRequest, PinSource, RecordedReason, StoredProfile,
+};
+use crate::config::{AgentModel, Config};
+use crate::policy::Policy;
+use crate::provider_error::ProviderError;
+use crate::state::{
+    canonical_provider, split_model, stored_profiles, AuthStore, SessionEntry, SessionStore,
+};
+
+use super::clock::Clock;
+use super::events;
+use super::model::{
+    AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt,
+    OverrideSource, ProfileBlock, RotationConfig, RunStep, SelectionRequest, SelectionSource,
+    SessionOverride, StopReason, SummaryRequest,
+};
+use super::outcome::{Attempt, FallbackStep, FallbackSummaryError, RunError, RunOutcome};
+use super::provider::{CallError, Provider, Target};
+
+/// A cron job's model and fallbacks (`payload.model`, `payload.fallbacks`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CronJob {
+    pub model: String,
+    /// `None`: the configured fallbacks; `Some([])`: strict.
+    pub fallbacks: Option<Vec<String>>,
+}
+
+/// What an agent runtime supplies for one run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The agent (`agents.list[].id`); its own model, if any, applies.
+    pub agent: Option<String>,
+    /// The session whose overrides apply and are persisted.
+    pub session: Option<String>,
+    /// The session's compaction count now.
+    pub compaction_count: u32,
+    /// The run is a cron job's.
+    pub cron: Option<CronJob>,
+    /// The run is a heartbeat, with its own `heartbeat.model` if any.
+    pub heartbeat: Option<Option<String>>,
+    /// A caller's `fallbacksOverride`.
+    pub fallbacks_override: Option<Vec<String>>,
+}
+
+/// Runs requests through the chain. Cheap to share; concurrent runs are
+/// safe (state changes are locked and atomic).
+pub struct Runner<'p, P, C> {
+    policy: &'p Policy,
+    config: Config,
+    store: AuthStore,
+    sessions: SessionStore,
+    provider: P,
+    clock: C,
+    /// Last probe per provider (the F-8.3 throttle), kept across runs.
+    probes: Mutex<HashMap<String, u64>>,
+}
+
+/// What the runner wrote on a session before a fallback attempt, to roll
+/// back narrowly if the attempt fails (F-9.7).
+struct Written {
+    session: String,
+    before: SessionEntry,
+    after: SessionEntry,
+}
+
+impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
+    pub fn new(
+        policy: &'p Policy,
+        config: Config,
+        store: AuthStore,
+        sessions: SessionStore,
+        provider: P,
+        clock: C,
+    ) -> Self {
+        Runner {
+            policy,
+            config,
+            store,
+            sessions,
+            provider,
+            clock,
+            probes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The session store the runner writes overrides to.
+    pub fn sessions(&self) -> &SessionStore {
+        &self.sessions
+    }
+
+    /// The provider (for tests that script it).
+    pub fn provider(&self) -> &P {
+        &self.provider
+    }
+
+    /// Runs `request` through the chain.
+    pub async fn run(
+        &self,
+        options: &RunOptions,
+        request: &P::Request,
+    ) -> Result<RunOutcome<P::Reply>, RunError> {
+        let session = match &options.session {
+            Some(id) => Some(self.sessions.get(id)?),
+            None => None,
+        };
+        let agent_model = options
+            .agent
+            .as_deref()
+            .and_then(|id| self.config.agents.list.iter().find(|a| a.id == id))
+            .and_then(|a| a.model.clone());
+        let (agent_primary, agent_fallbacks) = match &agent_model {
+            Some(AgentModel::Name(model)) => (Some(model.clone()), None),
+            Some(AgentModel::Choice(choice)) => (choice.primary.clone(), choice.fallbacks.clone()),
+            None => (None, None),
+        };
+        let defaults = &self.config.agents.defaults.model;
+        let selection = self.policy.resolve_selection(&SelectionRequest {
+            configured_primary: defaults.primary.clone(),
+            agent_primary,
+            cron_model: options.cron.as_ref().map(|c| c.model.clone()),
+            heartbeat: options.heartbeat.is_some(),
+            heartbeat_model: options.heartbeat.clone().flatten(),
+            session_override: session.as_ref().and_then(|s| {
+                s.model().map(|model| SessionOverride {
+                    model,
+                    source: s.model_override_source,
+                    origin: s.origin(),
+                })
+            }),
+        })?;
+        if selection.clear_override {
+            if let Some(id) = &options.session {
+                self.sessions
+                    .update(id, SessionEntry::clear_model_override)?;
+            }
+        }
+        let requested = selection.model.clone().ok_or(RunError::NoModel)?;
+        let source_fallbacks = match selection.source {
+            SelectionSource::AgentPrimary => agent_fallbacks,
+            SelectionSource::CronJob => options.cron.as_ref().and_then(|c| c.fallbacks.clone()),
+            _ => None,
+        };
+        let chain = self
+            .policy
+            .candidate_chain(&ChainRequest {
+                requested: requested.clone(),
+                source: selection.source,
+                configured_primary: defaults.primary.clone(),
+                configured_fallbacks: defaults.fallbacks.clone().unwrap_or_default(),
+                source_fallbacks,
+                fallbacks_override: options.fallbacks_override.clone(),
+            })?
+            .candidates;
+
+        let cooldowns = self.config.cooldown_config();
+        let rotation = RotationConfig {
+            rate_limited_profile_rotations: self
+                .config
+                .auth
+                .cooldowns
+                .rate_limited_profile_rotations,
+            overloaded_profile_rotations: self.config.auth.cooldowns.overloaded_profile_rotations,
+            overloaded_backoff_ms: self.config.auth.cooldowns.overloaded_backoff_ms,
+        };
+        let mut attempts: Vec<Attempt> = Vec::new();
+        let mut steps: Vec<FallbackStep> = Vec::new();
+        let mut transient_probed: HashSet<String> = HashSet::new();
+        let mut written: Option<Written> = None;
+        let mut position = 0usize;
+
+        'candidates: while position < chain.len() {
+            let model = chain[position].clone();
+            let provider = canonical_provider(split_model(&model).0).to_owned();
+            let now = self.clock.now_ms();
+            let stored = self.stored()?;
+            let ranked = self.policy.order_profiles(&OrderRequest {
+                provider: provider.clone(),
+                explicit_order: self.config.explicit_order(&provider),
+                configured: self.config.configured_profiles(),
+                stored: stored.clone(),
+                model: Some(model.clone()),
+                now_ms: now,
+            })?;
+            let blocks = blocks_of(&stored, &ranked);
+            let sibling = chain[..position]
+                .iter()
+                .any(|m| canonical_provider(split_model(m).0) == provider);
+            let last_probe_at = self
+                .probes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&provider)
+                .copied();
+            let decision = self.policy.decide_candidate(&CandidateRequest {
+                primary: position == 0,
+                sibling,
+                ranked: ranked.clone(),
+                blocks,
+                last_probe_at,
+                transient_probe_used: transient_probed.contains(&provider),
+                now_ms: now,
+            })?;
+            let mut profiles = match decision {
+                CandidateDecision::Attempt(profiles) => profiles,
+                CandidateDecision::Probe { profile, transient } => {
+                    self.probes
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(provider.clone(), now);
+                    if transient {
+                        transient_probed.insert(provider.clone());
+                    }
+                    vec![profile]
+                }
+                CandidateDecision::Skip(reason) => {
+                    attempts.push(Attempt {
+                        model: model.clone(),
+                        provider: provider.clone(),
+                        profile: None,
+                        reason,
+                        detail: None,
+                        status: None,
+                        code: None,
+                        summary: format!(
+                            "skipped: every profile of {provider} is blocked ({})",
+                            reason.as_str()
+                        ),
+                    });
+                    if let Some(next) = chain.get(position + 1) {
+                        steps.push(step(
+                            &model,
+                            Some(next.clone()),
+                            reason,
+                            None,
+                            position,
+                            "next_fallback",
+                        ));
+                        events::emit(steps.last().expect("just pushed"));
+                    }
+                    position += 1;
+                    continue;
+                }
+            };
+            // F-9.3: the fallback override is on the session before the attempt starts.
+            if position > 0 {
+                if let Some(id) = &options.session {
+                    let reason = attempts.last().map(|a| a.reason);
+                    written = Some(self.persist_fallback(id, &model, &requested, reason)?);
+                }
+            }
+            let user_pinned = self.apply_pin(options, session.as_ref(), &ranked, &mut profiles)?;
+
+            let mut rotations = 0u32;
+            let mut index = 0usize;
+            while index < profiles.len() {
+                let target = Target {
+                    provider: provider.clone(),
+                    model: model.clone(),
+                    profile: profiles[index].clone(),
+                };
+                let failure = match self.provider.call(&target, request).await {
+                    Ok(reply) => {
+                        return self.succeeded(
+                            options,
+                            target,
+                            reply,
+                            selection.source,
+                            attempts,
+                            steps,
+                            position,
+                            written,
+                        )
+                    }
+                    Err(failure) => failure,
+                };
+                let now = self.clock.now_ms();
+                let (error, aborted, live_switch_to) = match failure {
+                    CallError::Failed(error) => (*error, false, None),
+                    CallError::Aborted(error) => (*error, true, None),
+                    CallError::LiveSwitch { model } => (
+                        ProviderError::message(format!("live session model switch to {model}")),
+                        false,
+                        Some(model),
+                    ),
+                };
+                let verdict = self
+                    .policy
+                    .classify(&error.clone().with_provider(provider.clone()), now)?;
+                let reason = if live_switch_to.is_some() {
+                    RecordedReason::Unknown
+                } else {
+                    RecordedReason::from(verdict.reason)
+                };
+                if !aborted || reason == RecordedReason::Timeout {
+                    self.record_failure(&target, reason, verdict.retry_after_ms, now, &cooldowns)?;
+                }
+                attempts.push(Attempt {
+                    model: model.clone(),
+                    provider: provider.clone(),
+                    profile: Some(target.profile.clone()),
+                    reason,
+                    detail: verdict.detail,
+                    status: error.status,
+                    code: error.code.clone(),
+                    summary: summarize_error(&error),
+                });
+                let next = self.policy.next_step(
+                    &FailedAttempt {
+                        reason,
+                        aborted,
+                        live_switch_to,
+                        user_pinned_profile: user_pinned,
+                        rotations,
+                        profiles_left: u32::try_from(profiles.len() - index - 1)
+                            .unwrap_or(u32::MAX),
+                        chain: chain.clone(),
+                        position: u32::try_from(position).unwrap_or(u32::MAX),
+                    },
+                    &rotation,
+                )?;
+                match next {
+                    RunStep::RotateProfile(wait_ms) => {
+                        if wait_ms > 0 {
+                            self.clock.sleep(wait_ms).await;
+                        }
+                        rotations += 1;
+                        index += 1;
+                    }
+                    RunStep::Candidate(to) => {
+                        self.roll_back(&mut written)?;
+                        let to = to as usize;
+                        steps.push(step(
+                            &model,
+                            Some(chain[to].clone()),
+                            reason,
+                            verdict.detail,
+                            position,
+                            "next_fallback",
+                        ));
+                        events::emit(steps.last().expect("just pushed"));
+                        position = to;
+                        continue 'candidates;
+                    }
+                    RunStep::Stop(StopReason::Exhausted) => break 'candidates,
+                    RunStep::Stop(stop) => {
+                        self.roll_back(&mut written)?;
+                        let attempt = Box::new(attempts.last().cloned().expect("just pushed"));
+                        return Err(RunError::Stopped {
+                            reason: stop,
+                            attempt,
+                            attempts,
+                        });
+                    }
+                }
+            }
+            // Every profile was tried without the policy moving on: next model.
+            self.roll_back(&mut written)?;
+            position += 1;
+        }
+
+        self.roll_back(&mut written)?;
+        let now = self.clock.now_ms();
+        let summary = self.policy.summarise(&SummaryRequest {
+            attempts: attempts
+                .iter()
+                .map(|a| AttemptRecord {
+                    model: a.model.clone(),
+                    provider: a.provider.clone(),
+                    reason: a.reason,
+                })
+                .collect(),
+            profiles: self.stored()?,
+            now_ms: now,
+        })?;
+        if let Some(last) = attempts.last() {
+            let position = chain.iter().position(|m| *m == last.model).unwrap_or(0);
+            steps.push(step(
+                &last.model,
+                None,
+                last.reason,
+                last.detail,
+                position,
+                "chain_exhausted",
+            ));
+            events::emit(steps.last().expect("just pushed"));
+        }
+        Err(FallbackSummaryError {
+            attempts,
+            summary,
+            steps,
+            now_ms: now,
+        }
+        .into())
+    }
+
+    fn stored(&self) -> Result<Vec<StoredProfile>, RunError> {
+        Ok(stored_profiles(
+            &self.store.summaries()?,
+            &self.store.usage()?,
+        ))
+    }
+
+    /// Orders `profiles` by the session's pin (F-4.4 … F-4.6); returns
+    /// whether the user pinned one (then only that profile is tried).
+    fn apply_pin(
+        &self,
+        options: &RunOptions,
+        session: Option<&SessionEntry>,
+        ranked: &[crate::auth::RankedProfile],
+        profiles: &mut Vec<String>,
+    ) -> Result<bool, RunError> {
+        let (Some(id), Some(entry)) = (&options.session, session) else {
+            return Ok(false);
+        };
+        let decision = self.policy.pin_profile(&PinRequest {
+            ranked: ranked.to_vec(),
+            current: entry.auth_profile_override.clone(),
+            source: entry.auth_profile_override_source,
+            pinned_at_compaction: entry.auth_profile_override_compaction_count,
+            compaction_count: options.compaction_count,
+            session_reset: false,
+        })?;
+        let Some(pinned) = decision.profile else {
+            return Ok(false);
+        };
+        if decision.source == PinSource::User {
+            profiles.retain(|p| *p == pinned);
+            if profiles.is_empty() {
+                profiles.push(pinned);
+            }
+            return Ok(true);
+        }
+        if let Some(at) = profiles.iter().position(|p| *p == pinned) {
+            let pinned = profiles.remove(at);
+            profiles.insert(0, pinned);
+        }
+        if entry.auth_profile_override.as_deref() != Some(profiles[0].as_str()) {
+            let first = profiles[0].clone();
+            self.sessions.update(id, |e| {
+                e.auth_profile_override = Some(first);
+                e.auth_profile_override_source = Some(PinSource::Auto);
+                e.auth_profile_override_compaction_count = Some(decision.compaction_count);
+            })?;
+        }
+        Ok(false)
+    }
+
+    fn record_failure(
+        &self,
+        target: &Target,
+        reason: RecordedReason,
+        retry_after_ms: Option<u64>,
+        now: u64,
+        cooldowns: &crate::auth::CooldownConfig,
+    ) -> Result<(), RunError> {
+        let event = FailureEvent {
+            provider: target.provider.clone(),
+            reason,
+            model: Some(target.model.clone()),
+            retry_after_ms,
+            reset_at_ms: None,
+            now_ms: now,
+        };
+        self.store.update_usage(|usage| {
+            let before = usage.get(&target.profile).cloned().unwrap_or_default();
+            let after = self
+                .policy
+                .record_failure(&before, &event, cooldowns)
+                .map_err(|e| crate::state::StateError::Refused(e.to_string()))?;
+            usage.insert(target.profile.clone(), after);
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn succeeded(
+        &self,
+        options: &RunOptions,
+        target: Target,
+        reply: P::Reply,
+        source: SelectionSource,
+        attempts: Vec<Attempt>,
+        mut steps: Vec<FallbackStep>,
+        position: usize,
+        written: Option<Written>,
+    ) -> Result<RunOutcome<P::Reply>, RunError> {
+        let now = self.clock.now_ms();
+        self.store.update_usage(|usage| {
+            let before = usage.get(&target.profile).cloned().unwrap_or_default();
+            let after = self
+                .policy
+                .record_success(&before, Some(&target.model), now)
+                .map_err(|e| crate::state::StateError::Refused(e.to_string()))?;
+            usage.insert(target.profile.clone(), after);
+            Ok(())
+        })?;
+        // The fallback override stays (F-9.4): nothing to roll back.
+        drop(written);
+        if position > 0 {
+            if let Some(first) = attempts.first() {
+                steps.push(step(
+                    &first.model,
+                    Some(target.model.clone()),
+                    first.reason,
+                    first.detail,
+                    0,
+                    "succeeded",
+                ));
+                events::emit(steps.last().expect("just pushed"));
+            }
+        }
+        if let Some(id) = &options.session {
+            let profile = target.profile.clone();
+            self.sessions.update(id, |e| {
+                if e.auth_profile_override_source != Some(PinSource::User) {
+                    e.auth_profile_override.get_or_insert(profile);
+                    e.auth_profile_override_source
+                        .get_or_insert(PinSource::Auto);
+                }
+            })?;
+        }
+        Ok(RunOutcome {
+            reply,
+            model: target.model,
+            provider: target.provider,
+            profile: target.profile,
+            source,
+            attempts,
+            steps,
+        })
+    }
+
+    /// Writes the auto fallback override for `model` (F-3.3, F-9.3).
+    fn persist_fallback(
+        &self,
+        session: &str,
+        model: &str,
+        origin: &str,
+        reason: Option<RecordedReason>,
+    ) -> Result<Written, RunError> {
+        let (provider, name) = split_model(model);
+        let (origin_provider, origin_model) = split_model(origin);
+        let (before, after) = self.sessions.update(session, |entry| {
+            let before = entry.clone();
+            entry.provider_override = Some(provider.to_owned());
+            entry.model_override = Some(name.to_owned());
+            entry.model_override_source = Some(OverrideSource::Auto);
+            entry.model_override_fallback_origin_provider = Some(origin_provider.to_owned());
+            entry.model_override_fallback_origin_model = Some(origin_model.to_owned());
+            entry.model_override_fallback_reason = reason;
+            (before, entry.clone())
+        })?;
+        Ok(Written {
+            session: session.to_owned(),
+            before,
+            after,
+        })
+    }
+
+    /// F-9.7: restores the model-override fields the runner wrote, only if
+    /// they still hold what it wrote; newer edits survive.
+    fn roll_back(&self, written: &mut Option<Written>) -> Result<(), RunError> {
+        let Some(w) = written.take() else {
+            return Ok(());
+        };
+        self.sessions.update(&w.session, |entry| {
+            let ours = entry.provider_override == w.after.provider_override
+                && entry.model_override == w.after.model_override
+                && entry.model_override_source == w.after.model_override_source
+                && entry.model_override_fallback_origin_provider
+                    == w.after.model_override_fallback_origin_provider
+                && entry.model_override_fallback_origin_model
+                    == w.after.model_override_fallback_origin_model;
+            if ours {
+                entry.provider_override = w.before.provider_override.clone();
+                entry.model_override = w.before.model_override.clone();
+                entry.model_override_source = w.before.model_override_source;
+                entry.model_override_fallback_origin_provider =
+                    w.before.model_override_fallback_origin_provider.clone();
+                entry.model_override_fallback_origin_model =
+                    w.before.model_override_fallback_origin_model.clone();
+                entry.model_override_fallback_reason = w.before.model_override_fallback_reason;
+            }
+        })?;
+        Ok(())
+    }
+}
+
+/// Why each blocked profile is blocked: the reason of its later window.
+fn blocks_of(stored: &[StoredProfile], ranked: &[crate::auth::RankedProfile]) -> Vec<ProfileBlock> {
+    ranked
+        .iter()
+        .filter_map(|r| {
+            let until = r.blocked_until?;
+            let usage = &stored.iter().find(|p| p.id == r.id)?.usage;
+            let reason = if usage.disabled_until == Some(until) {
+                usage.disabled_reason
+            } else {
+                usage.cooldown_reason
+            }
+            .unwrap_or(RecordedReason::Unknown);
+            Some(ProfileBlock {
+                profile: r.id.clone(),
+                reason,
+                until,
+            })
+        })
+        .collect()
+}
+
+fn step(
+    from: &str,
+    to: Option<String>,
+    reason: RecordedReason,
+    detail: Option<crate::Detail>,
+    position: usize,
+    outcome: &'static str,
+) -> FallbackStep {
+    FallbackStep {
+        from_model: from.to_owned(),
+        to_model: to,
+        from_failure_reason: reason,
+        from_failure_detail: detail,
+        chain_position: u32::try_from(position + 1).unwrap_or(u32::MAX),
+        final_outcome: outcome,
+    }
+}
+
+/// A short summary of a provider error for people: status, code and the
+/// first line of the message, bounded. Provider messages do not carry our
+/// keys (they are never sent in error bodies by this host).
+fn summarize_error(error: &ProviderError) -> String {
+    const MAX: usize = 200;
+    let mut parts = Vec::new();
+    if let Some(status) = error.status {
+        parts.push(format!("HTTP {status}"));
+    }
+    if let Some(code) = &error.code {
+        parts.push(code.clone());
+    }
+    let first_line = error.message.lines().next().unwrap_or_default().trim();
+    if !first_line.is_empty() {
+        let mut end = first_line.len().min(MAX);
+        while !first_line.is_char_boundary(end) {
+            end -= 1;
+        }
+        parts.push(first_line[..end].to_owned());
+    }
+    if parts.is_empty() {
+        "no details".into()
+    } else {
+        parts.join(": ")
+    }
+}

@@ -1,0 +1,176 @@
+//! The session store: each session's model and profile overrides (spec §9).
+//!
+//! `<state>/agents/<agent>/sessions/sessions.json`:
+//!
+//! ```json
+//! {"version": 1, "sessions": {"chat-42": {
+//!   "providerOverride": "openai", "modelOverride": "gpt-4o", "modelOverrideSource": "auto",
+//!   "modelOverrideFallbackOriginProvider": "anthropic",
+//!   "modelOverrideFallbackOriginModel": "claude-sonnet-4",
+//!   "modelOverrideFallbackReason": "rate_limit",
+//!   "authProfileOverride": "openai:work", "authProfileOverrideSource": "auto",
+//!   "authProfileOverrideCompactionCount": 3}}}
+//! ```
+//!
+//! The runner owns only these fields (F-9.1); anything else an entry holds
+//! belongs to the embedding runtime and is kept as it is. Every change is a
+//! locked, re-read, atomic rewrite like the auth state files.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::error::StateError;
+use super::files::{self, StateLock};
+use crate::auth::{PinSource, RecordedReason};
+use crate::runner::OverrideSource;
+
+/// The fields of a session entry the runner owns.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEntry {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_override: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_override: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_override_source: Option<OverrideSource>,
+    /// The model an auto override fell back from (F-3.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_override_fallback_origin_provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_override_fallback_origin_model: Option<String>,
+    /// Why the run fell back, for `/status` (F-9.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_override_fallback_reason: Option<RecordedReason>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_profile_override: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_profile_override_source: Option<PinSource>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_profile_override_compaction_count: Option<u32>,
+    /// Fields the runner does not own, kept as they are.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl SessionEntry {
+    /// The overridden model as `provider/model`.
+    pub fn model(&self) -> Option<String> {
+        match (&self.provider_override, &self.model_override) {
+            (Some(provider), Some(model)) => Some(format!("{provider}/{model}")),
+            (None, Some(model)) => Some(model.clone()),
+            _ => None,
+        }
+    }
+
+    /// The auto override's origin as `provider/model`.
+    pub fn origin(&self) -> Option<String> {
+        match (
+            &self.model_override_fallback_origin_provider,
+            &self.model_override_fallback_origin_model,
+        ) {
+            (Some(provider), Some(model)) => Some(format!("{provider}/{model}")),
+            _ => None,
+        }
+    }
+
+    /// Clears the model override (`/new`, `/reset`, `sessions.reset`).
+    pub fn clear_model_override(&mut self) {
+        self.provider_override = None;
+        self.model_override = None;
+        self.model_override_source = None;
+        self.model_override_fallback_origin_provider = None;
+        self.model_override_fallback_origin_model = None;
+        self.model_override_fallback_reason = None;
+    }
+
+    /// Clears everything the runner owns.
+    pub fn reset(&mut self) {
+        self.clear_model_override();
+        self.auth_profile_override = None;
+        self.auth_profile_override_source = None;
+        self.auth_profile_override_compaction_count = None;
+    }
+}
+
+/// Splits `provider/model`.
+pub fn split_model(model: &str) -> (&str, &str) {
+    model.split_once('/').unwrap_or(("", model))
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct SessionsFile {
+    #[serde(default)]
+    version: u64,
+    #[serde(default)]
+    sessions: BTreeMap<String, SessionEntry>,
+    #[serde(flatten)]
+    other: Map<String, Value>,
+}
+
+/// One agent's sessions.
+#[derive(Debug, Clone)]
+pub struct SessionStore {
+    path: PathBuf,
+    lock: PathBuf,
+}
+
+impl SessionStore {
+    /// The store of the agent whose state lives in `agent_dir`
+    /// (`<state>/agents/<agent>/agent`).
+    pub fn for_agent(agent_dir: &Path) -> SessionStore {
+        let dir = agent_dir.parent().unwrap_or(agent_dir).join("sessions");
+        SessionStore {
+            path: dir.join("sessions.json"),
+            lock: dir.join(".lock"),
+        }
+    }
+
+    /// The sessions file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn read(&self) -> Result<SessionsFile, StateError> {
+        Ok(files::read_json::<SessionsFile>(&self.path)?.unwrap_or_default())
+    }
+
+    /// Every session.
+    pub fn all(&self) -> Result<BTreeMap<String, SessionEntry>, StateError> {
+        Ok(self.read()?.sessions)
+    }
+
+    /// One session (empty if it has never been written).
+    pub fn get(&self, id: &str) -> Result<SessionEntry, StateError> {
+        Ok(self.read()?.sessions.remove(id).unwrap_or_default())
+    }
+
+    /// Changes one session under the lock: re-read, change, atomic write.
+    pub fn update<T>(
+        &self,
+        id: &str,
+        change: impl FnOnce(&mut SessionEntry) -> T,
+    ) -> Result<T, StateError> {
+        check_session_id(id)?;
+        let _lock = StateLock::acquire(&self.lock)?;
+        let mut file = self.read()?;
+        let entry = file.sessions.entry(id.to_owned()).or_default();
+        let result = change(entry);
+        file.version = 1;
+        files::write_json_atomic(&self.path, &file)?;
+        Ok(result)
+    }
+}
+
+/// Session ids are printable and bounded.
+fn check_session_id(id: &str) -> Result<(), StateError> {
+    if id.is_empty() || id.len() > 256 || id.chars().any(char::is_control) {
+        return Err(StateError::Refused(format!(
+            "session id {id:?} must be 1 to 256 printable characters"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,611 @@
+//! Scenario tests of the fallback runner: scripted providers, a virtual
+//! clock, real state files, the real policy component.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use failover::auth::{CredentialKind, RecordedReason};
+use failover::config::{AgentEntry, AgentModel, Config, ModelChoice};
+use failover::runner::{
+    CallError, CronJob, OverrideSource, Provider, RunError, RunOptions, Runner, SelectionSource,
+    StopReason, Target, VirtualClock,
+};
+use failover::state::{AuthStore, SessionEntry, SessionStore, StateDir};
+use failover::{Policy, PolicyEngine, ProviderError};
+
+const NOW: u64 = 1_700_000_000_000;
+const PRIMARY: &str = "anthropic/claude-sonnet-4";
+const FALLBACK: &str = "openai/gpt-4o";
+const LAST: &str = "google/gemini-2.5-pro";
+
+fn policy() -> &'static Policy {
+    static POLICY: OnceLock<Policy> = OnceLock::new();
+    POLICY.get_or_init(|| {
+        let engine = PolicyEngine::new().expect("engine");
+        Policy::default_policy(&engine).expect("policy")
+    })
+}
+
+/// What a scripted call does.
+#[derive(Clone)]
+enum Outcome {
+    Reply,
+    Fail(u16, &'static str),
+    ContextOverflow,
+    LiveSwitch(&'static str),
+    /// Runs a side effect (a concurrent session edit), then fails.
+    EditThenFail(Arc<dyn Fn() + Send + Sync>, u16, &'static str),
+}
+
+/// A provider whose answers are scripted per model; unscripted calls reply.
+#[derive(Default)]
+struct Scripted {
+    script: Mutex<HashMap<String, VecDeque<Outcome>>>,
+    calls: Mutex<Vec<(String, String)>>,
+}
+
+impl Scripted {
+    fn then(self, model: &str, outcome: Outcome) -> Self {
+        self.script
+            .lock()
+            .unwrap()
+            .entry(model.into())
+            .or_default()
+            .push_back(outcome);
+        self
+    }
+
+    fn calls(&self) -> Vec<(String, String)> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    fn models_called(&self) -> Vec<String> {
+        self.calls().into_iter().map(|(m, _)| m).collect()
+    }
+}
+
+impl Provider for Scripted {
+    type Request = ();
+    type Reply = String;
+
+    async fn call(&self, target: &Target, _: &()) -> Result<String, CallError> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push((target.model.clone(), target.profile.clone()));
+        let outcome = self
+            .script
+            .lock()
+            .unwrap()
+            .get_mut(&target.model)
+            .and_then(VecDeque::pop_front)
+            .unwrap_or(Outcome::Reply);
+        let fail = |status: u16, message: &str| {
+            Err(CallError::Failed(Box::new(
+                ProviderError::message(message).with_status(status),
+            )))
+        };
+        match outcome {
+            Outcome::Reply => Ok(format!(
+                "reply from {} via {}",
+                target.model, target.profile
+            )),
+            Outcome::Fail(status, message) => fail(status, message),
+            Outcome::ContextOverflow => {
+                fail(400, "prompt is too long: 250000 tokens > 200000 maximum")
+            }
+            Outcome::LiveSwitch(model) => Err(CallError::LiveSwitch {
+                model: model.into(),
+            }),
+            Outcome::EditThenFail(edit, status, message) => {
+                edit();
+                fail(status, message)
+            }
+        }
+    }
+}
+
+struct World {
+    _dir: tempfile::TempDir,
+    store: AuthStore,
+    sessions: SessionStore,
+    clock: VirtualClock,
+}
+
+/// A state directory with `profiles` (id, kind) and the default config chain
+/// PRIMARY → FALLBACK → LAST.
+fn world(profiles: &[&str]) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = StateDir::at(dir.path()).agent("main").unwrap();
+    let store = AuthStore::open(paths.clone()).unwrap();
+    store
+        .update_profiles(|file| {
+            for id in profiles {
+                let provider = id.split(':').next().unwrap();
+                file.put_static(id, provider, CredentialKind::ApiKey, "k")?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    World {
+        sessions: SessionStore::for_agent(&paths.dir),
+        store,
+        _dir: dir,
+        clock: VirtualClock::at(NOW),
+    }
+}
+
+fn config() -> Config {
+    let mut config = Config::default();
+    config.agents.defaults.model = ModelChoice {
+        primary: Some(PRIMARY.into()),
+        fallbacks: Some(vec![FALLBACK.into(), LAST.into()]),
+    };
+    config
+}
+
+fn runner<'a>(w: &World, config: Config, provider: Scripted) -> Runner<'a, Scripted, VirtualClock> {
+    Runner::new(
+        policy(),
+        config,
+        w.store.clone(),
+        w.sessions.clone(),
+        provider,
+        w.clock.clone(),
+    )
+}
+
+fn session(id: &str) -> RunOptions {
+    RunOptions {
+        session: Some(id.into()),
+        ..RunOptions::default()
+    }
+}
+
+const ALL: &[&str] = &["anthropic:a", "anthropic:b", "openai:a", "google:a"];
+
+#[tokio::test]
+async fn the_primary_answers_and_the_profile_is_pinned() {
+    let w = world(ALL);
+    let r = runner(&w, config(), Scripted::default());
+    let outcome = r.run(&session("s1"), &()).await.unwrap();
+    assert_eq!(outcome.model, PRIMARY);
+    assert_eq!(outcome.source, SelectionSource::ConfiguredDefault);
+    assert!(outcome.attempts.is_empty() && outcome.steps.is_empty());
+    let entry = w.sessions.get("s1").unwrap();
+    assert_eq!(
+        entry.auth_profile_override.as_deref(),
+        Some(outcome.profile.as_str())
+    );
+    assert_eq!(entry.model_override, None, "no fallback, no override");
+    assert_eq!(
+        w.store.usage().unwrap()[&outcome.profile].last_used,
+        Some(NOW)
+    );
+}
+
+#[tokio::test]
+async fn rate_limits_rotate_once_then_fall_back_and_the_override_persists() {
+    let w = world(ALL);
+    let provider = Scripted::default()
+        .then(PRIMARY, Outcome::Fail(429, "rate limited"))
+        .then(PRIMARY, Outcome::Fail(429, "rate limited"));
+    let r = runner(&w, config(), provider);
+    let outcome = r.run(&session("s1"), &()).await.unwrap();
+    // F-6.7: one same-provider rotation, then the next model.
+    assert_eq!(r.provider().models_called(), [PRIMARY, PRIMARY, FALLBACK]);
+    let profiles: Vec<String> = r.provider().calls().into_iter().map(|(_, p)| p).collect();
+    assert_ne!(
+        profiles[0], profiles[1],
+        "the rotation used the other profile"
+    );
+    assert_eq!(outcome.model, FALLBACK);
+    // Both primary profiles cool down, scoped to the model (F-6.4).
+    let usage = w.store.usage().unwrap();
+    for id in ["anthropic:a", "anthropic:b"] {
+        assert_eq!(usage[id].cooldown_until, Some(NOW + 60_000), "{id}");
+        assert_eq!(usage[id].cooldown_model.as_deref(), Some(PRIMARY));
+    }
+    // F-9.3/F-3.3: the auto override with its origin and reason.
+    let entry = w.sessions.get("s1").unwrap();
+    assert_eq!(entry.model().as_deref(), Some(FALLBACK));
+    assert_eq!(entry.model_override_source, Some(OverrideSource::Auto));
+    assert_eq!(entry.origin().as_deref(), Some(PRIMARY));
+    assert_eq!(
+        entry.model_override_fallback_reason,
+        Some(RecordedReason::RateLimit)
+    );
+    // F-10.2: the step records.
+    let outcomes: Vec<_> = outcome
+        .steps
+        .iter()
+        .map(|s| (s.final_outcome, s.chain_position))
+        .collect();
+    assert_eq!(outcomes, [("next_fallback", 1), ("succeeded", 1)]);
+    assert_eq!(outcome.steps[1].to_model.as_deref(), Some(FALLBACK));
+
+    // F-9.4: the next turn stays on the fallback without re-probing the primary.
+    let again = r.run(&session("s1"), &()).await.unwrap();
+    assert_eq!(again.source, SelectionSource::AutoOverride);
+    assert_eq!(again.model, FALLBACK);
+    assert_eq!(r.provider().models_called().len(), 4);
+
+    // F-9.4: a reset returns the session to the configured default.
+    w.sessions.update("s1", SessionEntry::reset).unwrap();
+    w.clock.advance(61_000);
+    let after_reset = r.run(&session("s1"), &()).await.unwrap();
+    assert_eq!(after_reset.model, PRIMARY);
+}
+
+#[tokio::test]
+async fn context_overflow_stops_without_fallback() {
+    let w = world(ALL);
+    let r = runner(
+        &w,
+        config(),
+        Scripted::default().then(PRIMARY, Outcome::ContextOverflow),
+    );
+    let error = r.run(&session("s1"), &()).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            RunError::Stopped {
+                reason: StopReason::ContextOverflow,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert_eq!(r.provider().models_called(), [PRIMARY]);
+    assert_eq!(w.sessions.get("s1").unwrap().model_override, None);
+    // The profile is untouched: context overflow is about the request.
+    assert!(w
+        .store
+        .usage()
+        .unwrap()
+        .values()
+        .all(|u| u.cooldown_until.is_none()));
+}
+
+#[tokio::test]
+async fn a_user_pinned_model_fails_loudly() {
+    let w = world(ALL);
+    w.sessions
+        .update("s1", |e| {
+            e.provider_override = Some("openai".into());
+            e.model_override = Some("gpt-4o".into());
+            e.model_override_source = Some(OverrideSource::User);
+        })
+        .unwrap();
+    let r = runner(
+        &w,
+        config(),
+        Scripted::default().then(FALLBACK, Outcome::Fail(503, "overloaded")),
+    );
+    let error = r.run(&session("s1"), &()).await.unwrap_err();
+    let RunError::Exhausted(summary) = &error else {
+        panic!("{error}")
+    };
+    assert_eq!(summary.attempts.len(), 1);
+    assert_eq!(
+        r.provider().models_called(),
+        [FALLBACK],
+        "no unrelated fallback answered"
+    );
+    assert!(
+        error.to_string().contains("openai/gpt-4o is overloaded"),
+        "{error}"
+    );
+    // The user's selection is kept.
+    assert_eq!(
+        w.sessions.get("s1").unwrap().model_override_source,
+        Some(OverrideSource::User)
+    );
+}
+
+#[tokio::test]
+async fn a_legacy_override_is_strict_too() {
+    let w = world(ALL);
+    w.sessions
+        .update("s1", |e| {
+            e.provider_override = Some("google".into());
+            e.model_override = Some("gemini-2.5-pro".into());
+        })
+        .unwrap();
+    let r = runner(
+        &w,
+        config(),
+        Scripted::default().then(LAST, Outcome::Fail(429, "rate limited")),
+    );
+    assert!(r.run(&session("s1"), &()).await.is_err());
+    assert_eq!(r.provider().models_called(), [LAST]);
+}
+
+#[tokio::test]
+async fn cron_payload_fallbacks_empty_is_strict_and_otherwise_configured() {
+    let w = world(ALL);
+    let provider = Scripted::default()
+        .then(FALLBACK, Outcome::Fail(500, "boom"))
+        .then(FALLBACK, Outcome::Fail(500, "boom"));
+    let r = runner(&w, config(), provider);
+    let strict = RunOptions {
+        cron: Some(CronJob {
+            model: FALLBACK.into(),
+            fallbacks: Some(vec![]),
+        }),
+        ..RunOptions::default()
+    };
+    assert!(r.run(&strict, &()).await.is_err());
+    assert_eq!(r.provider().models_called(), [FALLBACK]);
+    let configured = RunOptions {
+        cron: Some(CronJob {
+            model: FALLBACK.into(),
+            fallbacks: None,
+        }),
+        ..RunOptions::default()
+    };
+    let outcome = r.run(&configured, &()).await.unwrap();
+    assert_eq!(outcome.source, SelectionSource::CronJob);
+    assert_eq!(
+        outcome.model, LAST,
+        "cron jobs use the configured fallbacks"
+    );
+}
+
+#[tokio::test]
+async fn an_agent_primary_without_fallbacks_is_strict() {
+    let w = world(ALL);
+    let mut config = config();
+    config.agents.list = vec![
+        AgentEntry {
+            id: "ops".into(),
+            model: Some(AgentModel::Name(LAST.into())),
+        },
+        AgentEntry {
+            id: "chat".into(),
+            model: Some(AgentModel::Choice(ModelChoice {
+                primary: Some(LAST.into()),
+                fallbacks: Some(vec![FALLBACK.into()]),
+            })),
+        },
+    ];
+    let provider = Scripted::default()
+        .then(LAST, Outcome::Fail(503, "overloaded"))
+        .then(LAST, Outcome::Fail(503, "overloaded"));
+    let r = runner(&w, config, provider);
+    let ops = RunOptions {
+        agent: Some("ops".into()),
+        ..RunOptions::default()
+    };
+    assert!(r.run(&ops, &()).await.is_err());
+    assert_eq!(r.provider().models_called(), [LAST]);
+    w.clock.advance(61_000 * 60);
+    let chat = RunOptions {
+        agent: Some("chat".into()),
+        ..RunOptions::default()
+    };
+    let outcome = r.run(&chat, &()).await.unwrap();
+    assert_eq!(
+        (outcome.source, outcome.model.as_str()),
+        (SelectionSource::AgentPrimary, FALLBACK)
+    );
+}
+
+#[tokio::test]
+async fn a_heartbeat_clears_a_stale_auto_override() {
+    let w = world(ALL);
+    w.sessions
+        .update("s1", |e| {
+            e.provider_override = Some("openai".into());
+            e.model_override = Some("gpt-4o".into());
+            e.model_override_source = Some(OverrideSource::Auto);
+            e.model_override_fallback_origin_provider = Some("anthropic".into());
+            e.model_override_fallback_origin_model = Some("claude-old".into());
+        })
+        .unwrap();
+    let r = runner(&w, config(), Scripted::default());
+    let heartbeat = RunOptions {
+        session: Some("s1".into()),
+        heartbeat: Some(None),
+        ..RunOptions::default()
+    };
+    let outcome = r.run(&heartbeat, &()).await.unwrap();
+    assert_eq!(outcome.model, PRIMARY);
+    assert_eq!(w.sessions.get("s1").unwrap().model_override, None);
+}
+
+#[tokio::test]
+async fn one_transient_probe_per_provider_per_run() {
+    // Three models of one provider, whose only profile is rate-limited for
+    // a while (profile-wide).
+    let w = world(&["openai:only"]);
+    w.store
+        .update_usage(|u| {
+            u.entry("openai:only".into()).or_default().cooldown_until = Some(NOW + 25 * 60_000);
+            u.get_mut("openai:only").unwrap().cooldown_reason = Some(RecordedReason::RateLimit);
+            Ok(())
+        })
+        .unwrap();
+    let mut config = config();
+    config.agents.defaults.model = ModelChoice {
+        primary: Some("openai/a".into()),
+        fallbacks: Some(vec!["openai/b".into(), "openai/c".into()]),
+    };
+    let r = runner(
+        &w,
+        config,
+        Scripted::default().then("openai/b", Outcome::Fail(429, "rate limited")),
+    );
+    let error = r.run(&RunOptions::default(), &()).await.unwrap_err();
+    // The primary is far from expiry: skipped. The first sibling is probed
+    // (F-8.4); the second is not (F-8.5).
+    assert_eq!(r.provider().models_called(), ["openai/b"]);
+    let RunError::Exhausted(summary) = error else {
+        panic!()
+    };
+    assert_eq!(summary.attempts.len(), 3);
+    assert_eq!(summary.summary.ready_at, Some(NOW + 25 * 60_000));
+    assert!(
+        summary.to_string().contains("ready in ~25 min"),
+        "{summary}"
+    );
+}
+
+#[tokio::test]
+async fn a_billing_disabled_primary_is_probed_only_when_due() {
+    let w = world(ALL);
+    w.store
+        .update_usage(|u| {
+            for id in ["anthropic:a", "anthropic:b"] {
+                let usage = u.entry(id.into()).or_default();
+                usage.disabled_until = Some(NOW + 5 * 3_600_000);
+                usage.disabled_reason = Some(RecordedReason::Billing);
+            }
+            Ok(())
+        })
+        .unwrap();
+    let provider = Scripted::default()
+        .then(PRIMARY, Outcome::Fail(402, "insufficient credits"))
+        .then(PRIMARY, Outcome::Fail(402, "insufficient credits"));
+    let r = runner(&w, config(), provider);
+    let first = r.run(&RunOptions::default(), &()).await.unwrap();
+    assert_eq!(first.model, FALLBACK);
+    assert_eq!(
+        r.provider().models_called(),
+        [PRIMARY, FALLBACK],
+        "probed once"
+    );
+    // Within the throttle: not probed again.
+    w.clock.advance(10_000);
+    r.run(&RunOptions::default(), &()).await.unwrap();
+    assert_eq!(r.provider().models_called(), [PRIMARY, FALLBACK, FALLBACK]);
+    // After it: probed again.
+    w.clock.advance(25_000);
+    r.run(&RunOptions::default(), &()).await.unwrap();
+    assert_eq!(
+        r.provider().models_called(),
+        [PRIMARY, FALLBACK, FALLBACK, PRIMARY, FALLBACK]
+    );
+}
+
+#[tokio::test]
+async fn a_user_edit_during_the_fallback_attempt_survives_the_rollback() {
+    let w = world(ALL);
+    let sessions = w.sessions.clone();
+    let edit: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
+        // While the fallback runs, the user picks a model with /model.
+        sessions
+            .update("s1", |e| {
+                e.provider_override = Some("google".into());
+                e.model_override = Some("gemini-2.5-pro".into());
+                e.model_override_source = Some(OverrideSource::User);
+            })
+            .unwrap();
+    });
+    let provider = Scripted::default()
+        .then(PRIMARY, Outcome::Fail(401, "unauthorized"))
+        .then(PRIMARY, Outcome::Fail(401, "unauthorized"))
+        .then(FALLBACK, Outcome::EditThenFail(edit, 401, "unauthorized"));
+    let mut config = config();
+    config.agents.defaults.model.fallbacks = Some(vec![FALLBACK.into()]);
+    let r = runner(&w, config, provider);
+    assert!(r.run(&session("s1"), &()).await.is_err());
+    let entry = w.sessions.get("s1").unwrap();
+    assert_eq!(
+        entry.model().as_deref(),
+        Some(LAST),
+        "the user's edit survived"
+    );
+    assert_eq!(entry.model_override_source, Some(OverrideSource::User));
+}
+
+#[tokio::test]
+async fn a_failed_fallback_is_rolled_back() {
+    let w = world(ALL);
+    let provider = Scripted::default()
+        .then(PRIMARY, Outcome::Fail(401, "unauthorized"))
+        .then(PRIMARY, Outcome::Fail(401, "unauthorized"))
+        .then(FALLBACK, Outcome::Fail(401, "unauthorized"))
+        .then(LAST, Outcome::Fail(401, "unauthorized"));
+    let r = runner(&w, config(), provider);
+    assert!(r.run(&session("s1"), &()).await.is_err());
+    assert_eq!(w.sessions.get("s1").unwrap().model_override, None);
+}
+
+#[tokio::test]
+async fn a_live_switch_jumps_to_a_later_candidate() {
+    let w = world(ALL);
+    let r = runner(
+        &w,
+        config(),
+        Scripted::default().then(PRIMARY, Outcome::LiveSwitch(LAST)),
+    );
+    let outcome = r.run(&session("s1"), &()).await.unwrap();
+    assert_eq!(r.provider().models_called(), [PRIMARY, LAST]);
+    assert_eq!(outcome.model, LAST);
+}
+
+#[tokio::test]
+async fn overload_rotation_waits_the_configured_backoff() {
+    let w = world(ALL);
+    let mut config = config();
+    config.auth.cooldowns.overloaded_backoff_ms = 750;
+    let provider = Scripted::default().then(PRIMARY, Outcome::Fail(529, "overloaded"));
+    let r = runner(&w, config, provider);
+    let outcome = r.run(&RunOptions::default(), &()).await.unwrap();
+    assert_eq!(outcome.model, PRIMARY, "the second profile answered");
+    assert_eq!(
+        w.clock.slept_ms(),
+        750,
+        "slept only where the policy said so"
+    );
+}
+
+#[tokio::test]
+async fn a_user_pinned_profile_moves_to_the_next_model_not_profile() {
+    let w = world(ALL);
+    w.sessions
+        .update("s1", |e| {
+            e.auth_profile_override = Some("anthropic:b".into());
+            e.auth_profile_override_source = Some(failover::auth::PinSource::User);
+        })
+        .unwrap();
+    let r = runner(
+        &w,
+        config(),
+        Scripted::default().then(PRIMARY, Outcome::Fail(429, "rate limited")),
+    );
+    let outcome = r.run(&session("s1"), &()).await.unwrap();
+    let calls = r.provider().calls();
+    assert_eq!(calls[0], (PRIMARY.to_owned(), "anthropic:b".to_owned()));
+    assert_eq!(outcome.model, FALLBACK);
+}
+
+#[tokio::test]
+async fn everything_rate_limited_summarises_with_the_soonest_expiry() {
+    let w = world(ALL);
+    let provider = Scripted::default()
+        .then(PRIMARY, Outcome::Fail(429, "rate limited"))
+        .then(PRIMARY, Outcome::Fail(429, "rate limited"))
+        .then(FALLBACK, Outcome::Fail(429, "rate limited"))
+        .then(LAST, Outcome::Fail(429, "rate limited"));
+    let r = runner(&w, config(), provider);
+    let error = r.run(&RunOptions::default(), &()).await.unwrap_err();
+    let RunError::Exhausted(summary) = &error else {
+        panic!("{error}")
+    };
+    assert_eq!(summary.attempts.len(), 4);
+    assert_eq!(
+        summary.summary.common_reason,
+        Some(RecordedReason::RateLimit)
+    );
+    assert_eq!(
+        error.to_string(),
+        "all 4 models are temporarily rate-limited — ready in ~60 s"
+    );
+    let last = summary.steps.last().unwrap();
+    assert_eq!(
+        (last.final_outcome, last.chain_position),
+        ("chain_exhausted", 3)
+    );
+}
