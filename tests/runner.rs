@@ -609,3 +609,33 @@ async fn everything_rate_limited_summarises_with_the_soonest_expiry() {
         ("chain_exhausted", 3)
     );
 }
+
+#[tokio::test]
+async fn fallback_decisions_are_structured_events_with_flat_fields() {
+    use failover::logging::{build, Captured, LogFormat};
+    let captured = Captured::default();
+    let subscriber = build(LogFormat::Json, captured.clone());
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let w = world(ALL);
+    let provider = Scripted::default()
+        .then(PRIMARY, Outcome::Fail(529, "overloaded"))
+        .then(PRIMARY, Outcome::Fail(529, "overloaded"));
+    let r = runner(&w, config(), provider);
+    r.run(&RunOptions::default(), &()).await.unwrap();
+
+    let events: Vec<serde_json::Value> = captured
+        .text()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")))
+        .filter(|e: &serde_json::Value| e["event"] == "model_fallback_decision")
+        .collect();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0]["fallbackStepFromModel"], PRIMARY);
+    assert_eq!(events[0]["fallbackStepToModel"], FALLBACK);
+    assert_eq!(events[0]["fallbackStepFromFailureReason"], "overloaded");
+    assert_eq!(events[0]["fallbackStepChainPosition"], 1);
+    assert_eq!(events[0]["fallbackStepFinalOutcome"], "next_fallback");
+    assert_eq!(events[1]["fallbackStepFinalOutcome"], "succeeded");
+    assert_eq!(events[1]["fallbackStepFromModel"], PRIMARY, "the primary's failure is kept");
+}

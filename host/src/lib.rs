@@ -16,6 +16,7 @@ pub mod auth;
 pub mod classification;
 pub mod cli;
 pub mod config;
+pub mod logging;
 pub mod policy;
 pub mod provider_error;
 pub mod report;

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::config::CONFIG_ENV;
+use crate::logging::LogFormat;
 use crate::state::{AGENT_ENV, DEFAULT_AGENT, STATE_DIR_ENV};
 pub use context::Context;
 
@@ -44,6 +45,10 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE", env = CONFIG_ENV)]
     config: Option<PathBuf>,
 
+    /// How log events (such as `model_fallback_decision`) are printed on stderr.
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    log_format: LogFormat,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -72,6 +77,7 @@ pub fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    crate::logging::init(cli.log_format);
     let context = Context::new(cli.policy, cli.state_dir, cli.agent, cli.config);
     match cli.command {
         Command::Classify(args) => classify::run(context.policy()?, args),
