@@ -637,5 +637,8 @@ async fn fallback_decisions_are_structured_events_with_flat_fields() {
     assert_eq!(events[0]["fallbackStepChainPosition"], 1);
     assert_eq!(events[0]["fallbackStepFinalOutcome"], "next_fallback");
     assert_eq!(events[1]["fallbackStepFinalOutcome"], "succeeded");
-    assert_eq!(events[1]["fallbackStepFromModel"], PRIMARY, "the primary's failure is kept");
+    assert_eq!(
+        events[1]["fallbackStepFromModel"], PRIMARY,
+        "the primary's failure is kept"
+    );
 }

@@ -572,3 +572,95 @@ fn no_output_ever_contains_key_material() {
     }
     let _: BTreeMap<String, Usage> = store(state).usage().unwrap();
 }
+
+// ---------------------------------------------------------------- sessions
+
+#[test]
+fn session_set_model_show_and_reset() {
+    use failover::runner::OverrideSource;
+    use failover::state::SessionStore;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let config = state.join("failover.json5");
+    std::fs::write(
+        &config,
+        "{ agents: { defaults: { model: { primary: 'anthropic/claude-sonnet-4' } } } }",
+    )
+    .unwrap();
+    let config_arg = config.display().to_string();
+    let cli = |args: &[&str]| -> Output {
+        let mut all = vec!["--config", config_arg.as_str()];
+        all.extend_from_slice(args);
+        run(state, &all, "")
+    };
+    let cli_ok = |args: &[&str]| -> String {
+        let output = cli(args);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+
+    let shown = cli_ok(&["session", "show", "--session", "chat-1"]);
+    assert!(
+        shown.contains("model: anthropic/claude-sonnet-4 (configured default)"),
+        "{shown}"
+    );
+
+    cli_ok(&[
+        "session",
+        "set-model",
+        "--session",
+        "chat-1",
+        "openai/gpt-4o@openai:work",
+    ]);
+    let shown = cli_ok(&["session", "show", "--session", "chat-1"]);
+    assert!(
+        shown.contains("model: openai/gpt-4o (your selection)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("profile: openai:work (pinned by you)"),
+        "{shown}"
+    );
+
+    // A runner's fallback shows as such, and in `status`.
+    let sessions = SessionStore::for_agent(&agent_dir(state));
+    sessions
+        .update("chat-2", |e| {
+            e.provider_override = Some("openai".into());
+            e.model_override = Some("gpt-4o".into());
+            e.model_override_source = Some(OverrideSource::Auto);
+            e.model_override_fallback_origin_provider = Some("anthropic".into());
+            e.model_override_fallback_origin_model = Some("claude-sonnet-4".into());
+            e.model_override_fallback_reason = Some(RecordedReason::RateLimit);
+        })
+        .unwrap();
+    let shown = cli_ok(&["session", "show", "--session", "chat-2"]);
+    assert!(
+        shown
+            .contains("model: openai/gpt-4o (fallback from anthropic/claude-sonnet-4: rate_limit)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("selected: anthropic/claude-sonnet-4 (configured default)"),
+        "{shown}"
+    );
+    let status = cli_ok(&["status"]);
+    assert!(
+        status.contains("sessions on a fallback") && status.contains("chat-2: openai/gpt-4o"),
+        "{status}"
+    );
+    assert!(
+        !status.contains("chat-1:"),
+        "a user selection is not a fallback: {status}"
+    );
+
+    cli_ok(&["session", "reset", "--session", "chat-2"]);
+    let entry = sessions.get("chat-2").unwrap();
+    assert_eq!(entry.model_override, None);
+    let output = cli(&["session", "set-model", "--session", "x", "no-slash"]);
+    assert_eq!(output.status.code(), Some(2));
+}

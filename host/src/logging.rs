@@ -37,7 +37,13 @@ where
         .with_ansi(false);
     match format {
         LogFormat::Text => Box::new(builder.finish()),
-        LogFormat::Json => Box::new(builder.json().flatten_event(true).with_current_span(false).finish()),
+        LogFormat::Json => Box::new(
+            builder
+                .json()
+                .flatten_event(true)
+                .with_current_span(false)
+                .finish(),
+        ),
     }
 }
 
@@ -54,7 +60,10 @@ impl Captured {
 
 impl Write for Captured {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(bytes);
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(bytes);
         Ok(bytes.len())
     }
 

@@ -5,6 +5,7 @@ mod classify;
 mod context;
 mod lines;
 mod profiles;
+mod session;
 mod status;
 mod timefmt;
 
@@ -62,6 +63,9 @@ enum Command {
     Profiles(profiles::ProfilesCommand),
     /// Each provider's profile order and each profile's state.
     Status(status::StatusArgs),
+    /// Show, select the model of, or reset a session.
+    #[command(subcommand)]
+    Session(session::SessionCommand),
 }
 
 /// Runs the command line and returns the process's exit status.
@@ -83,5 +87,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Classify(args) => classify::run(context.policy()?, args),
         Command::Profiles(command) => profiles::run(&context, command),
         Command::Status(args) => status::run(&context, args),
+        Command::Session(command) => session::run(&context, command),
     }
 }

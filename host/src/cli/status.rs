@@ -120,6 +120,13 @@ pub fn run(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
         report.push((provider, source, ranked, unused));
     }
 
+    let on_fallback: Vec<(String, String)> = super::session::sessions(context)?
+        .all()?
+        .iter()
+        .filter_map(|(id, entry)| {
+            super::session::fallback_line(entry).map(|line| (id.clone(), line))
+        })
+        .collect();
     let summary_of = |id: &str| summaries.iter().find(|s| s.id == id);
     let usage_of = |id: &str| usage.get(id).cloned().unwrap_or_default();
     if args.json {
@@ -150,6 +157,7 @@ pub fn run(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
                 "now": now,
                 "policy": { "name": version.name, "version": version.version, "contract": version.contract, "sha256": version.sha256 },
                 "providers": providers,
+                "sessionsOnFallback": on_fallback.iter().map(|(id, line)| json!({"session": id, "model": line})).collect::<Vec<_>>(),
             }))?
         );
         return Ok(ExitCode::SUCCESS);
@@ -188,6 +196,12 @@ pub fn run(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
         }
         if !unused.is_empty() {
             println!("  not in the order: {}", unused.join(", "));
+        }
+    }
+    if !on_fallback.is_empty() {
+        println!("\nsessions on a fallback");
+        for (id, line) in &on_fallback {
+            println!("  {id}: {line}");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,144 @@
+//! `failover session show|set-model|reset --session ID` (spec §9).
+
+use std::process::ExitCode;
+
+use anyhow::bail;
+use serde_json::json;
+
+use super::Context;
+use crate::auth::PinSource;
+use crate::runner::OverrideSource;
+use crate::state::{split_model, SessionEntry, SessionStore};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum SessionCommand {
+    /// What `/status` shows for the session: its model, and the active
+    /// fallback and why when it differs (F-9.5).
+    Show {
+        #[arg(long, value_name = "ID")]
+        session: String,
+        /// One JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Select a model for the session, as `/model` does: an exact
+    /// selection (F-3.4). `provider/model@profile` also pins a profile (F-4.5).
+    SetModel {
+        #[arg(long, value_name = "ID")]
+        session: String,
+        /// `provider/model` or `provider/model@profile`.
+        model: String,
+    },
+    /// Start the session over (`/reset`): clears its overrides (F-9.4).
+    Reset {
+        #[arg(long, value_name = "ID")]
+        session: String,
+    },
+}
+
+pub fn run(context: &Context, command: SessionCommand) -> anyhow::Result<ExitCode> {
+    let sessions = sessions(context)?;
+    match command {
+        SessionCommand::Show { session, json } => show(context, &sessions, &session, json),
+        SessionCommand::SetModel { session, model } => {
+            let (model, profile) = match model.split_once('@') {
+                Some((model, profile)) => (model, Some(profile)),
+                None => (model.as_str(), None),
+            };
+            let (provider, name) = split_model(model);
+            if provider.is_empty() || name.is_empty() {
+                bail!("{model:?} is not `provider/model`");
+            }
+            if let Some(profile) = profile {
+                crate::state::secrets::check_id(profile).map_err(|e| anyhow::anyhow!(e))?;
+            }
+            sessions.update(&session, |e| {
+                e.clear_model_override();
+                e.provider_override = Some(provider.to_owned());
+                e.model_override = Some(name.to_owned());
+                e.model_override_source = Some(OverrideSource::User);
+                if let Some(profile) = profile {
+                    e.auth_profile_override = Some(profile.to_owned());
+                    e.auth_profile_override_source = Some(PinSource::User);
+                    e.auth_profile_override_compaction_count = None;
+                }
+            })?;
+            eprintln!("session {session} now uses {model} (your selection: no fallback will answer for it)");
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionCommand::Reset { session } => {
+            sessions.update(&session, SessionEntry::reset)?;
+            eprintln!("session {session} reset: back to the configured default");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The agent's session store.
+pub fn sessions(context: &Context) -> anyhow::Result<SessionStore> {
+    let paths = context.state_dir()?.agent(context.agent())?;
+    Ok(SessionStore::for_agent(&paths.dir))
+}
+
+/// One line about a session on a fallback, or `None` when it is not on one.
+pub fn fallback_line(entry: &SessionEntry) -> Option<String> {
+    if entry.model_override_source != Some(OverrideSource::Auto) {
+        return None;
+    }
+    let reason = entry
+        .model_override_fallback_reason
+        .map_or("unknown", |r| r.as_str());
+    Some(format!(
+        "{} (fallback from {}: {reason})",
+        entry.model()?,
+        entry.origin().unwrap_or_else(|| "?".into())
+    ))
+}
+
+fn show(
+    context: &Context,
+    sessions: &SessionStore,
+    id: &str,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    let entry = sessions.get(id)?;
+    let configured = context.config()?.agents.defaults.model.primary.clone();
+    let (selected, why) = match entry.model_override_source {
+        Some(OverrideSource::User) => (entry.model(), "your selection"),
+        None if entry.model_override.is_some() => (entry.model(), "selected (legacy override)"),
+        _ => (configured.clone(), "configured default"),
+    };
+    if as_json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "session": id,
+                "selectedModel": selected,
+                "selectedBecause": why,
+                "activeModel": if entry.model_override_source == Some(OverrideSource::Auto) { entry.model() } else { selected.clone() },
+                "fallbackFrom": entry.origin(),
+                "fallbackReason": entry.model_override_fallback_reason.map(|r| r.as_str()),
+                "profile": entry.auth_profile_override,
+                "profileSource": entry.auth_profile_override_source,
+            }))?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("session {id} (agent {})", context.agent());
+    let selected_text = selected.as_deref().unwrap_or("none configured");
+    match fallback_line(&entry) {
+        Some(line) => {
+            println!("model: {line}");
+            println!("selected: {selected_text} ({why})");
+        }
+        None => println!("model: {selected_text} ({why})"),
+    }
+    if let Some(profile) = &entry.auth_profile_override {
+        let source = match entry.auth_profile_override_source {
+            Some(PinSource::User) => "pinned by you",
+            _ => "pinned automatically",
+        };
+        println!("profile: {profile} ({source})");
+    }
+    Ok(ExitCode::SUCCESS)
+}
