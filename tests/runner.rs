@@ -613,32 +613,45 @@ async fn everything_rate_limited_summarises_with_the_soonest_expiry() {
 #[tokio::test]
 async fn fallback_decisions_are_structured_events_with_flat_fields() {
     use failover::logging::{build, Captured, LogFormat};
-    let captured = Captured::default();
-    let subscriber = build(LogFormat::Json, captured.clone());
-    let _guard = tracing::subscriber::set_default(subscriber);
+    // A process-wide subscriber: a thread-scoped one misses events when other
+    // tests on other threads touch the same callsite first. Models unique to
+    // this test keep other tests' events apart.
+    static CAPTURED: OnceLock<Captured> = OnceLock::new();
+    let captured = CAPTURED.get_or_init(|| {
+        let captured = Captured::default();
+        tracing::subscriber::set_global_default(build(LogFormat::Json, captured.clone()))
+            .expect("no other test sets a global subscriber");
+        captured
+    });
 
-    let w = world(ALL);
+    let w = world(&["evta:k1", "evta:k2", "evtb:k"]);
+    let mut config = config();
+    config.agents.defaults.model = ModelChoice {
+        primary: Some("evta/one".into()),
+        fallbacks: Some(vec!["evtb/two".into()]),
+    };
     let provider = Scripted::default()
-        .then(PRIMARY, Outcome::Fail(529, "overloaded"))
-        .then(PRIMARY, Outcome::Fail(529, "overloaded"));
-    let r = runner(&w, config(), provider);
+        .then("evta/one", Outcome::Fail(529, "overloaded"))
+        .then("evta/one", Outcome::Fail(529, "overloaded"));
+    let r = runner(&w, config, provider);
     r.run(&RunOptions::default(), &()).await.unwrap();
 
     let events: Vec<serde_json::Value> = captured
         .text()
         .lines()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")))
-        .filter(|e: &serde_json::Value| e["event"] == "model_fallback_decision")
+        .filter(|e: &serde_json::Value| {
+            e["event"] == "model_fallback_decision" && e["fallbackStepFromModel"] == "evta/one"
+        })
         .collect();
     assert_eq!(events.len(), 2, "{events:?}");
-    assert_eq!(events[0]["fallbackStepFromModel"], PRIMARY);
-    assert_eq!(events[0]["fallbackStepToModel"], FALLBACK);
+    assert_eq!(events[0]["fallbackStepToModel"], "evtb/two");
     assert_eq!(events[0]["fallbackStepFromFailureReason"], "overloaded");
     assert_eq!(events[0]["fallbackStepChainPosition"], 1);
     assert_eq!(events[0]["fallbackStepFinalOutcome"], "next_fallback");
     assert_eq!(events[1]["fallbackStepFinalOutcome"], "succeeded");
     assert_eq!(
-        events[1]["fallbackStepFromModel"], PRIMARY,
+        events[1]["fallbackStepToModel"], "evtb/two",
         "the primary's failure is kept"
     );
 }

@@ -627,7 +627,6 @@ fn session_set_model_show_and_reset() {
     );
 
     // A runner's fallback shows as such, and in `status`.
-    let sessions = SessionStore::for_agent(&agent_dir(state));
     sessions
         .update("chat-2", |e| {
             e.provider_override = Some("openai".into());

@@ -57,6 +57,7 @@ pub fn run(context: &Context, command: SessionCommand) -> anyhow::Result<ExitCod
                 e.provider_override = Some(provider.to_owned());
                 e.model_override = Some(name.to_owned());
                 e.model_override_source = Some(OverrideSource::User);
+                e.live_switch_pending = true;
                 if let Some(profile) = profile {
                     e.auth_profile_override = Some(profile.to_owned());
                     e.auth_profile_override_source = Some(PinSource::User);

@@ -51,6 +51,12 @@ pub struct SessionEntry {
     pub auth_profile_override_source: Option<PinSource>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_profile_override_compaction_count: Option<u32>,
+    /// A user changed the model (`/model`, `sessions.patch`): the live run
+    /// should switch (F-9.2). Only user-driven changes set it; fallback
+    /// rotation, heartbeats and compaction never do. The runtime clears it
+    /// when it has switched.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub live_switch_pending: bool,
     /// Fields the runner does not own, kept as they are.
     #[serde(flatten)]
     pub other: Map<String, Value>,
