@@ -625,6 +625,9 @@ fn session_set_model_show_and_reset() {
         shown.contains("profile: openai:work (pinned by you)"),
         "{shown}"
     );
+    // F-9.2: a user's change marks a pending live switch.
+    let sessions = SessionStore::for_agent(&agent_dir(state));
+    assert!(sessions.get("chat-1").unwrap().live_switch_pending);
 
     // A runner's fallback shows as such, and in `status`.
     sessions
