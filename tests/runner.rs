@@ -579,6 +579,13 @@ async fn a_user_pinned_profile_moves_to_the_next_model_not_profile() {
     let calls = r.provider().calls();
     assert_eq!(calls[0], (PRIMARY.to_owned(), "anthropic:b".to_owned()));
     assert_eq!(outcome.model, FALLBACK);
+    // The user's pin survives the fallback to another provider.
+    let entry = w.sessions.get("s1").unwrap();
+    assert_eq!(entry.auth_profile_override.as_deref(), Some("anthropic:b"));
+    assert_eq!(
+        entry.auth_profile_override_source,
+        Some(failover::auth::PinSource::User)
+    );
 }
 
 #[tokio::test]

@@ -421,6 +421,16 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
         let (Some(id), Some(entry)) = (&options.session, session) else {
             return Ok(false);
         };
+        // A user's pin on another provider's profile stays as it is (F-4.5:
+        // never rotated away until the session starts over); this candidate
+        // just uses its own order.
+        let pinned_elsewhere = entry
+            .auth_profile_override
+            .as_deref()
+            .is_some_and(|pinned| !ranked.iter().any(|r| r.id == pinned));
+        if entry.auth_profile_override_source == Some(PinSource::User) && pinned_elsewhere {
+            return Ok(false);
+        }
         let decision = self.policy.pin_profile(&PinRequest {
             ranked: ranked.to_vec(),
             current: entry.auth_profile_override.clone(),
