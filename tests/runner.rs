@@ -238,6 +238,35 @@ async fn rate_limits_rotate_once_then_fall_back_and_the_override_persists() {
 }
 
 #[tokio::test]
+async fn the_pin_holds_and_moves_on_after_a_reset_or_a_compaction() {
+    let w = world(ALL);
+    let r = runner(&w, config(), Scripted::default());
+    let first = r.run(&session("s1"), &()).await.unwrap().profile;
+    // Sticky: the next turns keep the profile (F-4.4).
+    assert_eq!(r.run(&session("s1"), &()).await.unwrap().profile, first);
+    // A reset moves to the next profile after the pinned one.
+    w.sessions.update("s1", SessionEntry::reset).unwrap();
+    let after_reset = r.run(&session("s1"), &()).await.unwrap().profile;
+    assert_ne!(after_reset, first);
+    assert_eq!(
+        r.run(&session("s1"), &()).await.unwrap().profile,
+        after_reset
+    );
+    // So does a completed compaction.
+    let compacted = RunOptions {
+        session: Some("s1".into()),
+        compaction_count: 1,
+        ..RunOptions::default()
+    };
+    assert_eq!(r.run(&compacted, &()).await.unwrap().profile, first);
+    assert_eq!(
+        r.run(&compacted, &()).await.unwrap().profile,
+        first,
+        "once per compaction"
+    );
+}
+
+#[tokio::test]
 async fn context_overflow_stops_without_fallback() {
     let w = world(ALL);
     let r = runner(

@@ -437,7 +437,7 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
             source: entry.auth_profile_override_source,
             pinned_at_compaction: entry.auth_profile_override_compaction_count,
             compaction_count: options.compaction_count,
-            session_reset: false,
+            session_reset: entry.auth_profile_override_session_reset,
         })?;
         let Some(pinned) = decision.profile else {
             return Ok(false);
@@ -453,12 +453,16 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
             let pinned = profiles.remove(at);
             profiles.insert(0, pinned);
         }
-        if entry.auth_profile_override.as_deref() != Some(profiles[0].as_str()) {
+        let changed = entry.auth_profile_override.as_deref() != Some(profiles[0].as_str())
+            || entry.auth_profile_override_compaction_count != Some(decision.compaction_count)
+            || entry.auth_profile_override_session_reset;
+        if changed {
             let first = profiles[0].clone();
             self.sessions.update(id, |e| {
                 e.auth_profile_override = Some(first);
                 e.auth_profile_override_source = Some(PinSource::Auto);
                 e.auth_profile_override_compaction_count = Some(decision.compaction_count);
+                e.auth_profile_override_session_reset = false;
             })?;
         }
         Ok(false)

@@ -51,6 +51,10 @@ pub struct SessionEntry {
     pub auth_profile_override_source: Option<PinSource>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_profile_override_compaction_count: Option<u32>,
+    /// The session started over since its profile was pinned: the next run
+    /// moves to the profile after the pinned one (F-4.4).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub auth_profile_override_session_reset: bool,
     /// A user changed the model (`/model`, `sessions.patch`): the live run
     /// should switch (F-9.2). Only user-driven changes set it; fallback
     /// rotation, heartbeats and compaction never do. The runtime clears it
@@ -93,12 +97,17 @@ impl SessionEntry {
         self.model_override_fallback_reason = None;
     }
 
-    /// Clears everything the runner owns.
+    /// Starts the session over (`/new`, `/reset`, F-9.4): the model
+    /// override goes, a user's profile pin goes (F-4.5), and an automatic pin
+    /// is kept only so the next run can move to the profile after it (F-4.4).
     pub fn reset(&mut self) {
         self.clear_model_override();
-        self.auth_profile_override = None;
-        self.auth_profile_override_source = None;
+        if self.auth_profile_override_source == Some(PinSource::User) {
+            self.auth_profile_override = None;
+            self.auth_profile_override_source = None;
+        }
         self.auth_profile_override_compaction_count = None;
+        self.auth_profile_override_session_reset = self.auth_profile_override.is_some();
     }
 }
 
