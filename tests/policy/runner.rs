@@ -10,33 +10,13 @@ use failover::runner::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::support::default_policy;
+use super::support::{check_corpus, compare, default_policy};
 use crate::native::runner as native;
 
-fn field<T: DeserializeOwned>(case: &Value, name: &str, line: usize) -> T {
-    serde_json::from_value(case[name].clone())
-        .unwrap_or_else(|e| panic!("runner.jsonl line {line}: field {name}: {e}"))
-}
+const FILE: &str = "runner.jsonl";
 
-/// Compares the three answers; a description of the first mismatch.
-fn compare<T: std::fmt::Debug + PartialEq>(
-    line: usize,
-    name: &str,
-    native: T,
-    component: T,
-    expected: T,
-) -> Option<String> {
-    if native != component {
-        Some(format!(
-            "line {line} {name:?}: native {native:?} != component {component:?}"
-        ))
-    } else if component != expected {
-        Some(format!(
-            "line {line} {name:?}:\n    expected {expected:?}\n    got      {component:?}"
-        ))
-    } else {
-        None
-    }
+fn field<T: DeserializeOwned>(case: &Value, name: &str, line: usize) -> T {
+    super::support::field(FILE, case, name, line)
 }
 
 fn run(case: &Value, line: usize) -> Option<String> {
@@ -100,36 +80,17 @@ fn run(case: &Value, line: usize) -> Option<String> {
             let expected: RunSummary = field(case, "expect", line);
             compare(line, name, native::summarise(&request), component, expected)
         }
-        other => panic!("runner.jsonl line {line}: unknown kind {other:?}"),
+        other => panic!("{FILE} line {line}: unknown kind {other:?}"),
     }
 }
 
 #[test]
 fn every_runner_case_decides_as_expected_natively_and_in_the_component() {
-    let text = include_str!("../cases/runner.jsonl");
-    let mut failures = Vec::new();
-    let mut kinds = std::collections::BTreeMap::new();
-    for (index, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let case: Value = serde_json::from_str(line).expect("case line");
-        *kinds
-            .entry(case["kind"].as_str().unwrap_or("?").to_owned())
-            .or_insert(0) += 1;
-        failures.extend(run(&case, index + 1));
-    }
-    for kind in ["selection", "chain", "decide", "step", "summary"] {
-        assert!(
-            kinds.get(kind).copied().unwrap_or(0) >= 5,
-            "too few {kind} cases: {kinds:?}"
-        );
-    }
-    assert!(
-        failures.is_empty(),
-        "{} cases failed:\n{}",
-        failures.len(),
-        failures.join("\n")
+    check_corpus(
+        FILE,
+        include_str!("../cases/runner.jsonl"),
+        &["selection", "chain", "decide", "step", "summary"],
+        5,
+        run,
     );
 }
