@@ -267,6 +267,31 @@ async fn the_pin_holds_and_moves_on_after_a_reset_or_a_compaction() {
 }
 
 #[tokio::test]
+async fn image_runs_use_their_own_chain() {
+    let w = world(ALL);
+    let mut config = config();
+    config.agents.defaults.image_model = Some(AgentModel::Choice(ModelChoice {
+        primary: Some("openai/gpt-image-1".into()),
+        fallbacks: Some(vec!["google/imagen-4".into()]),
+    }));
+    let r = runner(
+        &w,
+        config,
+        Scripted::default().then("openai/gpt-image-1", Outcome::Fail(503, "overloaded")),
+    );
+    let image = RunOptions {
+        image: true,
+        ..RunOptions::default()
+    };
+    let outcome = r.run(&image, &()).await.unwrap();
+    assert_eq!(
+        r.provider().models_called(),
+        ["openai/gpt-image-1", "google/imagen-4"]
+    );
+    assert_eq!(outcome.model, "google/imagen-4");
+}
+
+#[tokio::test]
 async fn context_overflow_stops_without_fallback() {
     let w = world(ALL);
     let r = runner(

@@ -49,6 +49,9 @@ pub struct RunOptions {
     pub heartbeat: Option<Option<String>>,
     /// A caller's `fallbacksOverride`.
     pub fallbacks_override: Option<Vec<String>>,
+    /// An image run: its chain is `agents.defaults.imageModel`, not the
+    /// text model's (F-1.2).
+    pub image: bool,
 }
 
 /// Runs requests through the chain. Cheap to share; concurrent runs are
@@ -122,7 +125,20 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
             Some(AgentModel::Choice(choice)) => (choice.primary.clone(), choice.fallbacks.clone()),
             None => (None, None),
         };
-        let defaults = &self.config.agents.defaults.model;
+        let image_defaults;
+        let defaults = if options.image {
+            image_defaults = match &self.config.agents.defaults.image_model {
+                Some(AgentModel::Name(model)) => crate::config::ModelChoice {
+                    primary: Some(model.clone()),
+                    fallbacks: None,
+                },
+                Some(AgentModel::Choice(choice)) => choice.clone(),
+                None => crate::config::ModelChoice::default(),
+            };
+            &image_defaults
+        } else {
+            &self.config.agents.defaults.model
+        };
         let selection = self.policy.resolve_selection(&SelectionRequest {
             configured_primary: defaults.primary.clone(),
             agent_primary,
