@@ -264,26 +264,20 @@ fn mark(context: &Context, args: MarkArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let cooldowns = config.cooldown_config();
-    let after: Usage = store.update_usage(|usage| {
-        let before = usage.get(&args.id).cloned().unwrap_or_default();
-        let after = match reason {
-            Some(reason) => policy.record_failure(
-                &before,
-                &FailureEvent {
-                    provider: summary.provider.clone(),
-                    reason,
-                    model: args.model.clone(),
-                    retry_after_ms: args.retry_after_ms,
-                    reset_at_ms: args.reset_at_ms,
-                    now_ms: now,
-                },
-                &cooldowns,
-            ),
-            None => policy.record_success(&before, args.model.as_deref(), now),
-        }
-        .map_err(|e| StateError::Refused(e.to_string()))?;
-        usage.insert(args.id.clone(), after.clone());
-        Ok(after)
+    let after: Usage = store.update_profile_usage(&args.id, |before| match reason {
+        Some(reason) => policy.record_failure(
+            before,
+            &FailureEvent {
+                provider: summary.provider.clone(),
+                reason,
+                model: args.model.clone(),
+                retry_after_ms: args.retry_after_ms,
+                reset_at_ms: args.reset_at_ms,
+                now_ms: now,
+            },
+            &cooldowns,
+        ),
+        None => policy.record_success(before, args.model.as_deref(), now),
     })?;
     println!(
         "{}: {}",

@@ -500,14 +500,8 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
             reset_at_ms: None,
             now_ms: now,
         };
-        self.store.update_usage(|usage| {
-            let before = usage.get(&target.profile).cloned().unwrap_or_default();
-            let after = self
-                .policy
-                .record_failure(&before, &event, cooldowns)
-                .map_err(|e| crate::state::StateError::Refused(e.to_string()))?;
-            usage.insert(target.profile.clone(), after);
-            Ok(())
+        self.store.update_profile_usage(&target.profile, |before| {
+            self.policy.record_failure(before, &event, cooldowns)
         })?;
         Ok(())
     }
@@ -525,14 +519,8 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
         written: Option<Written>,
     ) -> Result<RunOutcome<P::Reply>, RunError> {
         let now = self.clock.now_ms();
-        self.store.update_usage(|usage| {
-            let before = usage.get(&target.profile).cloned().unwrap_or_default();
-            let after = self
-                .policy
-                .record_success(&before, Some(&target.model), now)
-                .map_err(|e| crate::state::StateError::Refused(e.to_string()))?;
-            usage.insert(target.profile.clone(), after);
-            Ok(())
+        self.store.update_profile_usage(&target.profile, |before| {
+            self.policy.record_success(before, Some(&target.model), now)
         })?;
         // The fallback override stays (F-9.4): nothing to roll back.
         drop(written);

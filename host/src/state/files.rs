@@ -10,7 +10,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -21,7 +21,6 @@ use super::error::StateError;
 #[derive(Debug)]
 pub struct StateLock {
     _file: File,
-    path: PathBuf,
 }
 
 impl StateLock {
@@ -35,15 +34,7 @@ impl StateLock {
         private_mode(&mut options);
         let file = options.open(path).map_err(|e| StateError::io(path, e))?;
         file.lock().map_err(|e| StateError::io(path, e))?;
-        Ok(StateLock {
-            _file: file,
-            path: path.to_owned(),
-        })
-    }
-
-    /// The lock file.
-    pub fn path(&self) -> &Path {
-        &self.path
+        Ok(StateLock { _file: file })
     }
 }
 

@@ -104,6 +104,23 @@ impl AuthStore {
         Ok(result)
     }
 
+    /// Changes one profile's routing state under the lock: `next` gets its
+    /// current state (default when it has none) and returns the new one,
+    /// which is stored and returned. An error from `next` (a policy that
+    /// refused to decide) leaves the file untouched.
+    pub fn update_profile_usage<E: std::fmt::Display>(
+        &self,
+        id: &str,
+        next: impl FnOnce(&Usage) -> Result<Usage, E>,
+    ) -> Result<Usage, StateError> {
+        self.update_usage(|usage| {
+            let before = usage.get(id).cloned().unwrap_or_default();
+            let after = next(&before).map_err(|e| StateError::Refused(e.to_string()))?;
+            usage.insert(id.to_owned(), after.clone());
+            Ok(after)
+        })
+    }
+
     /// Reads `credentials/oauth.json` (`{"provider": {access, refresh,
     /// expires, email?}, …}`) as profiles `provider:<email>` or
     /// `provider:default` (spec F-2.3).
