@@ -63,7 +63,14 @@ async fn main() -> anyhow::Result<()> {
     let engine = PolicyEngine::new()?;
     let policy = Policy::default_policy(&engine)?;
     let sessions = SessionStore::for_agent(&paths.dir);
-    let runner = Runner::new(&policy, config, store, sessions, ToyProvider, SystemClock);
+    let runner = Runner::new(
+        std::sync::Arc::new(policy),
+        config,
+        store,
+        sessions,
+        ToyProvider,
+        SystemClock,
+    );
 
     let options = RunOptions {
         session: Some("demo".into()),

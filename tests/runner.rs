@@ -18,12 +18,14 @@ const PRIMARY: &str = "anthropic/claude-sonnet-4";
 const FALLBACK: &str = "openai/gpt-4o";
 const LAST: &str = "google/gemini-2.5-pro";
 
-fn policy() -> &'static Policy {
-    static POLICY: OnceLock<Policy> = OnceLock::new();
-    POLICY.get_or_init(|| {
-        let engine = PolicyEngine::new().expect("engine");
-        Policy::default_policy(&engine).expect("policy")
-    })
+fn policy() -> Arc<Policy> {
+    static POLICY: OnceLock<Arc<Policy>> = OnceLock::new();
+    POLICY
+        .get_or_init(|| {
+            let engine = PolicyEngine::new().expect("engine");
+            Arc::new(Policy::default_policy(&engine).expect("policy"))
+        })
+        .clone()
 }
 
 /// What a scripted call does.
@@ -31,6 +33,8 @@ fn policy() -> &'static Policy {
 enum Outcome {
     Reply,
     Fail(u16, &'static str),
+    /// Fails with this error as captured (headers and all).
+    Error(ProviderError),
     ContextOverflow,
     LiveSwitch(&'static str),
     /// Runs a side effect (a concurrent session edit), then fails.
@@ -91,6 +95,7 @@ impl Provider for Scripted {
                 target.model, target.profile
             )),
             Outcome::Fail(status, message) => fail(status, message),
+            Outcome::Error(error) => Err(CallError::Failed(Box::new(error))),
             Outcome::ContextOverflow => {
                 fail(400, "prompt is too long: 250000 tokens > 200000 maximum")
             }
@@ -144,7 +149,7 @@ fn config() -> Config {
     config
 }
 
-fn runner<'a>(w: &World, config: Config, provider: Scripted) -> Runner<'a, Scripted, VirtualClock> {
+fn runner(w: &World, config: Config, provider: Scripted) -> Runner<Scripted, VirtualClock> {
     Runner::new(
         policy(),
         config,
@@ -715,4 +720,86 @@ async fn fallback_decisions_are_structured_events_with_flat_fields() {
         events[1]["fallbackStepToModel"], "evtb/two",
         "the primary's failure is kept"
     );
+}
+
+/// A 429 carrying `retry-after: <seconds>`.
+fn rate_limited_for(seconds: u64) -> Outcome {
+    Outcome::Error(
+        ProviderError::message("rate limited")
+            .with_status(429)
+            .with_header("retry-after", seconds.to_string()),
+    )
+}
+
+/// A one-model chain with no fallbacks.
+fn strict_config() -> Config {
+    let mut config = Config::default();
+    config.agents.defaults.model = ModelChoice {
+        primary: Some(PRIMARY.into()),
+        fallbacks: Some(Vec::new()),
+    };
+    config
+}
+
+#[tokio::test]
+async fn a_short_retry_after_is_waited_on_only_when_nothing_else_remains() {
+    let w = world(&["anthropic:a"]);
+    let provider = Scripted::default().then(PRIMARY, rate_limited_for(5));
+    let r = runner(&w, strict_config(), provider);
+    let outcome = r.run(&session("s1"), &()).await.unwrap();
+    assert_eq!(r.provider().models_called(), [PRIMARY, PRIMARY]);
+    assert_eq!(w.clock.slept_ms(), 5_000, "waited exactly the Retry-After");
+    assert_eq!(outcome.attempts.len(), 1);
+    // The success after the wait cleared the cooldown the 429 set.
+    let usage = &w.store.usage().unwrap()["anthropic:a"];
+    assert_eq!(usage.cooldown_until, None);
+}
+
+#[tokio::test]
+async fn no_wait_while_another_candidate_can_be_tried() {
+    let w = world(ALL);
+    let provider = Scripted::default()
+        .then(PRIMARY, rate_limited_for(5))
+        .then(PRIMARY, rate_limited_for(5));
+    let r = runner(&w, config(), provider);
+    let outcome = r.run(&RunOptions::default(), &()).await.unwrap();
+    assert_eq!(outcome.model, FALLBACK);
+    assert_eq!(w.clock.slept_ms(), 0);
+}
+
+#[tokio::test]
+async fn a_retry_after_over_the_cap_is_surfaced_at_once_and_floors_the_cooldown() {
+    let w = world(&["anthropic:a"]);
+    let provider = Scripted::default().then(PRIMARY, rate_limited_for(600));
+    let r = runner(&w, strict_config(), provider);
+    let error = r.run(&RunOptions::default(), &()).await.unwrap_err();
+    assert!(matches!(error, RunError::Exhausted(_)), "{error}");
+    assert_eq!(w.clock.slept_ms(), 0);
+    assert_eq!(r.provider().models_called(), [PRIMARY]);
+    // F-6.8a: the window is at least the Retry-After, past the 1 min step.
+    let usage = &w.store.usage().unwrap()["anthropic:a"];
+    assert_eq!(usage.cooldown_until, Some(NOW + 600_000));
+    assert!(error.to_string().contains("ready in ~10 min"), "{error}");
+}
+
+#[tokio::test]
+async fn a_zero_cap_disables_waiting() {
+    let w = world(&["anthropic:a"]);
+    let provider = Scripted::default().then(PRIMARY, rate_limited_for(5));
+    let r = runner(&w, strict_config(), provider).with_retry_wait_cap(0);
+    assert!(r.run(&RunOptions::default(), &()).await.is_err());
+    assert_eq!(w.clock.slept_ms(), 0);
+}
+
+#[tokio::test]
+async fn no_attempt_starts_after_the_deadline() {
+    let w = world(ALL);
+    let r = runner(&w, config(), Scripted::default());
+    let options = RunOptions {
+        deadline_ms: Some(NOW),
+        ..RunOptions::default()
+    };
+    let error = r.run(&options, &()).await.unwrap_err();
+    assert!(matches!(error, RunError::DeadlineExceeded { ref attempts } if attempts.is_empty()));
+    assert!(r.provider().calls().is_empty());
 }

@@ -15,7 +15,11 @@
 //!                 imageModel: "openai/gpt-image-1" },
 //!     list: [{ id: "main", model: "anthropic/claude-sonnet-4" }],
 //!   },
-//!   models: { providers: { openai: { baseUrl: "https://api.openai.com/v1", api: "openai-chat" } } },
+//!   models: { providers: {
+//!     openai: { baseUrl: "https://api.openai.com/v1", api: "openai-chat", timeoutSeconds: 120 },
+//!     anthropic: { api: "anthropic-messages", models: ["claude-sonnet-4"],
+//!                  oauth: { tokenUrl: "https://…/oauth/token", clientId: "…" } },
+//!   } },
 //! }
 //! ```
 //!
@@ -119,6 +123,8 @@ pub struct AgentsConfig {
 pub struct AgentDefaults {
     pub model: ModelChoice,
     pub image_model: Option<AgentModel>,
+    /// Whole-run deadline in seconds (default [`DEFAULT_RUN_TIMEOUT_SECONDS`]).
+    pub timeout_seconds: Option<f64>,
 }
 
 /// A primary model and its fallbacks.
@@ -156,9 +162,55 @@ pub struct ModelsConfig {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ProviderEndpoint {
+    /// The API root (`https://api.openai.com/v1`); well-known providers
+    /// have a built-in default (see [`crate::providers::endpoint`]).
     pub base_url: Option<String>,
+    /// `openai-chat` or `anthropic-messages`.
     pub api: Option<String>,
+    /// Where an expired OAuth profile of this provider is refreshed.
+    pub oauth: Option<OAuthEndpoint>,
+    /// The models this provider serves. When given, a request for another
+    /// model of this provider is refused as unknown; when absent, any model
+    /// name is passed through.
+    pub models: Option<Vec<ModelEntry>>,
+    /// Per-attempt deadline in seconds (default
+    /// [`DEFAULT_ATTEMPT_TIMEOUT_SECONDS`]).
+    pub timeout_seconds: Option<f64>,
 }
+
+/// `models.providers.<provider>.oauth`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct OAuthEndpoint {
+    pub token_url: Option<String>,
+    pub client_id: Option<String>,
+}
+
+/// A `models.providers.<provider>.models[]` entry: a name or `{id}`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ModelEntry {
+    Name(String),
+    Described { id: String },
+}
+
+impl ModelEntry {
+    /// The model's name at the provider.
+    pub fn id(&self) -> &str {
+        match self {
+            ModelEntry::Name(id) | ModelEntry::Described { id } => id,
+        }
+    }
+}
+
+/// Per-attempt deadline: a long completion takes a minute or two; past
+/// that an upstream is stuck, and the next profile or model is the better bet.
+pub const DEFAULT_ATTEMPT_TIMEOUT_SECONDS: f64 = 120.0;
+/// Whole-run deadline (every attempt and every wait of one request): long
+/// enough for a few full attempts, short enough that a client is answered.
+pub const DEFAULT_RUN_TIMEOUT_SECONDS: f64 = 300.0;
+/// Longest configurable deadline: a day.
+const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
 
 impl Config {
     /// Reads the config at `path`; errors name the file, line and column.
@@ -212,6 +264,32 @@ impl Config {
                 )));
             }
         }
+        let timeouts = self
+            .models
+            .providers
+            .iter()
+            .map(|(p, e)| {
+                (
+                    format!("models.providers.{p}.timeoutSeconds"),
+                    e.timeout_seconds,
+                )
+            })
+            .chain([(
+                "agents.defaults.timeoutSeconds".to_owned(),
+                self.agents.defaults.timeout_seconds,
+            )]);
+        for (key, value) in timeouts {
+            if let Some(value) = value {
+                if !(value.is_finite() && value > 0.0 && value <= MAX_TIMEOUT_SECONDS) {
+                    return Err(invalid(format!(
+                        "{key} must be a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS}, not {value}"
+                    )));
+                }
+            }
+        }
+        for (provider, endpoint) in &self.models.providers {
+            crate::providers::endpoint::check(provider, endpoint).map_err(invalid)?;
+        }
         for id in self.auth.profiles.keys() {
             crate::state::secrets::check_id(id)
                 .map_err(|e| invalid(format!("auth.profiles: {e}")))?;
@@ -262,6 +340,32 @@ impl Config {
             .iter()
             .find(|(key, _)| canonical_provider(key) == provider)
             .map(|(_, order)| order.clone())
+    }
+}
+
+/// Seconds (validated) to milliseconds.
+pub fn seconds_to_ms(seconds: f64) -> u64 {
+    (seconds * 1000.0).round() as u64
+}
+
+impl Config {
+    /// The whole-run deadline, in milliseconds.
+    pub fn run_timeout_ms(&self) -> u64 {
+        seconds_to_ms(
+            self.agents
+                .defaults
+                .timeout_seconds
+                .unwrap_or(DEFAULT_RUN_TIMEOUT_SECONDS),
+        )
+    }
+
+    /// `models.providers` entry of `provider`, aliases of the key resolved.
+    pub fn provider_endpoint(&self, provider: &str) -> Option<&ProviderEndpoint> {
+        self.models
+            .providers
+            .iter()
+            .find(|(key, _)| canonical_provider(key) == provider)
+            .map(|(_, endpoint)| endpoint)
     }
 }
 

@@ -13,12 +13,14 @@
 //! - [`cli`] is the `failover` command line.
 
 pub mod auth;
+pub mod chat;
 pub mod classification;
 pub mod cli;
 pub mod config;
 pub mod logging;
 pub mod policy;
 pub mod provider_error;
+pub mod providers;
 pub mod report;
 pub mod runner;
 pub mod state;

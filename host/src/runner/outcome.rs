@@ -78,6 +78,9 @@ pub enum RunError {
         attempt: Box<Attempt>,
         attempts: Vec<Attempt>,
     },
+    /// The run's deadline passed before a reply.
+    #[error("no reply before the run's deadline ({} attempt{} made)", .attempts.len(), if .attempts.len() == 1 { "" } else { "s" })]
+    DeadlineExceeded { attempts: Vec<Attempt> },
     /// No model is configured or selected.
     #[error("no model to run: configure agents.defaults.model.primary or select one")]
     NoModel,

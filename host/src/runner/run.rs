@@ -4,7 +4,7 @@
 //! them out, keeps state on disk, and calls providers.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::auth::{
     FailureEvent, OrderRequest, PinRequest, PinSource, RecordedReason, StoredProfile,
@@ -52,12 +52,21 @@ pub struct RunOptions {
     /// An image run: its chain is `agents.defaults.imageModel`, not the
     /// text model's (F-1.2).
     pub image: bool,
+    /// The run's deadline on the runner's clock (ms since the epoch): no
+    /// attempt or wait starts after it.
+    pub deadline_ms: Option<u64>,
 }
 
-/// Runs requests through the chain. Cheap to share; concurrent runs are
+/// The longest wait on a `Retry-After` when nothing else remains (F-6.8):
+/// the seeds' SDK cap. Longer hints are surfaced at once.
+pub const DEFAULT_RETRY_WAIT_CAP_MS: u64 = 60_000;
+
+/// Runs requests through the chain. Share it (`Arc`); concurrent runs are
 /// safe (state changes are locked and atomic).
-pub struct Runner<'p, P, C> {
-    policy: &'p Policy,
+pub struct Runner<P, C> {
+    /// The active policy. A run takes it once at its start and keeps it to
+    /// the end, so swapping it never changes a run in flight.
+    policy: RwLock<Arc<Policy>>,
     config: Config,
     store: AuthStore,
     sessions: SessionStore,
@@ -65,6 +74,24 @@ pub struct Runner<'p, P, C> {
     clock: C,
     /// Last probe per provider (the F-8.3 throttle), kept across runs.
     probes: Mutex<HashMap<String, u64>>,
+    /// F-6.8: the longest wait on a `Retry-After`; 0 never waits.
+    retry_wait_cap_ms: u64,
+}
+
+/// A failed call, classified and recorded.
+struct Failure {
+    attempt: Attempt,
+    aborted: bool,
+    live_switch_to: Option<String>,
+    retry_after_ms: Option<u64>,
+}
+
+/// The best `Retry-After` to wait on if nothing else remains: the target
+/// that is ready soonest.
+struct RetryWait {
+    target: Target,
+    ready_at: u64,
+    position: usize,
 }
 
 /// What the runner wrote on a session before a fallback attempt, to roll
@@ -75,9 +102,10 @@ struct Written {
     after: SessionEntry,
 }
 
-impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
+impl<P: Provider, C: Clock> Runner<P, C> {
+    /// A runner deciding with `policy`.
     pub fn new(
-        policy: &'p Policy,
+        policy: Arc<Policy>,
         config: Config,
         store: AuthStore,
         sessions: SessionStore,
@@ -85,14 +113,48 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
         clock: C,
     ) -> Self {
         Runner {
-            policy,
+            policy: RwLock::new(policy),
             config,
             store,
             sessions,
             provider,
             clock,
             probes: Mutex::new(HashMap::new()),
+            retry_wait_cap_ms: DEFAULT_RETRY_WAIT_CAP_MS,
         }
+    }
+
+    /// Sets the longest wait on a `Retry-After` (F-6.8); 0 disables waiting.
+    pub fn with_retry_wait_cap(mut self, ms: u64) -> Self {
+        self.retry_wait_cap_ms = ms;
+        self
+    }
+
+    /// The policy new runs use.
+    pub fn policy(&self) -> Arc<Policy> {
+        self.policy
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Makes `policy` the one new runs use; runs in flight finish on the
+    /// one they started with. Returns the previous one.
+    pub fn swap_policy(&self, policy: Arc<Policy>) -> Arc<Policy> {
+        std::mem::replace(
+            &mut *self.policy.write().unwrap_or_else(|e| e.into_inner()),
+            policy,
+        )
+    }
+
+    /// The config it runs with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The auth store it records profile state in.
+    pub fn store(&self) -> &AuthStore {
+        &self.store
     }
 
     /// The session store the runner writes overrides to.
@@ -111,6 +173,8 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
         options: &RunOptions,
         request: &P::Request,
     ) -> Result<RunOutcome<P::Reply>, RunError> {
+        let policy = self.policy();
+        let policy = policy.as_ref();
         let session = match &options.session {
             Some(id) => Some(self.sessions.get(id)?),
             None => None,
@@ -139,7 +203,7 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
         } else {
             &self.config.agents.defaults.model
         };
-        let selection = self.policy.resolve_selection(&SelectionRequest {
+        let selection = policy.resolve_selection(&SelectionRequest {
             configured_primary: defaults.primary.clone(),
             agent_primary,
             cron_model: options.cron.as_ref().map(|c| c.model.clone()),
@@ -165,8 +229,7 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
             SelectionSource::CronJob => options.cron.as_ref().and_then(|c| c.fallbacks.clone()),
             _ => None,
         };
-        let chain = self
-            .policy
+        let chain = policy
             .candidate_chain(&ChainRequest {
                 requested: requested.clone(),
                 source: selection.source,
@@ -191,6 +254,7 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
         let mut steps: Vec<FallbackStep> = Vec::new();
         let mut transient_probed: HashSet<String> = HashSet::new();
         let mut written: Option<Written> = None;
+        let mut retry_wait: Option<RetryWait> = None;
         let mut position = 0usize;
 
         'candidates: while position < chain.len() {
@@ -198,7 +262,7 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
             let provider = canonical_provider(split_model(&model).0).to_owned();
             let now = self.clock.now_ms();
             let stored = self.stored()?;
-            let ranked = self.policy.order_profiles(&OrderRequest {
+            let ranked = policy.order_profiles(&OrderRequest {
                 provider: provider.clone(),
                 explicit_order: self.config.explicit_order(&provider),
                 configured: self.config.configured_profiles(),
@@ -216,7 +280,7 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
                 .unwrap_or_else(|e| e.into_inner())
                 .get(&provider)
                 .copied();
-            let decision = self.policy.decide_candidate(&CandidateRequest {
+            let decision = policy.decide_candidate(&CandidateRequest {
                 primary: position == 0,
                 sibling,
                 ranked: ranked.clone(),
@@ -273,7 +337,8 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
                     written = Some(self.persist_fallback(id, &model, &requested, reason)?);
                 }
             }
-            let user_pinned = self.apply_pin(options, session.as_ref(), &ranked, &mut profiles)?;
+            let user_pinned =
+                self.apply_pin(policy, options, session.as_ref(), &ranked, &mut profiles)?;
 
             let mut rotations = 0u32;
             let mut index = 0usize;
@@ -283,9 +348,16 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
                     model: model.clone(),
                     profile: profiles[index].clone(),
                 };
-                let failure = match self.provider.call(&target, request).await {
+                if let Some(deadline) = options.deadline_ms {
+                    if self.clock.now_ms() >= deadline {
+                        self.roll_back(&mut written)?;
+                        return Err(RunError::DeadlineExceeded { attempts });
+                    }
+                }
+                let failure = match self.call_once(policy, &target, request, &cooldowns).await? {
                     Ok(reply) => {
                         return self.succeeded(
+                            policy,
                             options,
                             target,
                             reply,
@@ -298,42 +370,24 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
                     }
                     Err(failure) => failure,
                 };
-                let now = self.clock.now_ms();
-                let (error, aborted, live_switch_to) = match failure {
-                    CallError::Failed(error) => (*error, false, None),
-                    CallError::Aborted(error) => (*error, true, None),
-                    CallError::LiveSwitch { model } => (
-                        ProviderError::message(format!("live session model switch to {model}")),
-                        false,
-                        Some(model),
-                    ),
-                };
-                let verdict = self
-                    .policy
-                    .classify(&error.clone().with_provider(provider.clone()), now)?;
-                let reason = if live_switch_to.is_some() {
-                    RecordedReason::Unknown
-                } else {
-                    RecordedReason::from(verdict.reason)
-                };
-                if !aborted || reason == RecordedReason::Timeout {
-                    self.record_failure(&target, reason, verdict.retry_after_ms, now, &cooldowns)?;
+                let reason = failure.attempt.reason;
+                let detail = failure.attempt.detail;
+                if let Some(after) = failure.retry_after_ms {
+                    let ready_at = self.clock.now_ms().saturating_add(after);
+                    if retry_wait.as_ref().is_none_or(|w| ready_at < w.ready_at) {
+                        retry_wait = Some(RetryWait {
+                            target: target.clone(),
+                            ready_at,
+                            position,
+                        });
+                    }
                 }
-                attempts.push(Attempt {
-                    model: model.clone(),
-                    provider: provider.clone(),
-                    profile: Some(target.profile.clone()),
-                    reason,
-                    detail: verdict.detail,
-                    status: error.status,
-                    code: error.code.clone(),
-                    summary: summarize_error(&error),
-                });
-                let next = self.policy.next_step(
+                attempts.push(failure.attempt);
+                let next = policy.next_step(
                     &FailedAttempt {
                         reason,
-                        aborted,
-                        live_switch_to,
+                        aborted: failure.aborted,
+                        live_switch_to: failure.live_switch_to,
                         user_pinned_profile: user_pinned,
                         rotations,
                         profiles_left: u32::try_from(profiles.len() - index - 1)
@@ -345,6 +399,7 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
                 )?;
                 match next {
                     RunStep::RotateProfile(wait_ms) => {
+                        let wait_ms = self.within_deadline(options, wait_ms);
                         if wait_ms > 0 {
                             self.clock.sleep(wait_ms).await;
                         }
@@ -358,7 +413,7 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
                             &model,
                             Some(chain[to].clone()),
                             reason,
-                            verdict.detail,
+                            detail,
                             position,
                             "next_fallback",
                         ));
@@ -384,8 +439,58 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
         }
 
         self.roll_back(&mut written)?;
+        // F-6.8a / F-6.8: nothing else remains; wait on the soonest
+        // Retry-After if it is within the cap, and try that target once more.
+        if let Some(wait) = retry_wait {
+            let delay = wait.ready_at.saturating_sub(self.clock.now_ms());
+            let fits = options
+                .deadline_ms
+                .is_none_or(|deadline| wait.ready_at < deadline);
+            if self.retry_wait_cap_ms > 0 && delay <= self.retry_wait_cap_ms && fits {
+                tracing::info!(
+                    model = %wait.target.model,
+                    profile = %wait.target.profile,
+                    wait_ms = delay,
+                    "nothing else to try: waiting on the provider's Retry-After"
+                );
+                self.clock.sleep(delay).await;
+                if wait.position > 0 {
+                    if let Some(id) = &options.session {
+                        let reason = attempts.last().map(|a| a.reason);
+                        written = Some(self.persist_fallback(
+                            id,
+                            &wait.target.model,
+                            &requested,
+                            reason,
+                        )?);
+                    }
+                }
+                match self
+                    .call_once(policy, &wait.target, request, &cooldowns)
+                    .await?
+                {
+                    Ok(reply) => {
+                        return self.succeeded(
+                            policy,
+                            options,
+                            wait.target,
+                            reply,
+                            selection.source,
+                            attempts,
+                            steps,
+                            wait.position,
+                            written,
+                        )
+                    }
+                    Err(failure) => {
+                        attempts.push(failure.attempt);
+                        self.roll_back(&mut written)?;
+                    }
+                }
+            }
+        }
         let now = self.clock.now_ms();
-        let summary = self.policy.summarise(&SummaryRequest {
+        let summary = policy.summarise(&SummaryRequest {
             attempts: attempts
                 .iter()
                 .map(|a| AttemptRecord {
@@ -418,6 +523,75 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
         .into())
     }
 
+    /// Calls one target; a failure is classified, recorded on the profile
+    /// (unless it was a plain abort) and returned.
+    async fn call_once(
+        &self,
+        policy: &Policy,
+        target: &Target,
+        request: &P::Request,
+        cooldowns: &crate::auth::CooldownConfig,
+    ) -> Result<Result<P::Reply, Failure>, RunError> {
+        let failure = match self.provider.call(target, request).await {
+            Ok(reply) => return Ok(Ok(reply)),
+            Err(failure) => failure,
+        };
+        let now = self.clock.now_ms();
+        let (error, aborted, live_switch_to) = match failure {
+            CallError::Failed(error) => (*error, false, None),
+            CallError::Aborted(error) => (*error, true, None),
+            CallError::LiveSwitch { model } => (
+                ProviderError::message(format!("live session model switch to {model}")),
+                false,
+                Some(model),
+            ),
+        };
+        let verdict =
+            policy.classify(&error.clone().with_provider(target.provider.clone()), now)?;
+        let reason = if live_switch_to.is_some() {
+            RecordedReason::Unknown
+        } else {
+            RecordedReason::from(verdict.reason)
+        };
+        if !aborted || reason == RecordedReason::Timeout {
+            self.record_failure(
+                policy,
+                target,
+                reason,
+                verdict.retry_after_ms,
+                now,
+                cooldowns,
+            )?;
+        }
+        let waitable = matches!(
+            reason,
+            RecordedReason::RateLimit | RecordedReason::Overloaded
+        );
+        Ok(Err(Failure {
+            attempt: Attempt {
+                model: target.model.clone(),
+                provider: target.provider.clone(),
+                profile: Some(target.profile.clone()),
+                reason,
+                detail: verdict.detail,
+                status: error.status,
+                code: error.code.clone(),
+                summary: summarize_error(&error),
+            },
+            aborted,
+            live_switch_to,
+            retry_after_ms: verdict.retry_after_ms.filter(|_| waitable && !aborted),
+        }))
+    }
+
+    /// `wait_ms`, cut so that it ends by the run's deadline.
+    fn within_deadline(&self, options: &RunOptions, wait_ms: u64) -> u64 {
+        match options.deadline_ms {
+            Some(deadline) => wait_ms.min(deadline.saturating_sub(self.clock.now_ms())),
+            None => wait_ms,
+        }
+    }
+
     fn stored(&self) -> Result<Vec<StoredProfile>, RunError> {
         Ok(stored_profiles(
             &self.store.summaries()?,
@@ -429,6 +603,7 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
     /// whether the user pinned one (then only that profile is tried).
     fn apply_pin(
         &self,
+        policy: &Policy,
         options: &RunOptions,
         session: Option<&SessionEntry>,
         ranked: &[crate::auth::RankedProfile],
@@ -447,7 +622,7 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
         if entry.auth_profile_override_source == Some(PinSource::User) && pinned_elsewhere {
             return Ok(false);
         }
-        let decision = self.policy.pin_profile(&PinRequest {
+        let decision = policy.pin_profile(&PinRequest {
             ranked: ranked.to_vec(),
             current: entry.auth_profile_override.clone(),
             source: entry.auth_profile_override_source,
@@ -486,6 +661,7 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
 
     fn record_failure(
         &self,
+        policy: &Policy,
         target: &Target,
         reason: RecordedReason,
         retry_after_ms: Option<u64>,
@@ -501,7 +677,7 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
             now_ms: now,
         };
         self.store.update_profile_usage(&target.profile, |before| {
-            self.policy.record_failure(before, &event, cooldowns)
+            policy.record_failure(before, &event, cooldowns)
         })?;
         Ok(())
     }
@@ -509,6 +685,7 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
     #[allow(clippy::too_many_arguments)]
     fn succeeded(
         &self,
+        policy: &Policy,
         options: &RunOptions,
         target: Target,
         reply: P::Reply,
@@ -520,7 +697,7 @@ impl<'p, P: Provider, C: Clock> Runner<'p, P, C> {
     ) -> Result<RunOutcome<P::Reply>, RunError> {
         let now = self.clock.now_ms();
         self.store.update_profile_usage(&target.profile, |before| {
-            self.policy.record_success(before, Some(&target.model), now)
+            policy.record_success(before, Some(&target.model), now)
         })?;
         // The fallback override stays (F-9.4): nothing to roll back.
         drop(written);

@@ -11,6 +11,6 @@ pub mod usage_file;
 
 pub use error::StateError;
 pub use paths::{AgentPaths, StateDir, AGENT_ENV, DEFAULT_AGENT, STATE_DIR_ENV};
-pub use secrets::{canonical_provider, ProfileSummary, ProfilesFile};
+pub use secrets::{canonical_provider, Credential, ProfileSummary, ProfilesFile, Secret};
 pub use sessions::{split_model, SessionEntry, SessionStore};
-pub use store::{stored_profiles, AuthStore};
+pub use store::{stored_profiles, AuthStore, ProfilesGuard};

@@ -10,8 +10,8 @@
 //!
 //! The document is kept as parsed JSON so that fields this version does not
 //! know (`projectId`, `enterpriseUrl`, other tools' keys) survive every
-//! rewrite. Secrets are only ever read to fingerprint them; nothing here
-//! prints or logs one.
+//! rewrite. Secrets leave this module only inside [`Secret`], whose `Debug`
+//! hides them; nothing here prints or logs one.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -70,6 +70,37 @@ pub struct ProfileSummary {
     pub email: Option<String>,
     /// `sha256:` and the first 8 hex digits of the secret's hash.
     pub fingerprint: String,
+}
+
+/// A secret: printed as `Secret(…)`, so no `{:?}` of a credential leaks it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The secret itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
+/// One profile's credential, with its secret, for calling the provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credential {
+    pub kind: CredentialKind,
+    /// Aliases resolved.
+    pub provider: String,
+    /// The API key, OAuth access token or bearer token.
+    pub secret: Secret,
+    /// The OAuth refresh token.
+    pub refresh: Option<Secret>,
+    /// When the access token or token expires (ms since the epoch).
+    pub expires: Option<u64>,
 }
 
 /// The parsed `auth-profiles.json`.
@@ -166,6 +197,39 @@ impl ProfilesFile {
                 Some(summary(id, &fields))
             })
             .collect()
+    }
+
+    /// A profile's credential, secret included; `None` when there is no
+    /// such profile.
+    pub fn credential(&self, id: &str) -> Option<Credential> {
+        let fields: Fields = serde_json::from_value(self.profiles().get(id)?.clone()).ok()?;
+        Some(Credential {
+            kind: fields.kind,
+            provider: canonical_provider(&fields.provider).to_owned(),
+            secret: Secret(secret_of(&fields)?.to_owned()),
+            refresh: fields.refresh.clone().filter(|r| !r.is_empty()).map(Secret),
+            expires: fields.expires,
+        })
+    }
+
+    /// Stores refreshed OAuth tokens on a profile, keeping its other
+    /// fields (F-2.1).
+    pub fn set_oauth_tokens(
+        &mut self,
+        id: &str,
+        access: &str,
+        refresh: Option<&str>,
+        expires: u64,
+    ) -> Result<(), StateError> {
+        let Some(Value::Object(credential)) = self.profiles_mut().get_mut(id) else {
+            return Err(StateError::Refused(format!("no profile {id:?}")));
+        };
+        credential.insert("access".into(), access.into());
+        if let Some(refresh) = refresh {
+            credential.insert("refresh".into(), refresh.into());
+        }
+        credential.insert("expires".into(), expires.into());
+        Ok(())
     }
 
     /// Whether a profile with this id exists.

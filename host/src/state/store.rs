@@ -74,6 +74,16 @@ impl AuthStore {
         Ok(result)
     }
 
+    /// Holds the state lock for a change of the profiles that spans an
+    /// await (an OAuth refresh: two processes must not both spend one
+    /// refresh token). Blocks until the lock is free.
+    pub fn lock_profiles(&self) -> Result<ProfilesGuard, StateError> {
+        Ok(ProfilesGuard {
+            _lock: self.lock()?,
+            store: self.clone(),
+        })
+    }
+
     /// Routing state of every profile. Without `auth-state.json`, the
     /// `usageStats` older versions kept inside `auth-profiles.json`.
     pub fn usage(&self) -> Result<BTreeMap<String, Usage>, StateError> {
@@ -153,6 +163,24 @@ impl AuthStore {
         }
         // Validate what was built, with the legacy file named in errors.
         ProfilesFile::from_value(path, Value::Object(file.document().clone()))
+    }
+}
+
+/// The state lock, held; the profiles read and written under it.
+pub struct ProfilesGuard {
+    _lock: StateLock,
+    store: AuthStore,
+}
+
+impl ProfilesGuard {
+    /// The profiles as they are now.
+    pub fn read(&self) -> Result<ProfilesFile, StateError> {
+        self.store.profiles()
+    }
+
+    /// Writes the profiles atomically (mode 0600).
+    pub fn write(&self, file: &ProfilesFile) -> Result<(), StateError> {
+        files::write_json_atomic(&self.store.paths.profiles, file.document())
     }
 }
 

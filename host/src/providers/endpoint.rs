@@ -1,0 +1,191 @@
+//! Where a provider lives and which API shape it speaks: the config's
+//! `models.providers.<provider>`, with built-in defaults for well-known
+//! providers so a config can name them without a `baseUrl`.
+
+use crate::config::{Config, ProviderEndpoint, DEFAULT_ATTEMPT_TIMEOUT_SECONDS};
+
+/// The wire shape of a provider's API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// `POST {baseUrl}/chat/completions` (OpenAI and every compatible server).
+    OpenAiChat,
+    /// `POST {baseUrl}/v1/messages` (Anthropic Messages).
+    AnthropicMessages,
+}
+
+impl Api {
+    /// The config's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::OpenAiChat => "openai-chat",
+            Api::AnthropicMessages => "anthropic-messages",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Api> {
+        match text {
+            "openai-chat" => Some(Api::OpenAiChat),
+            "anthropic-messages" => Some(Api::AnthropicMessages),
+            _ => None,
+        }
+    }
+}
+
+/// Well-known providers: base URL and API, used when the config does not
+/// say. Anything else must be configured.
+const BUILT_IN: &[(&str, &str, Api)] = &[
+    ("openai", "https://api.openai.com/v1", Api::OpenAiChat),
+    (
+        "anthropic",
+        "https://api.anthropic.com",
+        Api::AnthropicMessages,
+    ),
+    (
+        "openrouter",
+        "https://openrouter.ai/api/v1",
+        Api::OpenAiChat,
+    ),
+    ("groq", "https://api.groq.com/openai/v1", Api::OpenAiChat),
+    ("deepseek", "https://api.deepseek.com/v1", Api::OpenAiChat),
+    ("mistral", "https://api.mistral.ai/v1", Api::OpenAiChat),
+    ("together", "https://api.together.xyz/v1", Api::OpenAiChat),
+    ("ollama", "http://127.0.0.1:11434/v1", Api::OpenAiChat),
+];
+
+/// A provider's endpoint, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    pub provider: String,
+    /// Without a trailing slash.
+    pub base_url: String,
+    pub api: Api,
+    pub attempt_timeout_ms: u64,
+    /// `(tokenUrl, clientId)` when OAuth refresh is configured.
+    pub oauth: Option<(String, String)>,
+    /// The configured model list, when there is one.
+    pub models: Option<Vec<String>>,
+}
+
+impl Endpoint {
+    /// Whether this endpoint serves `model` (the part after `provider/`).
+    pub fn serves(&self, model: &str) -> bool {
+        self.models
+            .as_ref()
+            .is_none_or(|models| models.iter().any(|m| m == model))
+    }
+}
+
+/// `provider`'s endpoint (aliases resolved), from the config or the
+/// built-ins; `None` when neither knows it.
+pub fn resolve(config: &Config, provider: &str) -> Option<Endpoint> {
+    let configured = config.provider_endpoint(provider);
+    let built_in = BUILT_IN.iter().find(|(name, _, _)| *name == provider);
+    let base_url = configured
+        .and_then(|e| e.base_url.clone())
+        .or_else(|| built_in.map(|(_, url, _)| (*url).to_owned()))?;
+    let api = configured
+        .and_then(|e| e.api.as_deref())
+        .and_then(Api::parse)
+        .or_else(|| built_in.map(|(_, _, api)| *api))
+        .unwrap_or(Api::OpenAiChat);
+    let oauth = configured.and_then(|e| e.oauth.as_ref()).and_then(|o| {
+        Some((
+            o.token_url.clone()?,
+            o.client_id.clone().unwrap_or_default(),
+        ))
+    });
+    Some(Endpoint {
+        provider: provider.to_owned(),
+        base_url: base_url.trim_end_matches('/').to_owned(),
+        api,
+        attempt_timeout_ms: crate::config::seconds_to_ms(
+            configured
+                .and_then(|e| e.timeout_seconds)
+                .unwrap_or(DEFAULT_ATTEMPT_TIMEOUT_SECONDS),
+        ),
+        oauth,
+        models: configured
+            .and_then(|e| e.models.as_ref())
+            .map(|models| models.iter().map(|m| m.id().to_owned()).collect()),
+    })
+}
+
+/// Checks one `models.providers` entry; the message names the field.
+pub fn check(provider: &str, endpoint: &ProviderEndpoint) -> Result<(), String> {
+    let field = |name: &str| format!("models.providers.{provider}.{name}");
+    if let Some(api) = &endpoint.api {
+        if Api::parse(api).is_none() {
+            return Err(format!(
+                "{} must be \"openai-chat\" or \"anthropic-messages\", not {api:?}",
+                field("api")
+            ));
+        }
+    }
+    let known = BUILT_IN
+        .iter()
+        .any(|(name, _, _)| *name == crate::state::canonical_provider(provider));
+    match &endpoint.base_url {
+        Some(url) => check_url(url).map_err(|e| format!("{}: {e}", field("baseUrl")))?,
+        None if !known => {
+            return Err(format!(
+                "{} is required: {provider} is not a provider this build knows the address of",
+                field("baseUrl")
+            ))
+        }
+        None => {}
+    }
+    if let Some(oauth) = &endpoint.oauth {
+        match &oauth.token_url {
+            Some(url) => check_url(url).map_err(|e| format!("{}: {e}", field("oauth.tokenUrl")))?,
+            None => {
+                return Err(format!(
+                    "{} is required with `oauth`",
+                    field("oauth.tokenUrl")
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_url(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("{url:?} is not a URL ({e})"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("{url:?} must be an http:// or https:// URL"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_ins_fill_what_the_config_leaves_out() {
+        let config = Config::default();
+        let openai = resolve(&config, "openai").unwrap();
+        assert_eq!(openai.api, Api::OpenAiChat);
+        assert_eq!(openai.attempt_timeout_ms, 120_000);
+        assert!(resolve(&config, "acme").is_none());
+    }
+
+    #[test]
+    fn checks_name_the_field() {
+        let bad_api = ProviderEndpoint {
+            api: Some("soap".into()),
+            ..Default::default()
+        };
+        assert!(check("openai", &bad_api)
+            .unwrap_err()
+            .contains("models.providers.openai.api"));
+        let missing = ProviderEndpoint::default();
+        assert!(check("acme", &missing)
+            .unwrap_err()
+            .contains("baseUrl is required"));
+        let bad_url = ProviderEndpoint {
+            base_url: Some("ftp://x".into()),
+            ..Default::default()
+        };
+        assert!(check("acme", &bad_url).unwrap_err().contains("http://"));
+    }
+}
