@@ -17,6 +17,7 @@ pub mod chat;
 pub mod classification;
 pub mod cli;
 pub mod config;
+pub mod gateway;
 pub mod logging;
 pub mod policy;
 pub mod provider_error;
@@ -24,6 +25,7 @@ pub mod providers;
 pub mod report;
 pub mod runner;
 pub mod state;
+pub mod status;
 
 pub use classification::{Classification, Detail, Reason};
 pub use policy::{Limits, Policy, PolicyEngine, PolicyError, PolicyStats, PolicyVersion};

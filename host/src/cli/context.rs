@@ -3,6 +3,7 @@
 
 use std::cell::OnceCell;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 
@@ -16,7 +17,7 @@ pub struct Context {
     state_dir: Option<PathBuf>,
     agent: String,
     config_path: Option<PathBuf>,
-    policy: OnceCell<Policy>,
+    policy: OnceCell<Arc<Policy>>,
     config: OnceCell<Config>,
 }
 
@@ -44,6 +45,15 @@ impl Context {
 
     /// The policy: the embedded default, or `--policy PATH`.
     pub fn policy(&self) -> anyhow::Result<&Policy> {
+        Ok(self.shared_policy_ref()?.as_ref())
+    }
+
+    /// The policy, shareable with a runner.
+    pub fn shared_policy(&self) -> anyhow::Result<Arc<Policy>> {
+        Ok(self.shared_policy_ref()?.clone())
+    }
+
+    fn shared_policy_ref(&self) -> anyhow::Result<&Arc<Policy>> {
         if let Some(policy) = self.policy.get() {
             return Ok(policy);
         }
@@ -57,7 +67,7 @@ impl Context {
                     .with_context(|| format!("policy module {} refused", path.display()))?
             }
         };
-        Ok(self.policy.get_or_init(|| policy))
+        Ok(self.policy.get_or_init(|| Arc::new(policy)))
     }
 
     /// The config: `--config` / `FAILOVER_CONFIG`, or the defaults.

@@ -5,6 +5,8 @@ mod classify;
 mod context;
 mod lines;
 mod profiles;
+mod run;
+mod serve;
 mod session;
 mod status;
 mod timefmt;
@@ -66,6 +68,10 @@ enum Command {
     /// Show, select the model of, or reset a session.
     #[command(subcommand)]
     Session(session::SessionCommand),
+    /// Send one prompt through the chain; the reply on stdout.
+    Run(run::RunArgs),
+    /// Serve an OpenAI-compatible gateway.
+    Serve(serve::ServeArgs),
 }
 
 /// Runs the command line and returns the process's exit status.
@@ -88,5 +94,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Profiles(command) => profiles::run(&context, command),
         Command::Status(args) => status::run(&context, args),
         Command::Session(command) => session::run(&context, command),
+        Command::Run(args) => run::run(&context, args),
+        Command::Serve(args) => serve::run(&context, args),
     }
 }

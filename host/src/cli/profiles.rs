@@ -14,7 +14,7 @@ use serde_json::json;
 use super::timefmt::{absolute, now_ms, relative};
 use super::Context;
 use crate::auth::{CredentialKind, FailureEvent, RecordedReason, Usage};
-use crate::state::{canonical_provider, ProfileSummary, StateError};
+use crate::state::{canonical_provider, StateError};
 
 /// Longest key accepted on stdin; real keys are well under 1 KiB, and a
 /// bound keeps a mistaken pipe from filling memory.
@@ -109,7 +109,7 @@ fn list(context: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
     let store = context.store()?;
     let summaries = store.summaries()?;
     if as_json {
-        let profiles: Vec<_> = summaries.iter().map(summary_json).collect();
+        let profiles: Vec<_> = summaries.iter().map(crate::status::summary_json).collect();
         println!(
             "{}",
             serde_json::to_string_pretty(
@@ -145,18 +145,6 @@ fn list(context: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
 }
 
 /// What `--json` shows of a profile.
-pub fn summary_json(s: &ProfileSummary) -> serde_json::Value {
-    json!({
-        "id": s.id,
-        "provider": s.provider,
-        "type": s.kind.as_str(),
-        "email": s.email,
-        "expires": s.expires,
-        "refreshable": s.refreshable,
-        "fingerprint": s.fingerprint,
-    })
-}
-
 fn add(
     context: &Context,
     id: &str,

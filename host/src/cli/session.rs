@@ -81,21 +81,6 @@ pub fn sessions(context: &Context) -> anyhow::Result<SessionStore> {
     Ok(SessionStore::for_agent(&paths.dir))
 }
 
-/// One line about a session on a fallback, or `None` when it is not on one.
-pub fn fallback_line(entry: &SessionEntry) -> Option<String> {
-    if entry.model_override_source != Some(OverrideSource::Auto) {
-        return None;
-    }
-    let reason = entry
-        .model_override_fallback_reason
-        .map_or("unknown", |r| r.as_str());
-    Some(format!(
-        "{} (fallback from {}: {reason})",
-        entry.model()?,
-        entry.origin().unwrap_or_else(|| "?".into())
-    ))
-}
-
 fn show(
     context: &Context,
     sessions: &SessionStore,
@@ -127,7 +112,7 @@ fn show(
     }
     println!("session {id} (agent {})", context.agent());
     let selected_text = selected.as_deref().unwrap_or("none configured");
-    match fallback_line(&entry) {
+    match crate::status::fallback_line(&entry) {
         Some(line) => {
             println!("model: {line}");
             println!("selected: {selected_text} ({why})");

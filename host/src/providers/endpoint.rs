@@ -110,6 +110,27 @@ pub fn resolve(config: &Config, provider: &str) -> Option<Endpoint> {
     })
 }
 
+/// The endpoint serving `provider/model`, or why no provider serves it
+/// (the message says what to configure).
+pub fn known_model(config: &Config, model: &str) -> Result<Endpoint, String> {
+    let (provider, name) = crate::state::split_model(model);
+    if provider.is_empty() || name.is_empty() {
+        return Err(format!(
+            "unknown model {model:?}: models are named `provider/model`"
+        ));
+    }
+    let provider = crate::state::canonical_provider(provider);
+    let endpoint = resolve(config, provider).ok_or_else(|| {
+        format!("unknown model {model:?}: no provider {provider:?} in models.providers")
+    })?;
+    if !endpoint.serves(name) {
+        return Err(format!(
+            "unknown model {model:?}: not in models.providers.{provider}.models"
+        ));
+    }
+    Ok(endpoint)
+}
+
 /// Checks one `models.providers` entry; the message names the field.
 pub fn check(provider: &str, endpoint: &ProviderEndpoint) -> Result<(), String> {
     let field = |name: &str| format!("models.providers.{provider}.{name}");

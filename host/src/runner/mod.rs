@@ -13,10 +13,12 @@ mod events;
 pub mod model;
 mod outcome;
 mod provider;
+mod retry_env;
 mod run;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use model::*;
 pub use outcome::{Attempt, FallbackStep, FallbackSummaryError, RunError, RunOutcome};
 pub use provider::{CallError, Provider, Target};
-pub use run::{CronJob, RunOptions, Runner};
+pub use retry_env::{retry_wait_cap_from_env, RETRY_MAX_WAIT_ALIAS_ENV, RETRY_MAX_WAIT_ENV};
+pub use run::{CronJob, RunOptions, Runner, DEFAULT_RETRY_WAIT_CAP_MS};

@@ -20,8 +20,8 @@ use super::clock::Clock;
 use super::events;
 use super::model::{
     AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt,
-    OverrideSource, ProfileBlock, RotationConfig, RunStep, SelectionRequest, SelectionSource,
-    SessionOverride, StopReason, SummaryRequest,
+    OverrideSource, ProfileBlock, RotationConfig, RunStep, Selection, SelectionRequest,
+    SelectionSource, SessionOverride, StopReason, SummaryRequest,
 };
 use super::outcome::{Attempt, FallbackStep, FallbackSummaryError, RunError, RunOutcome};
 use super::provider::{CallError, Provider, Target};
@@ -52,6 +52,10 @@ pub struct RunOptions {
     /// An image run: its chain is `agents.defaults.imageModel`, not the
     /// text model's (F-1.2).
     pub image: bool,
+    /// A one-off explicit `provider/model` (a request's model, `failover run
+    /// --model`): strict like a user's choice (F-7.6); the session's
+    /// override is neither read nor changed by it.
+    pub model: Option<String>,
     /// The run's deadline on the runner's clock (ms since the epoch): no
     /// attempt or wait starts after it.
     pub deadline_ms: Option<u64>,
@@ -203,20 +207,28 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         } else {
             &self.config.agents.defaults.model
         };
-        let selection = policy.resolve_selection(&SelectionRequest {
-            configured_primary: defaults.primary.clone(),
-            agent_primary,
-            cron_model: options.cron.as_ref().map(|c| c.model.clone()),
-            heartbeat: options.heartbeat.is_some(),
-            heartbeat_model: options.heartbeat.clone().flatten(),
-            session_override: session.as_ref().and_then(|s| {
-                s.model().map(|model| SessionOverride {
-                    model,
-                    source: s.model_override_source,
-                    origin: s.origin(),
-                })
-            }),
-        })?;
+        let selection = match &options.model {
+            // F-7.6: a one-off explicit selection is the user's, and strict.
+            Some(model) => Selection {
+                model: Some(model.clone()),
+                source: SelectionSource::UserOverride,
+                clear_override: false,
+            },
+            None => policy.resolve_selection(&SelectionRequest {
+                configured_primary: defaults.primary.clone(),
+                agent_primary,
+                cron_model: options.cron.as_ref().map(|c| c.model.clone()),
+                heartbeat: options.heartbeat.is_some(),
+                heartbeat_model: options.heartbeat.clone().flatten(),
+                session_override: session.as_ref().and_then(|s| {
+                    s.model().map(|model| SessionOverride {
+                        model,
+                        source: s.model_override_source,
+                        origin: s.origin(),
+                    })
+                }),
+            })?,
+        };
         if selection.clear_override {
             if let Some(id) = &options.session {
                 self.sessions

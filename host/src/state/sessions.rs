@@ -181,7 +181,8 @@ impl SessionStore {
 }
 
 /// Session ids are printable and bounded.
-fn check_session_id(id: &str) -> Result<(), StateError> {
+/// Session ids are 1 to 256 printable characters.
+pub fn check_session_id(id: &str) -> Result<(), StateError> {
     if id.is_empty() || id.len() > 256 || id.chars().any(char::is_control) {
         return Err(StateError::Refused(format!(
             "session id {id:?} must be 1 to 256 printable characters"

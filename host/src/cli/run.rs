@@ -1,0 +1,157 @@
+//! `failover run`: one prompt through the chain with real providers; the
+//! reply on stdout, who served it and any fallback on stderr.
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context as _};
+use futures_util::StreamExt;
+
+use super::Context;
+use crate::chat::{ChatReply, ChatRequest, Message, Role, StreamEvent};
+use crate::providers::{endpoint, HttpProvider};
+use crate::runner::{clock::now_ms, retry_wait_cap_from_env, RunOptions, Runner, SystemClock};
+use crate::state::SessionStore;
+
+/// Exit status when the run failed (every candidate, or a stop).
+const EXIT_RUN_FAILED: u8 = 1;
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// A strict `provider/model` instead of the configured chain (F-7.6).
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    model: Option<String>,
+    /// The session whose profile pin and fallback state apply.
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// A system prompt.
+    #[arg(long, value_name = "TEXT")]
+    system: Option<String>,
+    /// Print the reply as it streams in.
+    #[arg(long)]
+    stream: bool,
+    /// The prompt; read from stdin when absent or `-`.
+    prompt: Vec<String>,
+}
+
+pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let prompt = match args.prompt.as_slice() {
+        [] => read_stdin()?,
+        [dash] if dash == "-" => read_stdin()?,
+        words => words.join(" "),
+    };
+    if prompt.trim().is_empty() {
+        return Err(anyhow!("the prompt is empty"));
+    }
+    let config = context.config()?.clone();
+    if let Some(model) = &args.model {
+        endpoint::known_model(&config, model).map_err(|e| anyhow!(e))?;
+    }
+    let store = context.store()?;
+    let sessions = SessionStore::for_agent(&context.state_dir()?.agent(context.agent())?.dir);
+    let provider = HttpProvider::new(Arc::new(config.clone()), store.clone())?;
+    let deadline = now_ms().saturating_add(config.run_timeout_ms());
+    let runner = Runner::new(
+        context.shared_policy()?,
+        config,
+        store,
+        sessions,
+        provider,
+        SystemClock,
+    )
+    .with_retry_wait_cap(retry_wait_cap_from_env().map_err(|e| anyhow!(e))?);
+    let request = ChatRequest {
+        model: args.model.clone().unwrap_or_else(|| "auto".into()),
+        system: args.system,
+        messages: vec![Message {
+            role: Role::User,
+            content: prompt,
+        }],
+        stream: args.stream,
+        deadline_ms: Some(deadline),
+        ..ChatRequest::default()
+    };
+    let options = RunOptions {
+        agent: Some(context.agent().to_owned()),
+        session: args.session,
+        model: args.model,
+        deadline_ms: Some(deadline),
+        ..RunOptions::default()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let outcome = match runner.run(&options, &request).await {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                eprintln!("failover: {error}");
+                if let crate::runner::RunError::Exhausted(summary) = &error {
+                    print_attempts(&summary.attempts);
+                }
+                return Ok(ExitCode::from(EXIT_RUN_FAILED));
+            }
+        };
+        let mut stdout = std::io::stdout().lock();
+        let mut broken = None;
+        match outcome.reply {
+            ChatReply::Complete(completion) => writeln!(stdout, "{}", completion.text)?,
+            ChatReply::Stream(stream) => {
+                let mut events =
+                    futures_util::stream::iter(stream.first.into_iter().map(Ok)).chain(stream.rest);
+                while let Some(event) = events.next().await {
+                    match event {
+                        Ok(StreamEvent::Text(text)) => {
+                            write!(stdout, "{text}")?;
+                            stdout.flush()?;
+                        }
+                        Ok(StreamEvent::Finish { .. }) => {}
+                        Err(error) => {
+                            broken = Some(error.message);
+                            break;
+                        }
+                    }
+                }
+                writeln!(stdout)?;
+            }
+        }
+        print_attempts(&outcome.attempts);
+        eprintln!(
+            "served by {} (profile {}){}",
+            outcome.model,
+            outcome.profile,
+            if outcome.attempts.is_empty() {
+                String::new()
+            } else {
+                format!(" after {} failed attempt(s)", outcome.attempts.len())
+            }
+        );
+        if let Some(message) = broken {
+            eprintln!("failover: the stream broke after it started: {message}");
+            return Ok(ExitCode::from(EXIT_RUN_FAILED));
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn print_attempts(attempts: &[crate::runner::Attempt]) {
+    for attempt in attempts {
+        eprintln!(
+            "  ✗ {} via {}: {} — {}",
+            attempt.model,
+            attempt.profile.as_deref().unwrap_or("(skipped)"),
+            attempt.reason.as_str(),
+            attempt.summary
+        );
+    }
+}
+
+fn read_stdin() -> anyhow::Result<String> {
+    let mut prompt = String::new();
+    std::io::stdin()
+        .read_to_string(&mut prompt)
+        .context("cannot read the prompt from stdin")?;
+    Ok(prompt)
+}

@@ -1,0 +1,156 @@
+//! `failover serve`: an OpenAI-compatible gateway in front of the runner.
+//!
+//! - `POST /v1/chat/completions` — whole or streamed (SSE); fail over only
+//!   before the first byte reaches the client.
+//! - `GET /v1/models`, `GET /healthz`, `GET /status`,
+//!   `POST /v1/sessions/{id}/reset`.
+//!
+//! The request's `model` picks the chain: `auto` is the default agent's,
+//! `agent:<id>` that agent's, `provider/model` a strict selection (F-7.6).
+//! `x-session-id` keeps profile stickiness and fallback state per session.
+//! Responses say who served them (`x-failover-provider`, `-model`,
+//! `-profile`).
+
+mod keys;
+mod reply;
+mod routes;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+pub use keys::{ClientKeys, KeysError, CLIENT_KEYS_FILE_ENV};
+pub use routes::router;
+
+use crate::config::Config;
+use crate::policy::Policy;
+use crate::providers::HttpProvider;
+use crate::runner::{Runner, SystemClock};
+use crate::state::{AuthStore, SessionStore, StateDir, StateError};
+
+/// Default listen address: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
+
+/// Largest request body accepted: a 200k-token context is under a MiB of
+/// text; 16 MiB leaves room for images sent as data URLs to OpenAI-shaped
+/// upstreams, and bounds memory per request.
+pub const MAX_REQUEST_BYTES: usize = 16 << 20;
+
+/// The runner the gateway drives: real HTTP providers, the system clock.
+pub type GatewayRunner = Runner<HttpProvider, SystemClock>;
+
+/// What `serve` needs besides the config.
+#[derive(Debug, Clone)]
+pub struct GatewayOptions {
+    /// The agent `auto` means.
+    pub agent: String,
+    /// Keys clients must present; empty on loopback means none needed.
+    pub client_keys: ClientKeys,
+    /// F-6.8's cap on waiting for a `Retry-After`.
+    pub retry_wait_cap_ms: u64,
+}
+
+/// The gateway's shared state: one runner per agent (each agent has its own
+/// profiles and sessions), the client keys.
+pub struct Gateway {
+    default_agent: String,
+    runners: BTreeMap<String, Arc<GatewayRunner>>,
+    client_keys: ClientKeys,
+    config: Arc<Config>,
+}
+
+/// The gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("cannot build the HTTP client: {0}")]
+    Client(#[from] reqwest::Error),
+    #[error(
+        "refusing to listen on {0} without client keys: anything that can reach it could spend \
+         your provider credit; listen on loopback, or give keys with --client-keys-file \
+         (or {CLIENT_KEYS_FILE_ENV})"
+    )]
+    OpenWithoutKeys(SocketAddr),
+}
+
+impl Gateway {
+    /// A gateway deciding with `policy`, over the state in `state_dir`.
+    pub fn new(
+        policy: Arc<Policy>,
+        config: Config,
+        state_dir: &StateDir,
+        options: GatewayOptions,
+    ) -> Result<Gateway, GatewayError> {
+        let config = Arc::new(config);
+        let mut agents: Vec<String> = vec![options.agent.clone()];
+        agents.extend(config.agents.list.iter().map(|a| a.id.clone()));
+        let mut runners = BTreeMap::new();
+        for agent in agents {
+            if runners.contains_key(&agent) {
+                continue;
+            }
+            let paths = state_dir.agent(&agent)?;
+            let store = AuthStore::open(paths.clone())?;
+            let sessions = SessionStore::for_agent(&paths.dir);
+            let provider = HttpProvider::new(config.clone(), store.clone())?;
+            let runner = Runner::new(
+                policy.clone(),
+                (*config).clone(),
+                store,
+                sessions,
+                provider,
+                SystemClock,
+            )
+            .with_retry_wait_cap(options.retry_wait_cap_ms);
+            runners.insert(agent, Arc::new(runner));
+        }
+        Ok(Gateway {
+            default_agent: options.agent,
+            runners,
+            client_keys: options.client_keys,
+            config,
+        })
+    }
+
+    /// Refuses an address beyond loopback when no client key is configured.
+    pub fn check_listen(&self, addr: SocketAddr) -> Result<(), GatewayError> {
+        if !addr.ip().is_loopback() && self.client_keys.is_empty() {
+            return Err(GatewayError::OpenWithoutKeys(addr));
+        }
+        Ok(())
+    }
+
+    /// The default agent's runner.
+    pub fn runner(&self) -> &Arc<GatewayRunner> {
+        &self.runners[&self.default_agent]
+    }
+
+    /// An agent's runner.
+    pub fn agent_runner(&self, agent: &str) -> Option<&Arc<GatewayRunner>> {
+        self.runners.get(agent)
+    }
+
+    /// Makes `policy` the one new runs of every agent use; returns the
+    /// previous one.
+    pub fn swap_policy(&self, policy: Arc<Policy>) -> Arc<Policy> {
+        let mut previous = None;
+        for runner in self.runners.values() {
+            previous.get_or_insert(runner.swap_policy(policy.clone()));
+        }
+        previous.expect("the default agent always has a runner")
+    }
+}
+
+/// Serves `gateway` on `listener` until `shutdown` resolves, then stops
+/// accepting and waits for requests in flight (streams included) to finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    gateway: Arc<Gateway>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(gateway))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

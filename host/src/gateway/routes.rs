@@ -1,0 +1,260 @@
+//! The gateway's routes.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::json;
+
+use super::reply::{self, error_response};
+use super::{Gateway, GatewayRunner, MAX_REQUEST_BYTES};
+use crate::chat::openai;
+use crate::providers::endpoint;
+use crate::runner::{clock::now_ms, RunOptions};
+use crate::state::SessionEntry;
+use crate::status::Status;
+
+/// The header naming the session.
+pub const SESSION_HEADER: &str = "x-session-id";
+
+/// The gateway's routes over `gateway`.
+pub fn router(gateway: Arc<Gateway>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/models", get(models))
+        .route("/v1/sessions/{id}/reset", post(reset_session))
+        .route("/healthz", get(healthz))
+        .route("/status", get(status))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
+        .with_state(gateway)
+}
+
+async fn healthz() -> Response {
+    Json(json!({"status": "ok"})).into_response()
+}
+
+async fn not_found() -> Response {
+    error_response(
+        StatusCode::NOT_FOUND,
+        "not_found_error",
+        None,
+        "no such route",
+    )
+}
+
+async fn chat(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(refused) = authorize(&gateway, &headers) {
+        return refused;
+    }
+    let mut request = match openai::parse_request(&body) {
+        Ok(request) => request,
+        Err(error) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                None,
+                &error.to_string(),
+            )
+        }
+    };
+    let session = match session_id(&headers) {
+        Ok(session) => session,
+        Err(refused) => return refused,
+    };
+    let (runner, mut options) = match route(&gateway, &request.model) {
+        Ok(routed) => routed,
+        Err(refused) => return refused,
+    };
+    options.session = session;
+    let deadline = now_ms().saturating_add(runner.config().run_timeout_ms());
+    options.deadline_ms = Some(deadline);
+    request.deadline_ms = Some(deadline);
+    let started = std::time::Instant::now();
+    let result = runner.run(&options, &request).await;
+    match result {
+        Ok(outcome) => {
+            tracing::info!(
+                model = %outcome.model,
+                profile = %outcome.profile,
+                failed_attempts = outcome.attempts.len(),
+                latency_ms = started.elapsed().as_millis() as u64,
+                stream = request.stream,
+                "served"
+            );
+            reply::success(outcome)
+        }
+        Err(error) => {
+            tracing::warn!(requested = %request.model, error = %error, "run failed");
+            reply::run_error(&error)
+        }
+    }
+}
+
+/// Which runner and options a request's `model` means; 404 when it names
+/// nothing the config knows.
+fn route(gateway: &Gateway, model: &str) -> Result<(Arc<GatewayRunner>, RunOptions), Response> {
+    let unknown = |message: String| {
+        error_response(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            Some("model_not_found"),
+            &message,
+        )
+    };
+    if model == "auto" {
+        let options = RunOptions {
+            agent: Some(gateway.default_agent.clone()),
+            ..RunOptions::default()
+        };
+        return Ok((gateway.runner().clone(), options));
+    }
+    if let Some(agent) = model.strip_prefix("agent:") {
+        let runner = gateway
+            .agent_runner(agent)
+            .ok_or_else(|| unknown(format!("no agent {agent:?} in agents.list")))?;
+        let options = RunOptions {
+            agent: Some(agent.to_owned()),
+            ..RunOptions::default()
+        };
+        return Ok((runner.clone(), options));
+    }
+    if model.contains('/') {
+        endpoint::known_model(&gateway.config, model).map_err(unknown)?;
+    } else {
+        return Err(unknown(format!(
+            "unknown model {model:?}: use `auto`, `agent:<id>` or `provider/model`"
+        )));
+    }
+    let options = RunOptions {
+        agent: Some(gateway.default_agent.clone()),
+        model: Some(model.to_owned()),
+        ..RunOptions::default()
+    };
+    Ok((gateway.runner().clone(), options))
+}
+
+fn authorize(gateway: &Gateway, headers: &HeaderMap) -> Result<(), Response> {
+    if gateway.client_keys.is_empty() {
+        return Ok(());
+    }
+    let presented = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()));
+    match presented {
+        Some(key) if gateway.client_keys.accepts(key.trim()) => Ok(()),
+        Some(_) => Err(error_response(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            Some("invalid_api_key"),
+            "the client key is not accepted",
+        )),
+        None => Err(error_response(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            Some("missing_api_key"),
+            "a client key is required: send `Authorization: Bearer <key>`",
+        )),
+    }
+}
+
+fn session_id(headers: &HeaderMap) -> Result<Option<String>, Response> {
+    let Some(value) = headers.get(SESSION_HEADER) else {
+        return Ok(None);
+    };
+    let id = value.to_str().ok().map(str::trim).unwrap_or_default();
+    check_session_id(id).map(|()| Some(id.to_owned()))
+}
+
+fn check_session_id(id: &str) -> Result<(), Response> {
+    crate::state::sessions::check_session_id(id).map_err(|e| {
+        error_response(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            None,
+            &format!("header `{SESSION_HEADER}`: {e}"),
+        )
+    })
+}
+
+async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
+    if let Err(refused) = authorize(&gateway, &headers) {
+        return refused;
+    }
+    let config = &gateway.config;
+    let mut ids: Vec<String> = vec!["auto".into()];
+    ids.extend(config.agents.list.iter().map(|a| format!("agent:{}", a.id)));
+    let defaults = &config.agents.defaults.model;
+    let mut named: Vec<String> = defaults.primary.iter().cloned().collect();
+    named.extend(defaults.fallbacks.iter().flatten().cloned());
+    for (provider, endpoint) in &config.models.providers {
+        for model in endpoint.models.iter().flatten() {
+            named.push(format!("{provider}/{}", model.id()));
+        }
+    }
+    for id in named {
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    let data: Vec<_> = ids
+        .iter()
+        .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "failover"}))
+        .collect();
+    Json(json!({"object": "list", "data": data})).into_response()
+}
+
+async fn status(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
+    if let Err(refused) = authorize(&gateway, &headers) {
+        return refused;
+    }
+    let runner = gateway.runner();
+    let policy = runner.policy();
+    match Status::gather(
+        &policy,
+        runner.config(),
+        runner.store(),
+        runner.sessions(),
+        now_ms(),
+    ) {
+        Ok(status) => {
+            let mut report = status.to_json(&policy);
+            report["agent"] = gateway.default_agent.clone().into();
+            Json(report).into_response()
+        }
+        Err(error) => error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            None,
+            &error.to_string(),
+        ),
+    }
+}
+
+async fn reset_session(
+    State(gateway): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    if let Err(refused) = authorize(&gateway, &headers) {
+        return refused;
+    }
+    if let Err(refused) = check_session_id(&id) {
+        return refused;
+    }
+    match gateway.runner().sessions().update(&id, SessionEntry::reset) {
+        Ok(()) => Json(json!({"session": id, "reset": true})).into_response(),
+        Err(error) => error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            None,
+            &error.to_string(),
+        ),
+    }
+}
