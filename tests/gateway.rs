@@ -1,0 +1,787 @@
+//! The gateway end to end: `failover serve`'s router in process, real HTTP
+//! providers, and a fault-injecting upstream on loopback. Each test asserts
+//! what the client receives, which upstream calls were made, and the
+//! profile state that results.
+
+#[path = "gateway/upstream.rs"]
+mod upstream;
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use failover::auth::{CredentialKind, RecordedReason, Usage};
+use failover::config::Config;
+use failover::gateway::{self, ClientKeys, Gateway, GatewayOptions};
+use failover::state::{AuthStore, SessionStore, StateDir};
+use failover::{Policy, PolicyEngine};
+use serde_json::{json, Value};
+use upstream::{Behaviour, Upstream};
+
+const PRIMARY: &str = "anthropic/claude-x";
+const FALLBACK: &str = "openai/gpt-x";
+
+fn policy() -> Arc<Policy> {
+    static POLICY: OnceLock<Arc<Policy>> = OnceLock::new();
+    POLICY
+        .get_or_init(|| {
+            let engine = PolicyEngine::new().expect("engine");
+            Arc::new(Policy::default_policy(&engine).expect("policy"))
+        })
+        .clone()
+}
+
+/// Profiles: id and key. The keys are what the upstream records.
+const PROFILES: &[(&str, &str)] = &[
+    ("anthropic:a", "ant-a"),
+    ("anthropic:b", "ant-b"),
+    ("openai:a", "oai-a"),
+    ("openrouter:a", "or-a"),
+];
+
+struct Harness {
+    up: Upstream,
+    base: String,
+    client: reqwest::Client,
+    store: AuthStore,
+    sessions: SessionStore,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    _dir: tempfile::TempDir,
+}
+
+/// The config: anthropic primary, openai fallback, every provider on the
+/// fake upstream; `extra` is merged into `models.providers.<p>` entries
+/// (`{openai: {timeoutSeconds: 0.3}}`) and the top level.
+fn config_text(base: &str, extra: &str) -> String {
+    format!(
+        r#"{{
+          auth: {{ order: {{ anthropic: ["anthropic:a", "anthropic:b"] }} }},
+          agents: {{ defaults: {{ model: {{ primary: "{PRIMARY}", fallbacks: ["{FALLBACK}"] }},
+                                  timeoutSeconds: 20 }},
+                    list: [{{ id: "ops", model: "openrouter/meta/llama-x" }}] }},
+          models: {{ providers: {{
+            anthropic: {{ baseUrl: "{base}/anthropic", api: "anthropic-messages" }},
+            openai: {{ baseUrl: "{base}/openai/v1", api: "openai-chat", timeoutSeconds: 5 }},
+            openrouter: {{ baseUrl: "{base}/openrouter/api/v1", api: "openai-chat", models: ["meta/llama-x"] }},
+            {extra}
+          }} }},
+        }}"#
+    )
+}
+
+async fn start(extra: &str, keys: ClientKeys) -> Harness {
+    let up = Upstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("failover.json5");
+    let extra = extra.replace("BASE", &up.base);
+    std::fs::write(&config_path, config_text(&up.base, &extra)).unwrap();
+    let config = Config::load(&config_path).expect("config");
+    let state = StateDir::at(dir.path().join("state"));
+    let paths = state.agent("main").unwrap();
+    let store = AuthStore::open(paths.clone()).unwrap();
+    store
+        .update_profiles(|file| {
+            for (id, key) in PROFILES {
+                let provider = id.split(':').next().unwrap();
+                file.put_static(id, provider, CredentialKind::ApiKey, key)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let ops = AuthStore::open(state.agent("ops").unwrap()).unwrap();
+    ops.update_profiles(|file| {
+        file.put_static(
+            "openrouter:ops",
+            "openrouter",
+            CredentialKind::ApiKey,
+            "or-ops",
+        )
+    })
+    .unwrap();
+    let gateway = Gateway::new(
+        policy(),
+        config,
+        &state,
+        GatewayOptions {
+            agent: "main".into(),
+            client_keys: keys,
+            retry_wait_cap_ms: 60_000,
+        },
+    )
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(gateway::serve(listener, Arc::new(gateway), async {
+        let _ = rx.await;
+    }));
+    Harness {
+        up,
+        base,
+        client: reqwest::Client::new(),
+        store,
+        sessions: SessionStore::for_agent(&paths.dir),
+        shutdown: Some(tx),
+        server: Some(server),
+        _dir: dir,
+    }
+}
+
+struct Answer {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    text: String,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("{e}: {}", self.text))
+    }
+    fn header(&self, name: &str) -> &str {
+        self.headers.get(name).map_or("", |v| v.to_str().unwrap())
+    }
+    fn content(&self) -> String {
+        self.json()["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    }
+}
+
+impl Harness {
+    async fn chat(&self, model: &str, stream: bool, session: Option<&str>) -> Answer {
+        let body = json!({"model": model, "stream": stream,
+                          "messages": [{"role": "system", "content": "be brief"},
+                                       {"role": "user", "content": "hi"}]});
+        self.post("/v1/chat/completions", &body.to_string(), session)
+            .await
+    }
+
+    async fn post(&self, path: &str, body: &str, session: Option<&str>) -> Answer {
+        let mut request = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        if let Some(session) = session {
+            request = request.header("x-session-id", session);
+        }
+        let response = request.send().await.unwrap();
+        answer(response).await
+    }
+
+    async fn get(&self, path: &str) -> Answer {
+        answer(
+            self.client
+                .get(format!("{}{path}", self.base))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
+    fn usage(&self, id: &str) -> Usage {
+        self.store
+            .usage()
+            .unwrap()
+            .get(id)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    async fn stop(mut self) {
+        let _ = self.shutdown.take().unwrap().send(());
+        self.server.take().unwrap().await.unwrap().unwrap();
+    }
+}
+
+async fn answer(response: reqwest::Response) -> Answer {
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.unwrap_or_default();
+    Answer {
+        status,
+        headers,
+        text,
+    }
+}
+
+fn calls(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(m, k)| (m.to_string(), k.to_string()))
+        .collect()
+}
+
+fn status(code: u16, body: &str) -> Behaviour {
+    Behaviour::Status(code, Vec::new(), body.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_healthy_primary_answers_in_openai_shape() {
+    let h = start("", ClientKeys::default()).await;
+    let a = h.chat("auto", false, None).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.content(), "hello from claude-x with ant-a");
+    assert_eq!(a.json()["object"], "chat.completion");
+    assert_eq!(a.json()["usage"]["total_tokens"], 12);
+    assert_eq!(a.header("x-failover-provider"), "anthropic");
+    assert_eq!(a.header("x-failover-model"), PRIMARY);
+    assert_eq!(a.header("x-failover-profile"), "anthropic:a");
+    // The Anthropic request was translated: system on top, max_tokens set.
+    let sent: Value = serde_json::from_str(&h.up.calls()[0].body).unwrap();
+    assert_eq!(sent["system"], "be brief");
+    assert_eq!(sent["max_tokens"], 4096);
+    assert!(h.usage("anthropic:a").last_used.is_some());
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_without_retry_after_rotates_to_the_next_key() {
+    let h = start("", ClientKeys::default()).await;
+    h.up.then(
+        "claude-x",
+        status(
+            429,
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+        ),
+    );
+    let a = h.chat("auto", false, None).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.header("x-failover-profile"), "anthropic:b");
+    assert_eq!(
+        h.up.chat_calls(),
+        calls(&[("claude-x", "ant-a"), ("claude-x", "ant-b")])
+    );
+    let a_state = h.usage("anthropic:a");
+    assert_eq!(a_state.cooldown_reason, Some(RecordedReason::RateLimit));
+    assert!(a_state.cooldown_until.is_some());
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_retry_after_is_waited_on_when_nothing_else_remains() {
+    let h = start("", ClientKeys::default()).await;
+    let limited = Behaviour::Status(
+        429,
+        vec![("retry-after-ms", "300".into())],
+        r#"{"error":{"message":"rate limit"}}"#.into(),
+    );
+    h.up.then("meta/llama-x", limited);
+    // agent:ops is strict on openrouter with one profile: nothing else remains.
+    let started = std::time::Instant::now();
+    let a = h.chat("agent:ops", false, None).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(
+        h.up.chat_calls(),
+        calls(&[("meta/llama-x", "or-ops"), ("meta/llama-x", "or-ops")])
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_over_the_cap_is_surfaced_at_once() {
+    let h = start("", ClientKeys::default()).await;
+    let limited = Behaviour::Status(
+        429,
+        vec![("retry-after", "120".into())],
+        r#"{"error":{"message":"rate limit"}}"#.into(),
+    );
+    h.up.then("gpt-x", limited);
+    let started = std::time::Instant::now();
+    let a = h.chat(FALLBACK, false, None).await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(a.status, 429, "{}", a.text);
+    let retry_after: u64 = a.header("retry-after").parse().unwrap();
+    assert!((110..=120).contains(&retry_after), "{retry_after}");
+    assert_eq!(a.json()["error"]["code"], "rate_limited");
+    assert_eq!(h.up.chat_calls(), calls(&[("gpt-x", "oai-a")]));
+    // Strict selection (F-7.6): the anthropic chain was not touched.
+    let state = h.usage("openai:a");
+    assert_eq!(state.cooldown_reason, Some(RecordedReason::RateLimit));
+    let floor = state.cooldown_until.unwrap() - state.last_failure_at.unwrap();
+    assert_eq!(floor, 120_000, "Retry-After floors the cooldown (F-6.8a)");
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overloaded_provider_falls_back_across_providers() {
+    let h = start("", ClientKeys::default()).await;
+    let overloaded =
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    h.up.then("claude-x", status(529, overloaded))
+        .then("claude-x", status(529, overloaded));
+    let a = h.chat("auto", false, Some("s1")).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.header("x-failover-model"), FALLBACK);
+    assert_eq!(a.content(), "hello from gpt-x with oai-a");
+    assert_eq!(
+        h.up.chat_calls(),
+        calls(&[
+            ("claude-x", "ant-a"),
+            ("claude-x", "ant-b"),
+            ("gpt-x", "oai-a")
+        ])
+    );
+    for id in ["anthropic:a", "anthropic:b"] {
+        assert_eq!(
+            h.usage(id).cooldown_reason,
+            Some(RecordedReason::Overloaded),
+            "{id}"
+        );
+    }
+    // The session is on the fallback, and /status says so.
+    let entry = h.sessions.get("s1").unwrap();
+    assert_eq!(entry.model().as_deref(), Some(FALLBACK));
+    let status = h.get("/status").await.json();
+    assert_eq!(status["sessionsOnFallback"][0]["session"], "s1");
+    // Reset puts the session back on the configured chain.
+    let reset = h.post("/v1/sessions/s1/reset", "", None).await;
+    assert_eq!(reset.status, 200, "{}", reset.text);
+    assert_eq!(h.sessions.get("s1").unwrap().model(), None);
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_credit_disables_the_profile_and_the_backup_key_carries_on() {
+    let h = start("", ClientKeys::default()).await;
+    h.up.then("claude-x", status(402, r#"{"type":"error","error":{"type":"billing_error","message":"Your credit balance is too low"}}"#));
+    let a = h.chat("auto", false, None).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.header("x-failover-profile"), "anthropic:b");
+    let state = h.usage("anthropic:a");
+    assert_eq!(state.disabled_reason, Some(RecordedReason::Billing));
+    assert!(state.disabled_until.unwrap() >= state.last_failure_at.unwrap() + 5 * 3_600_000);
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_invalid_key_disables_the_profile() {
+    let h = start("", ClientKeys::default()).await;
+    h.up.then("claude-x", status(401, r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#));
+    let a = h.chat("auto", false, None).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.header("x-failover-profile"), "anthropic:b");
+    // An invalid key is a permanent auth failure: the disable lane.
+    assert_eq!(
+        h.usage("anthropic:a").disabled_reason,
+        Some(RecordedReason::AuthPermanent)
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_openrouter_key_limit_is_billing_and_a_strict_run_fails_loudly() {
+    let h = start("", ClientKeys::default()).await;
+    h.up.then("meta/llama-x", status(403, r#"{"error":{"message":"Key limit exceeded (total limit). Manage it using https://openrouter.ai/settings/keys","code":403}}"#));
+    let a = h.chat("openrouter/meta/llama-x", false, None).await;
+    assert_eq!(a.status, 402, "{}", a.text);
+    assert_eq!(a.json()["error"]["attempts"][0]["reason"], "billing");
+    assert_eq!(
+        h.up.chat_calls(),
+        calls(&[("meta/llama-x", "or-a")]),
+        "no unrelated fallback (F-7.6)"
+    );
+    assert_eq!(
+        h.usage("openrouter:a").disabled_reason,
+        Some(RecordedReason::Billing)
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_503_html_page_advances_the_chain() {
+    let h = start("", ClientKeys::default()).await;
+    let page = "<html><head><title>503 Service Unavailable</title></head><body>upstream down</body></html>";
+    h.up.then("claude-x", status(503, page));
+    let a = h.chat("auto", false, None).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.header("x-failover-model"), FALLBACK);
+    // A 503 page is timeout-shaped: straight to the next model, and the
+    // credential is not to blame (no cooldown).
+    assert_eq!(
+        h.up.chat_calls(),
+        calls(&[("claude-x", "ant-a"), ("gpt-x", "oai-a")])
+    );
+    let state = h.usage("anthropic:a");
+    assert_eq!((state.cooldown_until, state.disabled_until), (None, None));
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_upstream_past_the_attempt_deadline_times_out_and_falls_back() {
+    let h = start("", ClientKeys::default()).await;
+    // openai's timeoutSeconds is 5; the strict selection has nothing else.
+    h.up.then("gpt-x", Behaviour::Slow(Duration::from_secs(8)));
+    let started = std::time::Instant::now();
+    let a = h.chat(FALLBACK, false, None).await;
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(5) && took < Duration::from_secs(8),
+        "{took:?}"
+    );
+    assert_eq!(a.status, 502, "{}", a.text);
+    assert_eq!(a.json()["error"]["attempts"][0]["reason"], "timeout");
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_reset_advances_the_chain() {
+    let h = start("", ClientKeys::default()).await;
+    h.up.then("claude-x", Behaviour::Reset);
+    let a = h.chat("auto", false, None).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.header("x-failover-model"), FALLBACK);
+    assert_eq!(
+        h.up.chat_calls(),
+        calls(&[("claude-x", "ant-a"), ("gpt-x", "oai-a")])
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_are_translated_to_openai_chunks() {
+    let h = start("", ClientKeys::default()).await;
+    h.up.then(
+        "claude-x",
+        Behaviour::Stream {
+            pieces: vec!["Hel", "lo"],
+            cut: false,
+        },
+    );
+    let a = h.chat("auto", true, None).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.header("content-type"), "text/event-stream");
+    let (text, done, error) = read_sse(&a.text);
+    assert_eq!(text, "Hello");
+    assert!(done && error.is_none(), "{}", a.text);
+    assert!(a.text.contains(r#""finish_reason":"stop""#), "{}", a.text);
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_cut_before_content_fails_over_and_after_content_ends_with_an_error() {
+    let h = start("", ClientKeys::default()).await;
+    // Before the first text: the attempt failed (a reset is
+    // timeout-shaped), the next model serves.
+    h.up.then(
+        "claude-x",
+        Behaviour::Stream {
+            pieces: vec![],
+            cut: true,
+        },
+    );
+    let a = h.chat("auto", true, None).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.header("x-failover-model"), FALLBACK);
+    assert_eq!(read_sse(&a.text).0, "hello from gpt-x with oai-a");
+    // After it: the client has the text, then an error event, no [DONE].
+    h.up.then(
+        "gpt-x",
+        Behaviour::Stream {
+            pieces: vec!["par", "tial"],
+            cut: true,
+        },
+    );
+    let b = h.chat(FALLBACK, true, None).await;
+    assert_eq!(b.status, 200);
+    let (text, done, error) = read_sse(&b.text);
+    assert_eq!(text, "partial");
+    assert!(!done, "{}", b.text);
+    assert_eq!(error.unwrap()["code"], "stream_interrupted");
+    h.stop().await;
+}
+
+/// (text, saw [DONE], error object) of an SSE body.
+fn read_sse(body: &str) -> (String, bool, Option<Value>) {
+    let mut text = String::new();
+    let mut done = false;
+    let mut error = None;
+    for line in body.lines() {
+        let Some(data) = line.strip_prefix("data: ") else {
+            continue;
+        };
+        if data == "[DONE]" {
+            done = true;
+            continue;
+        }
+        let chunk: Value = serde_json::from_str(data).unwrap();
+        if let Some(e) = chunk.get("error") {
+            error = Some(e.clone());
+        }
+        if let Some(piece) = chunk["choices"][0]["delta"]["content"].as_str() {
+            text.push_str(piece);
+        }
+    }
+    (text, done, error)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_band_errors_and_garbage_are_upstream_errors_not_crashes() {
+    let h = start("", ClientKeys::default()).await;
+    h.up.then(
+        "gpt-x",
+        Behaviour::Raw(
+            "application/json",
+            r#"{"error":{"message":"Overloaded","type":"overloaded_error"}}"#.into(),
+        ),
+    );
+    h.up.then(
+        "gpt-x",
+        Behaviour::Raw("text/html", "<html>not json</html>".into()),
+    );
+    let a = h.chat(FALLBACK, false, None).await;
+    assert_eq!(a.status, 503, "{}", a.text);
+    assert_eq!(a.json()["error"]["attempts"][0]["reason"], "overloaded");
+    let b = h.chat(FALLBACK, false, None).await;
+    assert_eq!(b.status, 502, "{}", b.text);
+    assert!(b.text.contains("not a chat completion"), "{}", b.text);
+    // An empty stream is an empty response, not a reply. (Another
+    // provider: openai's probe throttle would skip it now, F-8.3.)
+    h.up.then(
+        "meta/llama-x",
+        Behaviour::Stream {
+            pieces: vec![],
+            cut: false,
+        },
+    );
+    let c = h.chat("openrouter/meta/llama-x", true, None).await;
+    assert_eq!(c.status, 502, "{}", c.text);
+    assert_eq!(h.up.chat_calls().len(), 3);
+    assert_eq!(h.get("/healthz").await.status, 200);
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_openai_errors() {
+    let h = start("", ClientKeys::default()).await;
+    let a = h.post("/v1/chat/completions", "{not json", None).await;
+    assert_eq!(a.status, 400);
+    assert_eq!(a.json()["error"]["type"], "invalid_request_error");
+    let b = h.chat("nobody/model", false, None).await;
+    assert_eq!(b.status, 404, "{}", b.text);
+    assert_eq!(b.json()["error"]["code"], "model_not_found");
+    let c = h.chat("openrouter/not-listed", false, None).await;
+    assert_eq!(c.status, 404, "{}", c.text);
+    let d = h.chat("agent:nobody", false, None).await;
+    assert_eq!(d.status, 404);
+    let e = h.chat("auto", false, Some(&"x".repeat(300))).await;
+    assert_eq!(e.status, 400, "{}", e.text);
+    // Tools cannot be translated to Anthropic: a 400 that says so, no call.
+    let tools = json!({"model": PRIMARY, "tools": [{"type": "function", "function": {"name": "f"}}],
+                       "messages": [{"role": "user", "content": "hi"}]});
+    let f = h
+        .post("/v1/chat/completions", &tools.to_string(), None)
+        .await;
+    assert_eq!(f.status, 400, "{}", f.text);
+    assert!(
+        f.text.contains("cannot be translated") && f.text.contains("tools"),
+        "{}",
+        f.text
+    );
+    assert!(h.up.chat_calls().is_empty());
+    assert_eq!(h.get("/nowhere").await.status, 404);
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_keep_their_profile() {
+    let h = start("", ClientKeys::default()).await;
+    let first = h.chat("auto", false, Some("sticky")).await;
+    let second = h.chat("auto", false, Some("sticky")).await;
+    assert_eq!(
+        first.header("x-failover-profile"),
+        second.header("x-failover-profile")
+    );
+    assert_eq!(
+        h.sessions
+            .get("sticky")
+            .unwrap()
+            .auth_profile_override
+            .as_deref(),
+        Some(first.header("x-failover-profile"))
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn models_status_and_health() {
+    let h = start("", ClientKeys::default()).await;
+    let models = h.get("/v1/models").await.json();
+    let ids: Vec<&str> = models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    for id in [
+        "auto",
+        "agent:ops",
+        PRIMARY,
+        FALLBACK,
+        "openrouter/meta/llama-x",
+    ] {
+        assert!(ids.contains(&id), "{id} in {ids:?}");
+    }
+    let status = h.get("/status").await;
+    assert_eq!(status.status, 200);
+    let json = status.json();
+    assert_eq!(json["policy"]["sha256"].as_str().unwrap().len(), 64);
+    assert!(json["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["provider"] == "anthropic"));
+    for (_, key) in PROFILES {
+        assert!(!status.text.contains(key), "a secret in /status");
+    }
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_keys_are_required_when_configured() {
+    let mut keys = ClientKeys::default();
+    keys.add("client-key-0123456789");
+    let h = start("", keys).await;
+    assert_eq!(h.chat("auto", false, None).await.status, 401);
+    let response = h
+        .client
+        .post(format!("{}/v1/chat/completions", h.base))
+        .bearer_auth("client-key-0123456789")
+        .header("content-type", "application/json")
+        .body(json!({"model": "auto", "messages": [{"role": "user", "content": "hi"}]}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_address_without_keys_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::new(
+        policy(),
+        Config::default(),
+        &StateDir::at(dir.path()),
+        GatewayOptions {
+            agent: "main".into(),
+            client_keys: ClientKeys::default(),
+            retry_wait_cap_ms: 0,
+        },
+    )
+    .unwrap();
+    assert!(gateway.check_listen("127.0.0.1:1".parse().unwrap()).is_ok());
+    let error = gateway
+        .check_listen("0.0.0.0:1".parse().unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("refusing"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_drains_requests_in_flight() {
+    let h = start("", ClientKeys::default()).await;
+    h.up.then("claude-x", Behaviour::Slow(Duration::from_millis(700)));
+    let client = h.client.clone();
+    let url = format!("{}/v1/chat/completions", h.base);
+    let in_flight = tokio::spawn(async move {
+        let body = json!({"model": "auto", "messages": [{"role": "user", "content": "hi"}]});
+        client
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let base = h.base.clone();
+    h.stop().await;
+    let response = in_flight.await.unwrap().unwrap();
+    assert_eq!(response.status(), 200, "the request in flight finished");
+    assert!(
+        reqwest::get(format!("{base}/healthz")).await.is_err(),
+        "no longer accepting"
+    );
+}
+
+/// Stores an OAuth profile `acme:<name>` whose access token expired.
+fn put_expired_oauth(h: &Harness, name: &str, refresh: &str) {
+    let path = h.store.paths().profiles.clone();
+    let mut document: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    document["profiles"][format!("acme:{name}")] = json!({
+        "type": "oauth", "provider": "acme", "access": "stale-access",
+        "refresh": refresh, "expires": 1_000, "projectId": "kept"
+    });
+    std::fs::write(&path, document.to_string()).unwrap();
+}
+
+const ACME: &str = "acme: { baseUrl: \"BASE/acme/v1\", oauth: { tokenUrl: \"BASE/oauth/token\", clientId: \"cid\" } },";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_oauth_profile_is_refreshed_and_saved() {
+    let h = start(ACME, ClientKeys::default()).await;
+    put_expired_oauth(&h, "me", "good-refresh");
+    let a = h.chat("acme/m1", false, None).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.content(), "hello from m1 with fresh-access");
+    let token_call =
+        h.up.calls()
+            .into_iter()
+            .find(|c| c.path.contains("oauth"))
+            .unwrap();
+    assert!(
+        token_call.body.contains("grant_type=refresh_token"),
+        "{}",
+        token_call.body
+    );
+    assert!(
+        token_call.body.contains("client_id=cid"),
+        "{}",
+        token_call.body
+    );
+    let path = h.store.paths().profiles.clone();
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let profile = &saved["profiles"]["acme:me"];
+    assert_eq!(profile["access"], "fresh-access");
+    assert_eq!(profile["refresh"], "fresh-refresh");
+    assert!(profile["expires"].as_u64().unwrap() > failover::runner::clock::now_ms());
+    assert_eq!(profile["projectId"], "kept", "other fields survive");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    // The next call uses the saved token without refreshing again.
+    assert_eq!(h.chat("acme/m1", false, None).await.status, 200);
+    assert_eq!(
+        h.up.calls()
+            .iter()
+            .filter(|c| c.path.contains("oauth"))
+            .count(),
+        1
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_refresh_is_an_auth_failure_of_that_profile() {
+    let h = start(ACME, ClientKeys::default()).await;
+    put_expired_oauth(&h, "me", "revoked-refresh");
+    let a = h.chat("acme/m1", false, None).await;
+    assert_eq!(a.status, 502, "{}", a.text);
+    assert!(h.up.chat_calls().is_empty(), "no call with a dead token");
+    assert_eq!(a.json()["error"]["attempts"][0]["reason"], "auth");
+    assert!(!a.text.contains("revoked-refresh") && !a.text.contains("stale-access"));
+    assert_eq!(
+        h.usage("acme:me").cooldown_reason,
+        Some(RecordedReason::Auth)
+    );
+    h.stop().await;
+}
