@@ -21,6 +21,36 @@ use crate::status::Status;
 /// The header naming the session.
 pub const SESSION_HEADER: &str = "x-session-id";
 
+/// A request refused before any run: an OpenAI-style error, built lazily.
+struct Refusal {
+    status: StatusCode,
+    kind: &'static str,
+    code: Option<&'static str>,
+    message: String,
+}
+
+impl Refusal {
+    fn new(
+        status: StatusCode,
+        kind: &'static str,
+        code: Option<&'static str>,
+        message: String,
+    ) -> Self {
+        Refusal {
+            status,
+            kind,
+            code,
+            message,
+        }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        error_response(self.status, self.kind, self.code, &self.message)
+    }
+}
+
 /// The gateway's routes over `gateway`.
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
@@ -49,7 +79,7 @@ async fn not_found() -> Response {
 
 async fn chat(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response {
     if let Err(refused) = authorize(&gateway, &headers) {
-        return refused;
+        return refused.into_response();
     }
     let mut request = match openai::parse_request(&body) {
         Ok(request) => request,
@@ -64,11 +94,11 @@ async fn chat(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Byt
     };
     let session = match session_id(&headers) {
         Ok(session) => session,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into_response(),
     };
     let (runner, mut options) = match route(&gateway, &request.model) {
         Ok(routed) => routed,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into_response(),
     };
     options.session = session;
     let deadline = now_ms().saturating_add(runner.config().run_timeout_ms());
@@ -97,13 +127,13 @@ async fn chat(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Byt
 
 /// Which runner and options a request's `model` means; 404 when it names
 /// nothing the config knows.
-fn route(gateway: &Gateway, model: &str) -> Result<(Arc<GatewayRunner>, RunOptions), Response> {
+fn route(gateway: &Gateway, model: &str) -> Result<(Arc<GatewayRunner>, RunOptions), Refusal> {
     let unknown = |message: String| {
-        error_response(
+        Refusal::new(
             StatusCode::NOT_FOUND,
             "invalid_request_error",
             Some("model_not_found"),
-            &message,
+            message,
         )
     };
     if model == "auto" {
@@ -138,7 +168,7 @@ fn route(gateway: &Gateway, model: &str) -> Result<(Arc<GatewayRunner>, RunOptio
     Ok((gateway.runner().clone(), options))
 }
 
-fn authorize(gateway: &Gateway, headers: &HeaderMap) -> Result<(), Response> {
+fn authorize(gateway: &Gateway, headers: &HeaderMap) -> Result<(), Refusal> {
     if gateway.client_keys.is_empty() {
         return Ok(());
     }
@@ -149,22 +179,22 @@ fn authorize(gateway: &Gateway, headers: &HeaderMap) -> Result<(), Response> {
         .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()));
     match presented {
         Some(key) if gateway.client_keys.accepts(key.trim()) => Ok(()),
-        Some(_) => Err(error_response(
+        Some(_) => Err(Refusal::new(
             StatusCode::UNAUTHORIZED,
             "authentication_error",
             Some("invalid_api_key"),
-            "the client key is not accepted",
+            "the client key is not accepted".into(),
         )),
-        None => Err(error_response(
+        None => Err(Refusal::new(
             StatusCode::UNAUTHORIZED,
             "authentication_error",
             Some("missing_api_key"),
-            "a client key is required: send `Authorization: Bearer <key>`",
+            "a client key is required: send `Authorization: Bearer <key>`".into(),
         )),
     }
 }
 
-fn session_id(headers: &HeaderMap) -> Result<Option<String>, Response> {
+fn session_id(headers: &HeaderMap) -> Result<Option<String>, Refusal> {
     let Some(value) = headers.get(SESSION_HEADER) else {
         return Ok(None);
     };
@@ -172,20 +202,20 @@ fn session_id(headers: &HeaderMap) -> Result<Option<String>, Response> {
     check_session_id(id).map(|()| Some(id.to_owned()))
 }
 
-fn check_session_id(id: &str) -> Result<(), Response> {
+fn check_session_id(id: &str) -> Result<(), Refusal> {
     crate::state::sessions::check_session_id(id).map_err(|e| {
-        error_response(
+        Refusal::new(
             StatusCode::BAD_REQUEST,
             "invalid_request_error",
             None,
-            &format!("header `{SESSION_HEADER}`: {e}"),
+            format!("header `{SESSION_HEADER}`: {e}"),
         )
     })
 }
 
 async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
     if let Err(refused) = authorize(&gateway, &headers) {
-        return refused;
+        return refused.into_response();
     }
     let config = &gateway.config;
     let mut ids: Vec<String> = vec!["auto".into()];
@@ -212,7 +242,7 @@ async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Resp
 
 async fn status(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
     if let Err(refused) = authorize(&gateway, &headers) {
-        return refused;
+        return refused.into_response();
     }
     let runner = gateway.runner();
     let policy = runner.policy();
@@ -243,10 +273,10 @@ async fn reset_session(
     Path(id): Path<String>,
 ) -> Response {
     if let Err(refused) = authorize(&gateway, &headers) {
-        return refused;
+        return refused.into_response();
     }
     if let Err(refused) = check_session_id(&id) {
-        return refused;
+        return refused.into_response();
     }
     match gateway.runner().sessions().update(&id, SessionEntry::reset) {
         Ok(()) => Json(json!({"session": id, "reset": true})).into_response(),
