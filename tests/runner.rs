@@ -803,3 +803,32 @@ async fn no_attempt_starts_after_the_deadline() {
     assert!(matches!(error, RunError::DeadlineExceeded { ref attempts } if attempts.is_empty()));
     assert!(r.provider().calls().is_empty());
 }
+
+#[tokio::test]
+async fn round_robin_holds_while_last_used_writes_are_coalesced() {
+    let w = world(&["anthropic:a", "anthropic:b"]);
+    let mut config = strict_config();
+    config.agents.defaults.model.fallbacks = None;
+    let r = runner(&w, config, Scripted::default());
+    let mut served = Vec::new();
+    for _ in 0..4 {
+        served.push(r.run(&RunOptions::default(), &()).await.unwrap().profile);
+        w.clock.advance(10);
+    }
+    // Oldest lastUsed first (F-4.2), exact within this process...
+    assert_eq!(
+        served,
+        ["anthropic:a", "anthropic:b", "anthropic:a", "anthropic:b"]
+    );
+    // ...while the file got each profile's first success only: the later
+    // ones changed nothing but lastUsed, within the write interval.
+    let usage = w.store.usage().unwrap();
+    assert_eq!(usage["anthropic:a"].last_used, Some(NOW));
+    assert_eq!(usage["anthropic:b"].last_used, Some(NOW + 10));
+    // Past the interval the next success is written again.
+    w.clock
+        .advance(failover::runner::LAST_USED_WRITE_INTERVAL_MS);
+    let next = r.run(&RunOptions::default(), &()).await.unwrap().profile;
+    let now = failover::runner::Clock::now_ms(&w.clock);
+    assert_eq!(w.store.usage().unwrap()[&next].last_used, Some(now));
+}

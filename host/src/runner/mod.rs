@@ -21,4 +21,6 @@ pub use model::*;
 pub use outcome::{Attempt, FallbackStep, FallbackSummaryError, RunError, RunOutcome};
 pub use provider::{CallError, Provider, Target};
 pub use retry_env::{retry_wait_cap_from_env, RETRY_MAX_WAIT_ALIAS_ENV, RETRY_MAX_WAIT_ENV};
-pub use run::{CronJob, RunOptions, Runner, DEFAULT_RETRY_WAIT_CAP_MS};
+pub use run::{
+    CronJob, RunOptions, Runner, DEFAULT_RETRY_WAIT_CAP_MS, LAST_USED_WRITE_INTERVAL_MS,
+};

@@ -61,6 +61,13 @@ pub struct RunOptions {
     pub deadline_ms: Option<u64>,
 }
 
+/// A success that changes nothing but a profile's `lastUsed` is written at
+/// most this often per profile. One fsync'd write per request capped a
+/// gateway near 1,800 requests/s on the project's machine (BENCHMARKS.md);
+/// this process keeps the exact time in memory for its own ordering, other
+/// processes see it to the second.
+pub const LAST_USED_WRITE_INTERVAL_MS: u64 = 1_000;
+
 /// The longest wait on a `Retry-After` when nothing else remains (F-6.8):
 /// the seeds' SDK cap. Longer hints are surfaced at once.
 pub const DEFAULT_RETRY_WAIT_CAP_MS: u64 = 60_000;
@@ -80,6 +87,9 @@ pub struct Runner<P, C> {
     probes: Mutex<HashMap<String, u64>>,
     /// F-6.8: the longest wait on a `Retry-After`; 0 never waits.
     retry_wait_cap_ms: u64,
+    /// Successes not yet written (see [`LAST_USED_WRITE_INTERVAL_MS`]):
+    /// profile id → when it last served.
+    recent_use: Mutex<HashMap<String, u64>>,
 }
 
 /// A failed call, classified and recorded.
@@ -125,6 +135,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             clock,
             probes: Mutex::new(HashMap::new()),
             retry_wait_cap_ms: DEFAULT_RETRY_WAIT_CAP_MS,
+            recent_use: Mutex::new(HashMap::new()),
         }
     }
 
@@ -605,10 +616,44 @@ impl<P: Provider, C: Clock> Runner<P, C> {
     }
 
     fn stored(&self) -> Result<Vec<StoredProfile>, RunError> {
-        Ok(stored_profiles(
-            &self.store.summaries()?,
-            &self.store.usage()?,
-        ))
+        let mut stored = stored_profiles(&self.store.summaries()?, &self.store.usage()?);
+        let recent = self.recent_use.lock().unwrap_or_else(|e| e.into_inner());
+        for profile in &mut stored {
+            if let Some(at) = recent.get(&profile.id) {
+                profile.usage.last_used = profile.usage.last_used.max(Some(*at));
+            }
+        }
+        Ok(stored)
+    }
+
+    /// Records a success (F-6.9): written at once when it changes routing
+    /// state, coalesced when it only moves `lastUsed`.
+    fn record_success(&self, policy: &Policy, target: &Target, now: u64) -> Result<(), RunError> {
+        let current = self
+            .store
+            .usage()?
+            .get(&target.profile)
+            .cloned()
+            .unwrap_or_default();
+        let after = policy.record_success(&current, Some(&target.model), now)?;
+        let only_last_used = crate::auth::Usage {
+            last_used: current.last_used,
+            ..after
+        } == current;
+        let written_lately = current
+            .last_used
+            .is_some_and(|at| now.saturating_sub(at) < LAST_USED_WRITE_INTERVAL_MS);
+        if only_last_used && written_lately {
+            self.recent_use
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(target.profile.clone(), now);
+            return Ok(());
+        }
+        self.store.update_profile_usage(&target.profile, |before| {
+            policy.record_success(before, Some(&target.model), now)
+        })?;
+        Ok(())
     }
 
     /// Orders `profiles` by the session's pin (F-4.4 … F-4.6); returns
@@ -708,9 +753,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         written: Option<Written>,
     ) -> Result<RunOutcome<P::Reply>, RunError> {
         let now = self.clock.now_ms();
-        self.store.update_profile_usage(&target.profile, |before| {
-            policy.record_success(before, Some(&target.model), now)
-        })?;
+        self.record_success(policy, &target, now)?;
         // The fallback override stays (F-9.4): nothing to roll back.
         drop(written);
         if position > 0 {

@@ -164,6 +164,8 @@ impl SessionStore {
     }
 
     /// Changes one session under the lock: re-read, change, atomic write.
+    /// A change that changes nothing writes nothing (every served request
+    /// of a session passes through here; an fsync each would be its cost).
     pub fn update<T>(
         &self,
         id: &str,
@@ -172,15 +174,21 @@ impl SessionStore {
         check_session_id(id)?;
         let _lock = StateLock::acquire(&self.lock)?;
         let mut file = self.read()?;
+        let before = file.sessions.get(id).cloned();
         let entry = file.sessions.entry(id.to_owned()).or_default();
         let result = change(entry);
+        if before.as_ref().unwrap_or(&SessionEntry::default()) == entry {
+            if before.is_none() {
+                file.sessions.remove(id);
+            }
+            return Ok(result);
+        }
         file.version = 1;
         files::write_json_atomic(&self.path, &file)?;
         Ok(result)
     }
 }
 
-/// Session ids are printable and bounded.
 /// Session ids are 1 to 256 printable characters.
 pub fn check_session_id(id: &str) -> Result<(), StateError> {
     if id.is_empty() || id.len() > 256 || id.chars().any(char::is_control) {
