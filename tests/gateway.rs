@@ -36,6 +36,8 @@ const PROFILES: &[(&str, &str)] = &[
     ("anthropic:b", "ant-b"),
     ("openai:a", "oai-a"),
     ("openrouter:a", "or-a"),
+    ("closed:a", "closed-a"),
+    ("nowhere:a", "nowhere-a"),
 ];
 
 struct Harness {
@@ -63,6 +65,8 @@ fn config_text(base: &str, extra: &str) -> String {
             anthropic: {{ baseUrl: "{base}/anthropic", api: "anthropic-messages" }},
             openai: {{ baseUrl: "{base}/openai/v1", api: "openai-chat", timeoutSeconds: 5 }},
             openrouter: {{ baseUrl: "{base}/openrouter/api/v1", api: "openai-chat", models: ["meta/llama-x"] }},
+            closed: {{ baseUrl: "http://127.0.0.1:1/v1" }},
+            nowhere: {{ baseUrl: "http://no-such-host.invalid/v1" }},
             {extra}
           }} }},
         }}"#
@@ -438,6 +442,22 @@ async fn a_connection_reset_advances_the_chain() {
         h.up.chat_calls(),
         calls(&[("claude-x", "ant-a"), ("gpt-x", "oai-a")])
     );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transport_failures_are_captured_as_the_codes_the_classifier_knows() {
+    let h = start("", ClientKeys::default()).await;
+    for (model, code) in [("closed/m", "ECONNREFUSED"), ("nowhere/m", "ENOTFOUND")] {
+        let a = h.chat(model, false, None).await;
+        assert_eq!(a.status, 502, "{}", a.text);
+        let attempt = &a.json()["error"]["attempts"][0];
+        assert_eq!(attempt["reason"], "timeout", "{model}: {attempt}");
+        assert!(
+            attempt["summary"].as_str().unwrap().starts_with(code),
+            "{model}: {attempt}"
+        );
+    }
     h.stop().await;
 }
 
