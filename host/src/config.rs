@@ -60,7 +60,28 @@ pub struct Config {
     pub auth: AuthConfig,
     pub agents: AgentsConfig,
     pub models: ModelsConfig,
+    pub policy: PolicyConfig,
 }
+
+/// `policy.*`: the sandbox limits every policy call runs under, overriding
+/// the defaults of `host/src/policy/limits.rs` (each has its reason there).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct PolicyConfig {
+    pub fuel_per_call: Option<u64>,
+    pub max_memory_bytes: Option<u64>,
+    pub call_deadline_ms: Option<u64>,
+    pub max_message_bytes: Option<u64>,
+}
+
+/// Allowed ranges of the `policy.*` limits: below, the default policy
+/// cannot work; above, the limit stops protecting the host.
+const POLICY_LIMIT_RANGES: [(&str, u64, u64); 4] = [
+    ("policy.fuelPerCall", 1_000_000, 100_000_000_000),
+    ("policy.maxMemoryBytes", 1 << 20, 1 << 30),
+    ("policy.callDeadlineMs", 10, 60_000),
+    ("policy.maxMessageBytes", 1 << 10, 16 << 20),
+];
 
 /// `auth.*`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -287,6 +308,22 @@ impl Config {
                 }
             }
         }
+        let p = &self.policy;
+        let limits = [
+            p.fuel_per_call,
+            p.max_memory_bytes,
+            p.call_deadline_ms,
+            p.max_message_bytes,
+        ];
+        for ((key, low, high), value) in POLICY_LIMIT_RANGES.iter().zip(limits) {
+            if let Some(value) = value {
+                if !(*low..=*high).contains(&value) {
+                    return Err(invalid(format!(
+                        "{key} must be from {low} to {high}, not {value}"
+                    )));
+                }
+            }
+        }
         for (provider, endpoint) in &self.models.providers {
             crate::providers::endpoint::check(provider, endpoint).map_err(invalid)?;
         }
@@ -349,6 +386,25 @@ pub fn seconds_to_ms(seconds: f64) -> u64 {
 }
 
 impl Config {
+    /// The sandbox limits: the defaults with `policy.*` applied.
+    pub fn policy_limits(&self) -> crate::Limits {
+        let defaults = crate::Limits::default();
+        let p = &self.policy;
+        crate::Limits {
+            fuel_per_call: p.fuel_per_call.unwrap_or(defaults.fuel_per_call),
+            max_memory_bytes: p.max_memory_bytes.map_or(defaults.max_memory_bytes, |b| {
+                usize::try_from(b).unwrap_or(usize::MAX)
+            }),
+            call_deadline: p
+                .call_deadline_ms
+                .map_or(defaults.call_deadline, std::time::Duration::from_millis),
+            max_message_bytes: p.max_message_bytes.map_or(defaults.max_message_bytes, |b| {
+                usize::try_from(b).unwrap_or(usize::MAX)
+            }),
+            ..defaults
+        }
+    }
+
     /// The whole-run deadline, in milliseconds.
     pub fn run_timeout_ms(&self) -> u64 {
         seconds_to_ms(

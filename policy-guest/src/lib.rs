@@ -31,8 +31,11 @@ mod rules;
 pub mod runner;
 mod signals;
 
-#[cfg(all(target_arch = "wasm32", feature = "component"))]
-mod component;
+/// The WIT glue: the generated bindings and [`component::DefaultPolicy`]
+/// (feature `bindings`, wasm32 only); exported as the component with the
+/// feature `component`.
+#[cfg(all(target_arch = "wasm32", feature = "bindings"))]
+pub mod component;
 
 pub use body::MAX_JSON_BODY_BYTES;
 pub use classify::classify;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 
 use crate::config::Config;
-use crate::policy::{Limits, Policy, PolicyEngine};
+use crate::policy::{gate, Policy, PolicyEngine};
 use crate::state::{AuthStore, StateDir};
 
 /// The command line's global choices, resolved lazily.
@@ -17,6 +17,7 @@ pub struct Context {
     state_dir: Option<PathBuf>,
     agent: String,
     config_path: Option<PathBuf>,
+    engine: OnceCell<PolicyEngine>,
     policy: OnceCell<Arc<Policy>>,
     config: OnceCell<Config>,
 }
@@ -33,6 +34,7 @@ impl Context {
             state_dir,
             agent,
             config_path,
+            engine: OnceCell::new(),
             policy: OnceCell::new(),
             config: OnceCell::new(),
         }
@@ -57,17 +59,33 @@ impl Context {
         if let Some(policy) = self.policy.get() {
             return Ok(policy);
         }
-        let engine = PolicyEngine::new()?;
+        let engine = self.engine()?;
+        let limits = self.config()?.policy_limits();
         let policy = match &self.policy_path {
-            None => Policy::default_policy(&engine)?,
+            None => {
+                let policy = Policy::default_policy(engine)?;
+                policy.set_limits(limits);
+                policy
+            }
+            // A module from a file passes the whole gate before it runs.
             Some(path) => {
                 let bytes = std::fs::read(path)
                     .with_context(|| format!("cannot read policy module {}", path.display()))?;
-                Policy::load(&engine, &bytes, Limits::default())
+                gate::admit(engine, &bytes, limits)
+                    .map(|(policy, _)| policy)
                     .with_context(|| format!("policy module {} refused", path.display()))?
             }
         };
         Ok(self.policy.get_or_init(|| Arc::new(policy)))
+    }
+
+    /// The process's policy engine.
+    pub fn engine(&self) -> anyhow::Result<&PolicyEngine> {
+        if let Some(engine) = self.engine.get() {
+            return Ok(engine);
+        }
+        let engine = PolicyEngine::new()?;
+        Ok(self.engine.get_or_init(|| engine))
     }
 
     /// The config: `--config` / `FAILOVER_CONFIG`, or the defaults.

@@ -4,6 +4,7 @@
 mod classify;
 mod context;
 mod lines;
+mod policy;
 mod profiles;
 mod run;
 mod serve;
@@ -72,6 +73,9 @@ enum Command {
     Run(run::RunArgs),
     /// Serve an OpenAI-compatible gateway.
     Serve(serve::ServeArgs),
+    /// Check a policy module, or swap / roll back the one a gateway runs.
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
 }
 
 /// Runs the command line and returns the process's exit status.
@@ -96,5 +100,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Session(command) => session::run(&context, command),
         Command::Run(args) => run::run(&context, args),
         Command::Serve(args) => serve::run(&context, args),
+        Command::Policy(command) => policy::run(&context, command),
     }
 }

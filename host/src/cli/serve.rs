@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context as _};
 
 use super::Context;
+use crate::gateway::admin::{self, Admin, AdminFiles};
 use crate::gateway::{
     self, ClientKeys, Gateway, GatewayOptions, CLIENT_KEYS_FILE_ENV, DEFAULT_LISTEN,
 };
@@ -22,6 +23,10 @@ pub struct ServeArgs {
     /// one (`Authorization: Bearer <key>`).
     #[arg(long, value_name = "FILE", env = CLIENT_KEYS_FILE_ENV)]
     client_keys_file: Option<PathBuf>,
+    /// The admin endpoint (policy swap and rollback): loopback only; port 0
+    /// picks a free one. `failover policy swap` finds it in the state directory.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    admin_listen: SocketAddr,
 }
 
 pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -42,6 +47,16 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         options,
     )?;
     gateway.check_listen(args.listen)?;
+    if !args.admin_listen.ip().is_loopback() {
+        return Err(anyhow!(
+            "the admin endpoint listens on loopback only, not {}",
+            args.admin_listen
+        ));
+    }
+    let gateway = Arc::new(gateway);
+    let state_dir = context.state_dir()?;
+    let engine = context.engine()?.clone();
+    let limits = context.config()?.policy_limits();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -51,12 +66,40 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
         let local = listener.local_addr()?;
+        let admin_listener = tokio::net::TcpListener::bind(args.admin_listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.admin_listen))?;
+        let admin_local = admin_listener.local_addr()?;
+        let files = AdminFiles::of(&state_dir);
+        let token = files.publish(admin_local)?;
+        let admin = Arc::new(Admin {
+            gateway: gateway.clone(),
+            engine,
+            limits,
+            token,
+        });
         eprintln!(
-            "failover: serving on http://{local} (agent {}, policy {})",
+            "failover: serving on http://{local} (agent {}, policy {}; admin on {admin_local})",
             context.agent(),
             policy.version()
         );
-        gateway::serve(listener, Arc::new(gateway), shutdown_signal()).await?;
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = stop.send(true);
+        });
+        let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        let admin_server = axum::serve(admin_listener, admin::router(admin))
+            .with_graceful_shutdown(until_stopped(stopped.clone()));
+        let served = tokio::join!(
+            gateway::serve(listener, gateway, until_stopped(stopped)),
+            async { admin_server.await }
+        );
+        files.withdraw();
+        served.0?;
+        served.1?;
         eprintln!("failover: stopped");
         Ok(ExitCode::SUCCESS)
     })

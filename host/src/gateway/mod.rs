@@ -11,6 +11,7 @@
 //! Responses say who served them (`x-failover-provider`, `-model`,
 //! `-profile`).
 
+pub mod admin;
 mod keys;
 mod reply;
 mod routes;
@@ -18,7 +19,7 @@ mod routes;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 pub use keys::{ClientKeys, KeysError, CLIENT_KEYS_FILE_ENV};
 pub use routes::router;
@@ -58,6 +59,8 @@ pub struct Gateway {
     runners: BTreeMap<String, Arc<GatewayRunner>>,
     client_keys: ClientKeys,
     config: Arc<Config>,
+    /// The module the last swap replaced: what a rollback returns to.
+    previous_policy: Mutex<Option<Arc<Policy>>>,
 }
 
 /// The gateway could not start.
@@ -111,6 +114,7 @@ impl Gateway {
             runners,
             client_keys: options.client_keys,
             config,
+            previous_policy: Mutex::new(None),
         })
     }
 
@@ -132,14 +136,49 @@ impl Gateway {
         self.runners.get(agent)
     }
 
-    /// Makes `policy` the one new runs of every agent use; returns the
-    /// previous one.
+    /// The module new runs use.
+    pub fn active_policy(&self) -> Arc<Policy> {
+        self.runner().policy()
+    }
+
+    /// The module the last swap replaced, if any.
+    pub fn previous_policy(&self) -> Option<Arc<Policy>> {
+        self.history().clone()
+    }
+
+    /// Makes `policy` the one new runs of every agent use (runs in flight
+    /// finish on theirs); remembers the replaced one for a rollback and
+    /// returns it.
     pub fn swap_policy(&self, policy: Arc<Policy>) -> Arc<Policy> {
-        let mut previous = None;
+        let mut previous = self.history();
+        let replaced = self.install(policy);
+        *previous = Some(replaced.clone());
+        replaced
+    }
+
+    /// Returns to the module the last swap replaced; `None` when there is
+    /// none. The module rolled back from becomes the one to roll back to.
+    pub fn rollback_policy(&self) -> Option<Arc<Policy>> {
+        let mut previous = self.history();
+        let target = previous.take()?;
+        let replaced = self.install(target.clone());
+        *previous = Some(replaced);
+        Some(target)
+    }
+
+    fn install(&self, policy: Arc<Policy>) -> Arc<Policy> {
+        let mut replaced = None;
         for runner in self.runners.values() {
-            previous.get_or_insert(runner.swap_policy(policy.clone()));
+            let old = runner.swap_policy(policy.clone());
+            replaced.get_or_insert(old);
         }
-        previous.expect("the default agent always has a runner")
+        replaced.expect("the default agent always has a runner")
+    }
+
+    fn history(&self) -> std::sync::MutexGuard<'_, Option<Arc<Policy>>> {
+        self.previous_policy
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 }
 

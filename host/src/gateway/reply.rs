@@ -191,7 +191,17 @@ pub fn run_error(error: &RunError) -> Response {
             &[][..],
             None,
         ),
-        RunError::Policy(_) | RunError::State(_) => (
+        // A policy that traps or decides nonsense fails the request, loudly
+        // (no silent answer from another module); the host stays up and
+        // the next request gets a fresh instance.
+        RunError::Policy(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            "policy_error",
+            &[][..],
+            None,
+        ),
+        RunError::State(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             "server_error",
             "internal",

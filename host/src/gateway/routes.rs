@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -60,6 +61,10 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/healthz", get(healthz))
         .route("/status", get(status))
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(
+            gateway.clone(),
+            policy_header,
+        ))
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
         .with_state(gateway)
 }
@@ -105,8 +110,10 @@ async fn chat(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Byt
     options.deadline_ms = Some(deadline);
     request.deadline_ms = Some(deadline);
     let started = std::time::Instant::now();
-    let result = runner.run(&options, &request).await;
-    match result {
+    // The module that decides this whole run, whatever is swapped meanwhile.
+    let policy = runner.policy();
+    let result = runner.run_with(&policy, &options, &request).await;
+    let mut response = match result {
         Ok(outcome) => {
             tracing::info!(
                 model = %outcome.model,
@@ -122,7 +129,31 @@ async fn chat(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Byt
             tracing::warn!(requested = %request.model, error = %error, "run failed");
             reply::run_error(&error)
         }
+    };
+    set_policy_header(&mut response, &policy);
+    response
+}
+
+/// The header naming the module that decided a response.
+pub const POLICY_HEADER: &str = "x-failover-policy";
+
+fn set_policy_header(response: &mut Response, policy: &crate::Policy) {
+    if let Ok(value) = HeaderValue::from_str(&policy.version().sha256) {
+        response.headers_mut().insert(POLICY_HEADER, value);
     }
+}
+
+/// Responses that ran no policy carry the active module's hash.
+async fn policy_header(
+    State(gateway): State<Arc<Gateway>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let mut response = next.run(request).await;
+    if !response.headers().contains_key(POLICY_HEADER) {
+        set_policy_header(&mut response, &gateway.active_policy());
+    }
+    response
 }
 
 /// Which runner and options a request's `model` means; 404 when it names
@@ -256,6 +287,9 @@ async fn status(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Resp
         Ok(status) => {
             let mut report = status.to_json(&policy);
             report["agent"] = gateway.default_agent.clone().into();
+            report["previousPolicy"] = gateway
+                .previous_policy()
+                .map_or(serde_json::Value::Null, |p| crate::status::policy_json(&p));
             Json(report).into_response()
         }
         Err(error) => error_response(

@@ -5,8 +5,10 @@
 //! never a raw wasmtime type.
 
 mod bindings;
+pub mod conformance;
 mod engine;
 mod error;
+pub mod gate;
 mod limits;
 mod module;
 mod pool;
@@ -16,6 +18,7 @@ mod runner;
 pub use bindings::{CONTRACT, CONTRACT_VERSION};
 pub use engine::PolicyEngine;
 pub use error::{PolicyError, TrapKind};
+pub use gate::{GateReport, Refused};
 pub use limits::*;
 pub use module::{Policy, PolicyVersion, MAX_RETRY_AFTER_MS};
 pub use pool::PolicyStats;

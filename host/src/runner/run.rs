@@ -182,14 +182,24 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         &self.provider
     }
 
-    /// Runs `request` through the chain.
+    /// Runs `request` through the chain with the active policy.
     pub async fn run(
         &self,
         options: &RunOptions,
         request: &P::Request,
     ) -> Result<RunOutcome<P::Reply>, RunError> {
-        let policy = self.policy();
-        let policy = policy.as_ref();
+        self.run_with(&self.policy(), options, request).await
+    }
+
+    /// Runs `request` through the chain with `policy` deciding every step
+    /// (a caller that must say which module decided takes it first with
+    /// [`Runner::policy`]).
+    pub async fn run_with(
+        &self,
+        policy: &Policy,
+        options: &RunOptions,
+        request: &P::Request,
+    ) -> Result<RunOutcome<P::Reply>, RunError> {
         let session = match &options.session {
             Some(id) => Some(self.sessions.get(id)?),
             None => None,

@@ -1,21 +1,31 @@
 //! The WIT export glue: moves values between the generated bindings and the
 //! core's own types. No policy logic lives here.
+//!
+//! [`DefaultPolicy`] implements every exported interface. Another guest can
+//! reuse it (feature `bindings`): implement the interfaces on its own type,
+//! delegate to `DefaultPolicy` for all but the rule it changes, and export
+//! with `policy_guest::component::export_policy!(ItsType)`. The default component
+//! (feature `component`) exports `DefaultPolicy` itself.
 
 use crate::model::{self, Detail, Reason};
 
 wit_bindgen::generate!({
     world: "policy",
     path: "../wit",
+    // Other crates export through this crate's bindings.
+    default_bindings_module: "policy_guest::component",
+    pub_export_macro: true,
+    export_macro_name: "export_policy",
 });
 
 use exports::failover::policy::types::{
     Classification, ErrorReport, FailureDetail, FailureReason, PolicyInfo,
 };
 
-/// The component's implementation of every exported interface.
-struct Policy;
+/// The default policy's implementation of every exported interface.
+pub struct DefaultPolicy;
 
-impl exports::failover::policy::classifier::Guest for Policy {
+impl exports::failover::policy::classifier::Guest for DefaultPolicy {
     fn classify(report: ErrorReport) -> Classification {
         let core = model::ErrorReport {
             provider: report.provider,
@@ -42,7 +52,7 @@ impl exports::failover::policy::classifier::Guest for Policy {
     }
 }
 
-impl exports::failover::policy::meta::Guest for Policy {
+impl exports::failover::policy::meta::Guest for DefaultPolicy {
     fn describe() -> PolicyInfo {
         PolicyInfo {
             name: crate::POLICY_NAME.into(),
@@ -78,4 +88,5 @@ fn detail_to_wit(detail: Detail) -> FailureDetail {
 mod profiles;
 mod runner;
 
-export!(Policy);
+#[cfg(feature = "component")]
+export_policy!(DefaultPolicy with_types_in self);

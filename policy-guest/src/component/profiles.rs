@@ -5,10 +5,10 @@ use super::exports::failover::policy::types::{
     CooldownConfig, CredentialKind, FailureCount, FailureEvent, OrderRequest, PinDecision,
     PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
 };
-use super::{exports, Policy};
+use super::{exports, DefaultPolicy};
 use crate::profiles as core;
 
-impl exports::failover::policy::profiles::Guest for Policy {
+impl exports::failover::policy::profiles::Guest for DefaultPolicy {
     fn order_profiles(request: OrderRequest) -> Vec<RankedProfile> {
         let request = core::OrderRequest {
             provider: request.provider,

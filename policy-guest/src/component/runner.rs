@@ -6,10 +6,10 @@ use super::exports::failover::policy::types::{
     SelectionSource, StopReason, SummaryRequest,
 };
 use super::profiles::{ranked_from_wit, recorded_from_wit, recorded_to_wit, stored_from_wit};
-use super::{exports, Policy};
+use super::{exports, DefaultPolicy};
 use crate::runner as core;
 
-impl exports::failover::policy::runner::Guest for Policy {
+impl exports::failover::policy::runner::Guest for DefaultPolicy {
     fn resolve_selection(request: SelectionRequest) -> Selection {
         let request = core::SelectionRequest {
             configured_primary: request.configured_primary,

@@ -1,0 +1,115 @@
+//! `failover policy check|swap|rollback|show`: the validation gate without a
+//! server, and the admin calls to a running `failover serve`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Context as _};
+use serde_json::Value;
+
+use super::Context;
+use crate::gateway::admin::AdminFiles;
+use crate::policy::gate;
+
+/// Exit status when the module was refused.
+const EXIT_REFUSED: u8 = 1;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum PolicyCommand {
+    /// Run the validation gate on a module and print its report.
+    Check {
+        /// The policy component (`.wasm`).
+        path: PathBuf,
+    },
+    /// Make a running `failover serve` use this module (after the gate).
+    Swap {
+        /// The policy component (`.wasm`).
+        path: PathBuf,
+    },
+    /// Return a running `failover serve` to the module the last swap replaced.
+    Rollback,
+    /// The running gateway's active and previous modules.
+    Show,
+}
+
+pub fn run(context: &Context, command: PolicyCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        PolicyCommand::Check { path } => {
+            let bytes = read_module(&path)?;
+            let limits = context.config()?.policy_limits();
+            let (_, report) = gate::check(context.engine()?, &bytes, limits);
+            print!("{}", report.render());
+            Ok(if report.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(EXIT_REFUSED)
+            })
+        }
+        PolicyCommand::Swap { path } => {
+            let bytes = read_module(&path)?;
+            admin_call(context, "/admin/policy/swap", Some(bytes))
+        }
+        PolicyCommand::Rollback => admin_call(context, "/admin/policy/rollback", Some(Vec::new())),
+        PolicyCommand::Show => admin_call(context, "/admin/policy", None),
+    }
+}
+
+fn read_module(path: &PathBuf) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read policy module {}", path.display()))
+}
+
+/// Calls the admin endpoint the running gateway published; `body` makes it
+/// a POST.
+fn admin_call(context: &Context, route: &str, body: Option<Vec<u8>>) -> anyhow::Result<ExitCode> {
+    let (address, token) = AdminFiles::of(&context.state_dir()?).read()?;
+    let url = format!("http://{}{route}", address.address);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let (status, answer) = runtime.block_on(async {
+        let client = reqwest::Client::new();
+        let request = match body {
+            Some(bytes) => client.post(&url).body(bytes),
+            None => client.get(&url),
+        };
+        let response = request.bearer_auth(token).send().await.with_context(|| {
+            format!(
+                "the gateway's admin endpoint at {} does not answer (pid {})",
+                address.address, address.pid
+            )
+        })?;
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        anyhow::Ok((status, text))
+    })?;
+    let json: Value = serde_json::from_str(&answer)
+        .map_err(|_| anyhow!("the admin endpoint answered {status}: {answer}"))?;
+    if let Some(report) = json.get("report").and_then(Value::as_str) {
+        print!("{report}");
+    }
+    let describe = |v: &Value| {
+        if v.is_null() {
+            "none".to_owned()
+        } else {
+            format!(
+                "{} {} (sha256:{})",
+                v["name"].as_str().unwrap_or("?"),
+                v["version"].as_str().unwrap_or("?"),
+                v["sha256"].as_str().unwrap_or("?")
+            )
+        }
+    };
+    if status.is_success() {
+        println!("active: {}", describe(&json["active"]));
+        println!("previous: {}", describe(&json["previous"]));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(error) = json.get("error").and_then(Value::as_str) {
+        eprintln!("failover: {error}");
+    }
+    if json.get("active").is_some() {
+        println!("still active: {}", describe(&json["active"]));
+    }
+    Ok(ExitCode::from(EXIT_REFUSED))
+}

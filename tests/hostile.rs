@@ -1,0 +1,206 @@
+//! The validation gate and the sandbox against hostile modules: a fixture
+//! guest (tests/fixtures/hostile-policy) that loops, exhausts memory,
+//! recurses without end, panics, answers far too much, names profiles it
+//! was not given, or opens windows in the past — each refused at the gate
+//! or contained at run time, the host staying up.
+
+#[path = "support/guests.rs"]
+mod guests;
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use failover::auth::{
+    CooldownConfig, CredentialKind, FailureEvent, OrderRequest, RecordedReason, StoredProfile,
+    Usage,
+};
+use failover::policy::{gate, TrapKind, DEFAULT_POLICY};
+use failover::{Limits, Policy, PolicyEngine, PolicyError, ProviderError};
+
+fn engine() -> &'static PolicyEngine {
+    static ENGINE: OnceLock<PolicyEngine> = OnceLock::new();
+    ENGINE.get_or_init(|| PolicyEngine::new().unwrap())
+}
+
+fn hostile() -> Policy {
+    static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
+    let bytes = BYTES.get_or_init(|| guests::component("tests/fixtures/hostile-policy", &[]));
+    let (policy, report) = gate::admit(engine(), bytes, Limits::default())
+        .unwrap_or_else(|refused| panic!("{refused}"));
+    assert!(report.passed());
+    policy
+}
+
+fn error_from(provider: &str) -> ProviderError {
+    ProviderError::message("boom")
+        .with_status(500)
+        .with_provider(provider)
+}
+
+fn assert_healthy(policy: &Policy) {
+    let verdict = policy
+        .classify(
+            &ProviderError::message("Too many requests").with_status(429),
+            0,
+        )
+        .expect("the next call works on a fresh instance");
+    assert_eq!(verdict.reason, Some(failover::Reason::RateLimit));
+}
+
+#[test]
+fn the_default_policy_passes_the_gate() {
+    let (policy, report) = gate::check(engine(), DEFAULT_POLICY, Limits::default());
+    assert!(policy.is_some(), "{}", report.render());
+    assert!(report.cases.len() > 80, "{} cases", report.cases.len());
+    assert!(report.render().ends_with("verdict: accepted\n"));
+}
+
+#[test]
+fn traps_at_run_time_are_contained() {
+    let policy = hostile();
+    for (provider, expected) in [
+        ("hostile-loop", Some(TrapKind::OutOfFuel)),
+        ("hostile-recursion", Some(TrapKind::StackOverflow)),
+        ("hostile-memory", None),
+        ("hostile-panic", None),
+    ] {
+        let error = policy.classify(&error_from(provider), 0).unwrap_err();
+        match (&error, &expected) {
+            (PolicyError::Trap { kind, .. }, Some(expected)) => {
+                assert_eq!(kind, expected, "{provider}")
+            }
+            (PolicyError::Trap { .. }, None) => {}
+            _ => panic!("{provider}: {error:?}"),
+        }
+        assert!(error.to_string().contains("classify"), "{error}");
+        assert_healthy(&policy);
+    }
+    assert!(policy.stats().traps >= 4);
+}
+
+#[test]
+fn the_wall_clock_deadline_stops_what_fuel_would_not() {
+    let policy = hostile();
+    policy.set_limits(Limits {
+        fuel_per_call: u64::MAX / 2,
+        call_deadline: Duration::from_millis(100),
+        ..Limits::default()
+    });
+    let started = std::time::Instant::now();
+    let error = policy.classify(&error_from("hostile-loop"), 0).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            PolicyError::Trap {
+                kind: TrapKind::Deadline,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    policy.set_limits(Limits::default());
+    assert_healthy(&policy);
+}
+
+fn stored(id: &str) -> StoredProfile {
+    StoredProfile {
+        id: id.into(),
+        provider: "hostile-unknown".into(),
+        kind: CredentialKind::ApiKey,
+        expires: None,
+        refreshable: false,
+        usage: Usage::default(),
+    }
+}
+
+fn order(provider: &str) -> OrderRequest {
+    OrderRequest {
+        provider: provider.into(),
+        explicit_order: None,
+        configured: Vec::new(),
+        stored: vec![stored("hostile-unknown:a")],
+        model: None,
+        now_ms: 1_000_000,
+    }
+}
+
+#[test]
+fn invalid_decisions_at_run_time_are_refused() {
+    let policy = hostile();
+    let unknown = policy
+        .order_profiles(&order("hostile-unknown"))
+        .unwrap_err();
+    assert!(
+        unknown.to_string().contains("ghost:never-given"),
+        "{unknown}"
+    );
+    // 200,000 entries: refused (unknown profile, or past the memory cap).
+    let oversized = policy
+        .order_profiles(&order("hostile-oversized"))
+        .unwrap_err();
+    assert!(
+        matches!(
+            oversized,
+            PolicyError::InvalidOutput { .. } | PolicyError::Trap { .. }
+        ),
+        "{oversized:?}"
+    );
+    let past = policy
+        .record_failure(
+            &Usage::default(),
+            &FailureEvent {
+                provider: "hostile-past".into(),
+                reason: RecordedReason::RateLimit,
+                model: None,
+                retry_after_ms: None,
+                reset_at_ms: None,
+                now_ms: 1_000_000,
+            },
+            &CooldownConfig {
+                billing_backoff_ms: 1,
+                billing_backoff_ms_by_provider: Vec::new(),
+                billing_max_ms: 1,
+                failure_window_ms: 1,
+            },
+        )
+        .unwrap_err();
+    assert!(past.to_string().contains("cooldownUntil"), "{past}");
+    assert!(policy.order_profiles(&order("other")).is_ok());
+    assert_healthy(&policy);
+}
+
+#[test]
+fn a_module_that_misbehaves_on_the_corpus_is_refused_with_a_report() {
+    let bytes = guests::component("tests/fixtures/hostile-policy", &["refuse"]);
+    let (policy, report) = gate::check(engine(), &bytes, Limits::default());
+    assert!(policy.is_none());
+    let text = report.render();
+    assert!(
+        text.contains("FAIL order-profiles") && text.contains("ghost:never-given"),
+        "{text}"
+    );
+    assert!(
+        text.contains("FAIL record-failure") && text.contains("cooldownUntil"),
+        "{text}"
+    );
+    assert!(text.ends_with("verdict: refused\n"), "{text}");
+}
+
+#[test]
+fn a_module_importing_wasi_is_refused_before_the_corpus() {
+    let bytes = wat::parse_str(
+        r#"(component
+            (import "wasi:cli/environment@0.2.0" (instance (export "get-arguments" (func (result (list string))))))
+        )"#,
+    )
+    .unwrap();
+    let (policy, report) = gate::check(engine(), &bytes, Limits::default());
+    assert!(policy.is_none());
+    assert!(report.cases.is_empty());
+    let text = report.render();
+    assert!(
+        text.contains("wasi:cli/environment") && text.contains("refused"),
+        "{text}"
+    );
+}

@@ -1,0 +1,75 @@
+//! Builds guest crates of this repository (the example policy, the hostile
+//! fixture) for wasm32 and encodes them as components, the way
+//! `host/build.rs` builds the default policy. One target directory under
+//! cargo's test scratch space serves every guest and test binary; a file
+//! lock keeps one build (and the copy of its output) at a time.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Variables of the outer build that must not reach the nested one (see
+/// `host/build.rs`).
+const OUTER_BUILD_ENV: &[&str] = &[
+    "CARGO_ENCODED_RUSTFLAGS",
+    "RUSTFLAGS",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "RUSTC_WRAPPER",
+    "CARGO_TARGET_DIR",
+    "CARGO_BUILD_TARGET",
+    "CARGO_BUILD_RUSTFLAGS",
+];
+
+/// The guest crate at `dir` (relative to the repository), built with
+/// `features`, as component bytes.
+pub fn component(dir: &str, features: &[&str]) -> Vec<u8> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = root.join(dir).join("Cargo.toml");
+    let target_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("guests");
+    std::fs::create_dir_all(&target_dir).unwrap();
+    let lock = std::fs::File::create(target_dir.join(".build-lock")).unwrap();
+    lock.lock().unwrap();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .arg("build")
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .args(["--target", "wasm32-unknown-unknown", "--release", "--quiet"])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        // Fast builds: these guests are tested for behaviour, not speed.
+        .env("CARGO_PROFILE_RELEASE_LTO", "false")
+        .env("CARGO_PROFILE_RELEASE_PANIC", "abort")
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "false");
+    if !features.is_empty() {
+        command.arg("--features").arg(features.join(","));
+    }
+    for name in OUTER_BUILD_ENV {
+        command.env_remove(name);
+    }
+    let output = command.output().expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "building {dir} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let name = manifest_name(&manifest).replace('-', "_");
+    let module = target_dir
+        .join("wasm32-unknown-unknown/release")
+        .join(format!("{name}.wasm"));
+    let core = std::fs::read(&module).unwrap();
+    drop(lock);
+    wit_component::ComponentEncoder::default()
+        .module(&core)
+        .and_then(|encoder| encoder.validate(true).encode())
+        .expect("the guest encodes as a component")
+}
+
+fn manifest_name(manifest: &Path) -> String {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("name = \""))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .expect("the manifest names its package")
+        .to_owned()
+}
