@@ -1,6 +1,8 @@
 //! `failover run` and `failover serve` as real processes, against the
 //! fault-injecting upstream.
 
+#[path = "support/guests.rs"]
+mod guests;
 #[path = "gateway/upstream.rs"]
 #[allow(dead_code)]
 mod upstream;
@@ -242,14 +244,7 @@ async fn serve_answers_and_stops_cleanly_on_sigterm() {
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let address = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
+    let address = serving_address(&mut stderr);
     let response = reqwest::Client::new()
         .post(format!("http://{address}/v1/chat/completions"))
         .header("content-type", "application/json")
@@ -272,4 +267,115 @@ async fn serve_answers_and_stops_cleanly_on_sigterm() {
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
     assert!(rest.contains("stopped"), "{rest}");
+}
+
+/// `serve`'s first stderr line names its address; returns it.
+fn serving_address(stderr: &mut impl BufRead) -> String {
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    line.split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_check_swap_rollback_and_show_against_a_running_gateway() {
+    let up = Upstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (state, config) = setup(dir.path(), &up);
+    let module = dir.path().join("context-advances.wasm");
+    std::fs::write(
+        &module,
+        guests::component("examples/policy-context-advances", &[]),
+    )
+    .unwrap();
+    let module = module.display().to_string();
+    let junk = dir.path().join("junk.wasm");
+    std::fs::write(&junk, b"junk").unwrap();
+    let junk = junk.display().to_string();
+    let base = |args: &[&str]| {
+        let mut command = failover();
+        command
+            .args(["--state-dir", &state, "--config", &config])
+            .args(args);
+        command
+    };
+
+    let checked = output(base(&["policy", "check", &module]), "").await;
+    let report = String::from_utf8_lossy(&checked.stdout);
+    assert!(checked.status.success(), "{report}");
+    assert!(
+        report.contains("failover-context-advances") && report.contains("verdict: accepted"),
+        "{report}"
+    );
+    let refused = output(base(&["policy", "check", &junk]), "").await;
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stdout).contains("verdict: refused"));
+
+    let none = output(base(&["policy", "show"]), "").await;
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no running gateway"));
+
+    let mut child = base(&["serve", "--listen", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let address = serving_address(&mut stderr);
+    let token = std::fs::read_to_string(Path::new(&state).join("gateway/admin-token")).unwrap();
+    assert_eq!(token.trim().len(), 64);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(Path::new(&state).join("gateway/admin-token"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    let swapped = output(base(&["policy", "swap", &module]), "").await;
+    let text = String::from_utf8_lossy(&swapped.stdout);
+    assert!(
+        swapped.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&swapped.stderr)
+    );
+    assert!(text.contains("active: failover-context-advances"), "{text}");
+    assert!(text.contains("previous: failover-default"), "{text}");
+    let response = reqwest::Client::new()
+        .get(format!("http://{address}/status"))
+        .send()
+        .await
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_str(&response.text().await.unwrap()).unwrap();
+    assert_eq!(status["policy"]["name"], "failover-context-advances");
+    assert_eq!(status["previousPolicy"]["name"], "failover-default");
+
+    let junk_swap = output(base(&["policy", "swap", &junk]), "").await;
+    assert_eq!(junk_swap.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&junk_swap.stdout)
+        .contains("still active: failover-context-advances"));
+
+    let rolled = output(base(&["policy", "rollback"]), "").await;
+    assert!(String::from_utf8_lossy(&rolled.stdout).contains("active: failover-default"));
+    let shown = output(base(&["policy", "show"]), "").await;
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("previous: failover-context-advances"));
+
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success());
+    assert!(
+        !Path::new(&state).join("gateway/admin.json").exists(),
+        "the admin files are withdrawn"
+    );
 }

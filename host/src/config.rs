@@ -475,6 +475,25 @@ mod tests {
     }
 
     #[test]
+    fn policy_limits_override_the_defaults_within_range() {
+        let config = load("{ policy: { fuelPerCall: 2000000, callDeadlineMs: 500 } }").unwrap();
+        let limits = config.policy_limits();
+        assert_eq!(limits.fuel_per_call, 2_000_000);
+        assert_eq!(limits.call_deadline, std::time::Duration::from_millis(500));
+        assert_eq!(
+            limits.max_memory_bytes,
+            crate::Limits::default().max_memory_bytes
+        );
+        let error = load("{ policy: { maxMemoryBytes: 1 } }")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("policy.maxMemoryBytes must be from"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn errors_name_file_line_and_column() {
         let error = load("{\n  auth: { cooldowns: { billingMaxHours: 'a day' } }\n}")
             .unwrap_err()

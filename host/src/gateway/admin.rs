@@ -124,7 +124,7 @@ pub fn router(admin: Arc<Admin>) -> Router {
         .with_state(admin)
 }
 
-fn authorized(admin: &Admin, headers: &HeaderMap) -> Result<(), Response> {
+fn authorized(admin: &Admin, headers: &HeaderMap) -> Result<(), Box<Response>> {
     let presented = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
@@ -135,11 +135,11 @@ fn authorized(admin: &Admin, headers: &HeaderMap) -> Result<(), Response> {
     if keys.accepts(presented.trim()) {
         Ok(())
     } else {
-        Err((
+        let refusal = (
             StatusCode::UNAUTHORIZED,
             Json(json!({"error": "the admin token is missing or wrong"})),
-        )
-            .into_response())
+        );
+        Err(Box::new(refusal.into_response()))
     }
 }
 
@@ -152,7 +152,7 @@ fn state_json(gateway: &Gateway) -> serde_json::Value {
 
 async fn show(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Response {
     if let Err(refused) = authorized(&admin, &headers) {
-        return refused;
+        return *refused;
     }
     Json(state_json(&admin.gateway)).into_response()
 }
@@ -161,7 +161,7 @@ async fn show(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Response {
 /// (compiling is CPU work); a refused module never serves.
 async fn swap(State(admin): State<Arc<Admin>>, headers: HeaderMap, body: Bytes) -> Response {
     if let Err(refused) = authorized(&admin, &headers) {
-        return refused;
+        return *refused;
     }
     let started = std::time::Instant::now();
     let (engine, limits) = (admin.engine.clone(), admin.limits);
@@ -193,7 +193,7 @@ async fn swap(State(admin): State<Arc<Admin>>, headers: HeaderMap, body: Bytes) 
 
 async fn rollback(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Response {
     if let Err(refused) = authorized(&admin, &headers) {
-        return refused;
+        return *refused;
     }
     match admin.gateway.rollback_policy() {
         Some(active) => {

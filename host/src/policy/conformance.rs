@@ -22,10 +22,13 @@ use super::module::Policy;
 const NOW: u64 = 1_767_225_600_000;
 const MINUTE: u64 = 60_000;
 
+/// A call of a case: `Ok` when the module answered with a valid decision.
+pub type CaseCall = Box<dyn Fn(&Policy) -> Result<(), PolicyError> + Send + Sync>;
+
 /// One case: its name and the call.
 pub struct Case {
     pub name: String,
-    pub run: Box<dyn Fn(&Policy) -> Result<(), PolicyError> + Send + Sync>,
+    pub run: CaseCall,
 }
 
 fn case(

@@ -20,6 +20,8 @@ pub struct PolicyEngine {
 struct EngineInner {
     engine: wasmtime::Engine,
     stop_ticker: Arc<AtomicBool>,
+    /// Fuel metering and the epoch deadline are on.
+    metered: bool,
 }
 
 impl Drop for EngineInner {
@@ -31,9 +33,26 @@ impl Drop for EngineInner {
 impl PolicyEngine {
     /// Creates the engine and starts its epoch thread.
     pub fn new() -> Result<Self, PolicyError> {
+        Self::build(true)
+    }
+
+    /// An engine without fuel metering or the epoch deadline: only the
+    /// memory cap and the input bounds hold. It exists to measure what the
+    /// sandbox costs (`benches/sandbox.rs`); never run an untrusted module
+    /// on it.
+    pub fn unmetered() -> Result<Self, PolicyError> {
+        Self::build(false)
+    }
+
+    /// Whether calls are metered (fuel and epoch deadline).
+    pub fn metered(&self) -> bool {
+        self.inner.metered
+    }
+
+    fn build(metered: bool) -> Result<Self, PolicyError> {
         let mut config = wasmtime::Config::new();
-        config.consume_fuel(true);
-        config.epoch_interruption(true);
+        config.consume_fuel(metered);
+        config.epoch_interruption(metered);
         config.wasm_component_model(true);
         let engine = wasmtime::Engine::new(&config).map_err(PolicyError::engine)?;
         let stop_ticker = Arc::new(AtomicBool::new(false));
@@ -55,6 +74,7 @@ impl PolicyEngine {
             inner: Arc::new(EngineInner {
                 engine,
                 stop_ticker,
+                metered,
             }),
         })
     }

@@ -65,7 +65,7 @@ impl GateReport {
 /// The module was refused; the report says why.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("policy module refused:\n{}", .0.render())]
-pub struct Refused(pub GateReport);
+pub struct Refused(pub Box<GateReport>);
 
 /// Runs the gate on `bytes` under `limits`: the loaded module when it passes.
 pub fn check(engine: &PolicyEngine, bytes: &[u8], limits: Limits) -> (Option<Policy>, GateReport) {
@@ -106,6 +106,6 @@ pub fn admit(
 ) -> Result<(Policy, GateReport), Refused> {
     match check(engine, bytes, limits) {
         (Some(policy), report) => Ok((policy, report)),
-        (None, report) => Err(Refused(report)),
+        (None, report) => Err(Refused(Box::new(report))),
     }
 }

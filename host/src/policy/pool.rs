@@ -114,15 +114,17 @@ impl InstancePool {
             Some(warm) if warm.generation == generation => warm,
             _ => self.instantiate(&limits, generation)?,
         };
-        warm.store
-            .set_fuel(limits.fuel_per_call)
-            .map_err(PolicyError::engine)?;
-        warm.store.set_epoch_deadline(limits.deadline_ticks());
+        if self.engine.metered() {
+            warm.store
+                .set_fuel(limits.fuel_per_call)
+                .map_err(PolicyError::engine)?;
+            warm.store.set_epoch_deadline(limits.deadline_ticks());
+        }
         let result = f(&mut warm.store, &warm.bindings);
         let mut state = self.lock();
         match result {
             Ok(value) => {
-                let left = warm.store.get_fuel().unwrap_or(0);
+                let left = warm.store.get_fuel().unwrap_or(limits.fuel_per_call);
                 let used = limits.fuel_per_call.saturating_sub(left);
                 state.stats.max_fuel_used = state.stats.max_fuel_used.max(used);
                 state.stats.total_fuel_used = state.stats.total_fuel_used.saturating_add(used);
@@ -149,10 +151,12 @@ impl InstancePool {
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|state| &mut state.limits);
-        store
-            .set_fuel(limits.fuel_per_call)
-            .map_err(PolicyError::engine)?;
-        store.set_epoch_deadline(limits.deadline_ticks());
+        if self.engine.metered() {
+            store
+                .set_fuel(limits.fuel_per_call)
+                .map_err(PolicyError::engine)?;
+            store.set_epoch_deadline(limits.deadline_ticks());
+        }
         let bindings = self
             .pre
             .instantiate(&mut store)

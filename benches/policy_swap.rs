@@ -1,0 +1,311 @@
+//! Hot-swap and sandbox costs (issue 6), printed from one run:
+//!
+//! 1. swap latency — module bytes to active: compile, import and contract
+//!    checks, the conformance corpus, the swap;
+//! 2. the pause swaps cause — request latency through the gateway with no
+//!    swaps, with swaps of already-checked modules every 20 ms, and with
+//!    full swaps (gate included) every 500 ms;
+//! 3. the sandbox's per-call cost — fuel metering and the epoch deadline on
+//!    versus off, on a classification and a runner decision.
+//!
+//! `cargo bench --bench policy_swap`
+
+#[path = "../tests/support/guests.rs"]
+mod guests;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::routing::post;
+use failover::auth::{CredentialKind, RecordedReason};
+use failover::config::Config;
+use failover::gateway::{self, ClientKeys, Gateway, GatewayOptions};
+use failover::policy::{gate, DEFAULT_POLICY};
+use failover::runner::{FailedAttempt, RotationConfig};
+use failover::state::{AuthStore, StateDir};
+use failover::{Limits, Policy, PolicyEngine, ProviderError};
+
+const REPLY: &str = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}"#;
+const REQUEST: &str = r#"{"model":"auto","messages":[{"role":"user","content":"hi"}]}"#;
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn swap_latency(engine: &PolicyEngine, example: &[u8]) {
+    println!("## swap latency (module bytes to active), median of 5\n");
+    println!("| module | size | compile + contract | conformance corpus | whole gate + swap |");
+    println!("|---|---:|---:|---:|---:|");
+    let slot = std::sync::RwLock::new(Arc::new(Policy::default_policy(engine).unwrap()));
+    for (name, bytes) in [
+        ("default", DEFAULT_POLICY),
+        ("context-advances (no LTO)", example),
+    ] {
+        let (mut load, mut whole) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            let started = Instant::now();
+            Policy::load(engine, bytes, Limits::default()).unwrap();
+            load.push(started.elapsed());
+            let started = Instant::now();
+            let (policy, _) = gate::admit(engine, bytes, Limits::default()).unwrap();
+            *slot.write().unwrap() = Arc::new(policy);
+            whole.push(started.elapsed());
+        }
+        let (load, whole) = (median(load), median(whole));
+        println!(
+            "| {name} | {} KiB | {:.1} ms | {:.1} ms | {:.1} ms |",
+            bytes.len() / 1024,
+            ms(load),
+            ms(whole.saturating_sub(load)),
+            ms(whole)
+        );
+    }
+    println!();
+}
+
+fn sandbox_cost() {
+    println!("## sandbox cost per call (fuel + epoch on vs off)\n");
+    let metered = Policy::default_policy(&PolicyEngine::new().unwrap()).unwrap();
+    let unmetered = Policy::default_policy(&PolicyEngine::unmetered().unwrap()).unwrap();
+    let error = ProviderError::message("Rate limit reached for gpt-4o")
+        .with_status(429)
+        .with_provider("openai")
+        .with_header("retry-after", "20");
+    let attempt = FailedAttempt {
+        reason: RecordedReason::RateLimit,
+        aborted: false,
+        live_switch_to: None,
+        user_pinned_profile: false,
+        rotations: 0,
+        profiles_left: 1,
+        chain: vec!["a/x".into(), "b/y".into(), "c/z".into()],
+        position: 0,
+    };
+    let rotation = RotationConfig {
+        rate_limited_profile_rotations: 1,
+        overloaded_profile_rotations: 1,
+        overloaded_backoff_ms: 0,
+    };
+    const CALLS: u32 = 200_000;
+    println!("| call | metered | unmetered | overhead |");
+    println!("|---|---:|---:|---:|");
+    type Call<'a> = Box<dyn Fn(&Policy) + 'a>;
+    let calls: [(&str, Call); 2] = [
+        (
+            "classify (typical 429)",
+            Box::new(|p: &Policy| {
+                p.classify(&error, 0).unwrap();
+            }),
+        ),
+        (
+            "next-step",
+            Box::new(|p: &Policy| {
+                p.next_step(&attempt, &rotation).unwrap();
+            }),
+        ),
+    ];
+    for (name, call) in calls {
+        let mut per_call = [0.0f64; 2];
+        for _round in 0..2 {
+            for (slot, policy) in [&metered, &unmetered].into_iter().enumerate() {
+                for _ in 0..10_000 {
+                    call(policy);
+                }
+                let started = Instant::now();
+                for _ in 0..CALLS {
+                    call(policy);
+                }
+                per_call[slot] = started.elapsed().as_secs_f64() * 1e9 / f64::from(CALLS);
+            }
+        }
+        println!(
+            "| {name} | {:.0} ns | {:.0} ns | {:+.0}% |",
+            per_call[0],
+            per_call[1],
+            (per_call[0] / per_call[1] - 1.0) * 100.0
+        );
+    }
+    println!();
+}
+
+async fn load(url: &str, concurrency: usize, duration: Duration) -> Vec<Duration> {
+    let client = reqwest::Client::new();
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicUsize::new(0));
+    let mut workers = Vec::new();
+    for _ in 0..concurrency {
+        let (client, url, stop, count) =
+            (client.clone(), url.to_owned(), stop.clone(), count.clone());
+        workers.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let started = Instant::now();
+                let response = client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(REQUEST)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(response.status(), 200);
+                response.bytes().await.unwrap();
+                latencies.push(started.elapsed());
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+            latencies
+        }));
+    }
+    tokio::time::sleep(duration).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut all = Vec::new();
+    for worker in workers {
+        all.extend(worker.await.unwrap());
+    }
+    all
+}
+
+fn percentile(latencies: &mut [Duration], p: f64) -> Duration {
+    latencies.sort();
+    latencies[((latencies.len() as f64 - 1.0) * p).round() as usize]
+}
+
+async fn swap_pause(engine: &PolicyEngine, example: Vec<u8>) {
+    let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream_url = format!("http://{}", upstream.local_addr().unwrap());
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        post(|| async { ([("content-type", "application/json")], REPLY) }),
+    );
+    tokio::spawn(async move { axum::serve(upstream, app).await });
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("failover.json5");
+    std::fs::write(
+        &config_path,
+        format!(
+            r#"{{ agents: {{ defaults: {{ model: {{ primary: "openai/gpt-x" }} }} }},
+                 models: {{ providers: {{ openai: {{ baseUrl: "{upstream_url}/v1" }} }} }} }}"#
+        ),
+    )
+    .unwrap();
+    let state = StateDir::at(dir.path().join("state"));
+    AuthStore::open(state.agent("main").unwrap())
+        .unwrap()
+        .update_profiles(|f| f.put_static("openai:a", "openai", CredentialKind::ApiKey, "k"))
+        .unwrap();
+    let default = Arc::new(Policy::default_policy(engine).unwrap());
+    let gateway = Arc::new(
+        Gateway::new(
+            default.clone(),
+            Config::load(&config_path).unwrap(),
+            &state,
+            GatewayOptions {
+                agent: "main".into(),
+                client_keys: ClientKeys::default(),
+                retry_wait_cap_ms: 0,
+            },
+        )
+        .unwrap(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        listener.local_addr().unwrap()
+    );
+    tokio::spawn(gateway::serve(
+        listener,
+        gateway.clone(),
+        std::future::pending(),
+    ));
+    let checked = Arc::new(gate::admit(engine, &example, Limits::default()).unwrap().0);
+    load(&url, 8, Duration::from_millis(500)).await; // warm up
+
+    const RUN: Duration = Duration::from_secs(3);
+    println!(
+        "## the pause swaps cause (gateway, concurrency 8, {} s each)\n",
+        RUN.as_secs()
+    );
+    println!("| while | requests | p50 | p99 | max | swaps |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (name, every, full_gate) in [
+        ("no swaps", None, false),
+        (
+            "a checked module swapped every 20 ms",
+            Some(Duration::from_millis(20)),
+            false,
+        ),
+        (
+            "a full swap (gate included) every 500 ms",
+            Some(Duration::from_millis(500)),
+            true,
+        ),
+    ] {
+        let stop = Arc::new(AtomicBool::new(false));
+        let swaps = Arc::new(AtomicUsize::new(0));
+        let swapper = every.map(|every| {
+            let (gateway, stop, swaps) = (gateway.clone(), stop.clone(), swaps.clone());
+            let (default, checked, example, engine) = (
+                default.clone(),
+                checked.clone(),
+                example.clone(),
+                engine.clone(),
+            );
+            tokio::spawn(async move {
+                let mut flip = false;
+                while !stop.load(Ordering::Relaxed) {
+                    tokio::time::sleep(every).await;
+                    flip = !flip;
+                    let next = if !flip {
+                        default.clone()
+                    } else if full_gate {
+                        let (engine, bytes) = (engine.clone(), example.clone());
+                        let policy = tokio::task::spawn_blocking(move || {
+                            gate::admit(&engine, &bytes, Limits::default()).unwrap().0
+                        })
+                        .await
+                        .unwrap();
+                        Arc::new(policy)
+                    } else {
+                        checked.clone()
+                    };
+                    gateway.swap_policy(next);
+                    swaps.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        });
+        let mut latencies = load(&url, 8, RUN).await;
+        stop.store(true, Ordering::Relaxed);
+        if let Some(swapper) = swapper {
+            swapper.await.unwrap();
+        }
+        let n = latencies.len();
+        let p50 = percentile(&mut latencies, 0.5);
+        let p99 = percentile(&mut latencies, 0.99);
+        let max = *latencies.last().unwrap();
+        println!(
+            "| {name} | {n} | {:.2} ms | {:.2} ms | {:.1} ms | {} |",
+            ms(p50),
+            ms(p99),
+            ms(max),
+            swaps.load(Ordering::Relaxed)
+        );
+    }
+    println!();
+}
+
+fn main() {
+    let engine = PolicyEngine::new().unwrap();
+    let example = guests::component("examples/policy-context-advances", &[]);
+    swap_latency(&engine, &example);
+    sandbox_cost();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(swap_pause(&engine, example));
+}

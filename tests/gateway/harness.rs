@@ -1,0 +1,227 @@
+//! The gateway harness: `failover serve`'s router in process over a
+//! temporary state directory, real HTTP providers pointed at the
+//! fault-injecting upstream, and a client.
+
+#![allow(dead_code)]
+
+use std::sync::{Arc, OnceLock};
+
+use failover::auth::{CredentialKind, Usage};
+use failover::config::Config;
+use failover::gateway::{self, ClientKeys, Gateway, GatewayOptions};
+use failover::state::{AuthStore, SessionStore, StateDir};
+use failover::{Policy, PolicyEngine};
+use serde_json::{json, Value};
+
+use super::upstream::{Behaviour, Upstream};
+
+pub const PRIMARY: &str = "anthropic/claude-x";
+pub const FALLBACK: &str = "openai/gpt-x";
+
+pub fn policy() -> Arc<Policy> {
+    static POLICY: OnceLock<Arc<Policy>> = OnceLock::new();
+    POLICY
+        .get_or_init(|| {
+            let engine = PolicyEngine::new().expect("engine");
+            Arc::new(Policy::default_policy(&engine).expect("policy"))
+        })
+        .clone()
+}
+
+/// Profiles: id and key. The keys are what the upstream records.
+pub const PROFILES: &[(&str, &str)] = &[
+    ("anthropic:a", "ant-a"),
+    ("anthropic:b", "ant-b"),
+    ("openai:a", "oai-a"),
+    ("openrouter:a", "or-a"),
+    ("closed:a", "closed-a"),
+    ("nowhere:a", "nowhere-a"),
+];
+
+pub struct Harness {
+    pub up: Upstream,
+    pub base: String,
+    pub client: reqwest::Client,
+    pub store: AuthStore,
+    pub sessions: SessionStore,
+    pub gateway: Arc<Gateway>,
+    pub state: StateDir,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    _dir: tempfile::TempDir,
+}
+
+/// The config: anthropic primary, openai fallback, every provider on the
+/// fake upstream; `extra` adds `models.providers` entries (`BASE` in it
+/// stands for the upstream's address).
+pub fn config_text(base: &str, extra: &str) -> String {
+    format!(
+        r#"{{
+          auth: {{ order: {{ anthropic: ["anthropic:a", "anthropic:b"] }} }},
+          agents: {{ defaults: {{ model: {{ primary: "{PRIMARY}", fallbacks: ["{FALLBACK}"] }},
+                                  timeoutSeconds: 20 }},
+                    list: [{{ id: "ops", model: "openrouter/meta/llama-x" }}] }},
+          models: {{ providers: {{
+            anthropic: {{ baseUrl: "{base}/anthropic", api: "anthropic-messages" }},
+            openai: {{ baseUrl: "{base}/openai/v1", api: "openai-chat", timeoutSeconds: 5 }},
+            openrouter: {{ baseUrl: "{base}/openrouter/api/v1", api: "openai-chat", models: ["meta/llama-x"] }},
+            closed: {{ baseUrl: "http://127.0.0.1:1/v1" }},
+            nowhere: {{ baseUrl: "http://no-such-host.invalid/v1" }},
+            {extra}
+          }} }},
+        }}"#
+    )
+}
+
+pub async fn start(extra: &str, keys: ClientKeys) -> Harness {
+    let up = Upstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("failover.json5");
+    let extra = extra.replace("BASE", &up.base);
+    std::fs::write(&config_path, config_text(&up.base, &extra)).unwrap();
+    let config = Config::load(&config_path).expect("config");
+    let state = StateDir::at(dir.path().join("state"));
+    let paths = state.agent("main").unwrap();
+    let store = AuthStore::open(paths.clone()).unwrap();
+    store
+        .update_profiles(|file| {
+            for (id, key) in PROFILES {
+                let provider = id.split(':').next().unwrap();
+                file.put_static(id, provider, CredentialKind::ApiKey, key)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let ops = AuthStore::open(state.agent("ops").unwrap()).unwrap();
+    ops.update_profiles(|file| {
+        file.put_static(
+            "openrouter:ops",
+            "openrouter",
+            CredentialKind::ApiKey,
+            "or-ops",
+        )
+    })
+    .unwrap();
+    let gateway = Arc::new(
+        Gateway::new(
+            policy(),
+            config,
+            &state,
+            GatewayOptions {
+                agent: "main".into(),
+                client_keys: keys,
+                retry_wait_cap_ms: 60_000,
+            },
+        )
+        .unwrap(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(gateway::serve(listener, gateway.clone(), async {
+        let _ = rx.await;
+    }));
+    Harness {
+        up,
+        base,
+        client: reqwest::Client::new(),
+        store,
+        sessions: SessionStore::for_agent(&paths.dir),
+        gateway,
+        state,
+        shutdown: Some(tx),
+        server: Some(server),
+        _dir: dir,
+    }
+}
+
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+}
+
+impl Answer {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("{e}: {}", self.text))
+    }
+    pub fn header(&self, name: &str) -> &str {
+        self.headers.get(name).map_or("", |v| v.to_str().unwrap())
+    }
+    pub fn content(&self) -> String {
+        self.json()["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    }
+}
+
+impl Harness {
+    pub async fn chat(&self, model: &str, stream: bool, session: Option<&str>) -> Answer {
+        let body = json!({"model": model, "stream": stream,
+                          "messages": [{"role": "system", "content": "be brief"},
+                                       {"role": "user", "content": "hi"}]});
+        self.post("/v1/chat/completions", &body.to_string(), session)
+            .await
+    }
+
+    pub async fn post(&self, path: &str, body: &str, session: Option<&str>) -> Answer {
+        let mut request = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        if let Some(session) = session {
+            request = request.header("x-session-id", session);
+        }
+        let response = request.send().await.unwrap();
+        answer(response).await
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        answer(
+            self.client
+                .get(format!("{}{path}", self.base))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
+    pub fn usage(&self, id: &str) -> Usage {
+        self.store
+            .usage()
+            .unwrap()
+            .get(id)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    pub async fn stop(mut self) {
+        let _ = self.shutdown.take().unwrap().send(());
+        self.server.take().unwrap().await.unwrap().unwrap();
+    }
+}
+
+pub async fn answer(response: reqwest::Response) -> Answer {
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.unwrap_or_default();
+    Answer {
+        status,
+        headers,
+        text,
+    }
+}
+
+pub fn calls(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(m, k)| (m.to_string(), k.to_string()))
+        .collect()
+}
+
+pub fn status(code: u16, body: &str) -> Behaviour {
+    Behaviour::Status(code, Vec::new(), body.to_owned())
+}
