@@ -115,6 +115,7 @@ fn main() {
                 agent: "main".into(),
                 client_keys: ClientKeys::default(),
                 retry_wait_cap_ms: 0,
+                recorder: None,
             },
         )
         .unwrap();

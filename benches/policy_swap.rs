@@ -208,6 +208,7 @@ async fn swap_pause(engine: &PolicyEngine, example: Vec<u8>) {
                 agent: "main".into(),
                 client_keys: ClientKeys::default(),
                 retry_wait_cap_ms: 0,
+                recorder: None,
             },
         )
         .unwrap(),

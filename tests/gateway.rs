@@ -486,6 +486,7 @@ async fn an_open_address_without_keys_is_refused() {
             agent: "main".into(),
             client_keys: ClientKeys::default(),
             retry_wait_cap_ms: 0,
+            recorder: None,
         },
     )
     .unwrap();

@@ -665,9 +665,10 @@ async fn everything_rate_limited_summarises_with_the_soonest_expiry() {
         summary.summary.common_reason,
         Some(RecordedReason::RateLimit)
     );
+    // Four attempts, three models: the summary counts models.
     assert_eq!(
         error.to_string(),
-        "all 4 models are temporarily rate-limited — ready in ~60 s"
+        "all 3 models are temporarily rate-limited — ready in ~60 s"
     );
     let last = summary.steps.last().unwrap();
     assert_eq!(

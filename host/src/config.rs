@@ -30,7 +30,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::auth::{ConfiguredProfile, CooldownConfig, CredentialKind};
 use crate::state::{canonical_provider, StateError};
@@ -54,7 +54,7 @@ pub const DEFAULT_RATE_LIMITED_PROFILE_ROTATIONS: u32 = 1;
 const MAX_HOURS: f64 = 366.0 * 24.0;
 
 /// The whole config.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Config {
     pub auth: AuthConfig,
@@ -65,7 +65,7 @@ pub struct Config {
 
 /// `policy.*`: the sandbox limits every policy call runs under, overriding
 /// the defaults of `host/src/policy/limits.rs` (each has its reason there).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct PolicyConfig {
     pub fuel_per_call: Option<u64>,
@@ -84,7 +84,7 @@ const POLICY_LIMIT_RANGES: [(&str, u64, u64); 4] = [
 ];
 
 /// `auth.*`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AuthConfig {
     pub profiles: BTreeMap<String, ProfileMeta>,
@@ -93,7 +93,7 @@ pub struct AuthConfig {
 }
 
 /// An `auth.profiles` entry.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ProfileMeta {
     /// The provider; the id's prefix when absent.
@@ -104,7 +104,7 @@ pub struct ProfileMeta {
 }
 
 /// `auth.cooldowns.*`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Cooldowns {
     pub billing_backoff_hours: f64,
@@ -131,7 +131,7 @@ impl Default for Cooldowns {
 }
 
 /// `agents.*`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AgentsConfig {
     pub defaults: AgentDefaults,
@@ -139,7 +139,7 @@ pub struct AgentsConfig {
 }
 
 /// `agents.defaults`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AgentDefaults {
     pub model: ModelChoice,
@@ -149,7 +149,7 @@ pub struct AgentDefaults {
 }
 
 /// A primary model and its fallbacks.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ModelChoice {
     pub primary: Option<String>,
@@ -157,7 +157,7 @@ pub struct ModelChoice {
 }
 
 /// An agent's `model`: a string (strict) or `{primary, fallbacks?}` (F-3.7).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum AgentModel {
     Name(String),
@@ -165,7 +165,7 @@ pub enum AgentModel {
 }
 
 /// An `agents.list[]` entry.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentEntry {
     pub id: String,
     #[serde(default)]
@@ -173,14 +173,14 @@ pub struct AgentEntry {
 }
 
 /// `models.*`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ModelsConfig {
     pub providers: BTreeMap<String, ProviderEndpoint>,
 }
 
 /// `models.providers.<provider>`: how to reach a provider.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ProviderEndpoint {
     /// The API root (`https://api.openai.com/v1`); well-known providers
@@ -200,7 +200,7 @@ pub struct ProviderEndpoint {
 }
 
 /// `models.providers.<provider>.oauth`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OAuthEndpoint {
     pub token_url: Option<String>,
@@ -208,7 +208,7 @@ pub struct OAuthEndpoint {
 }
 
 /// A `models.providers.<provider>.models[]` entry: a name or `{id}`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ModelEntry {
     Name(String),
@@ -242,6 +242,17 @@ impl Config {
             message: e.to_string(),
         })?;
         config.validate(path)?;
+        Ok(config)
+    }
+
+    /// A config given as JSON (a trace's header), checked like a file;
+    /// errors name `source`.
+    pub fn from_value(value: serde_json::Value, source: &Path) -> Result<Config, StateError> {
+        let config: Config = serde_json::from_value(value).map_err(|e| StateError::Parse {
+            path: source.to_owned(),
+            message: format!("config: {e}"),
+        })?;
+        config.validate(source)?;
         Ok(config)
     }
 

@@ -21,6 +21,7 @@ pub mod gateway;
 pub mod logging;
 pub mod policy;
 pub mod provider_error;
+pub mod replay;
 pub mod providers;
 pub mod report;
 pub mod runner;

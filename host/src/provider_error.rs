@@ -88,6 +88,38 @@ impl ProviderError {
         }
     }
 
+    /// The JSON form (see the module docs); `from_json` reads it back.
+    pub fn to_json(&self) -> Value {
+        let mut object = Map::new();
+        if let Some(provider) = &self.provider {
+            object.insert("provider".into(), provider.clone().into());
+        }
+        if let Some(status) = self.status {
+            object.insert("status".into(), status.into());
+        }
+        if let Some(code) = &self.code {
+            object.insert("code".into(), code.clone().into());
+        }
+        if !self.message.is_empty() {
+            object.insert("message".into(), self.message.clone().into());
+        }
+        if !self.headers.is_empty() {
+            let headers: Map<String, Value> = self
+                .headers
+                .iter()
+                .map(|(name, value)| (name.clone(), value.clone().into()))
+                .collect();
+            object.insert("headers".into(), Value::Object(headers));
+        }
+        if let Some(error) = &self.error {
+            object.insert("error".into(), error.to_json());
+        }
+        if let Some(cause) = &self.cause {
+            object.insert("cause".into(), cause.to_json());
+        }
+        Value::Object(object)
+    }
+
     /// Parses one line of JSON text.
     pub fn from_json_str(text: &str) -> Result<Self, InputError> {
         let value: Value = serde_json::from_str(text).map_err(|e| {
@@ -289,6 +321,18 @@ mod tests {
         assert_eq!(ProviderError::from_json_str("{}").unwrap().message, "");
         let error = ProviderError::from_json_str(r#"{"message":{"error":{"type":"x"}}}"#).unwrap();
         assert_eq!(error.message, r#"{"error":{"type":"x"}}"#);
+    }
+
+    #[test]
+    fn the_json_form_round_trips() {
+        let error = ProviderError::message("slow down")
+            .with_provider("openai")
+            .with_status(429)
+            .with_code("rate_limit_exceeded")
+            .with_header("retry-after", "5")
+            .with_cause(ProviderError::message("root").with_status(503));
+        assert_eq!(ProviderError::from_json(&error.to_json()).unwrap(), error);
+        assert_eq!(ProviderError::from_json(&ProviderError::default().to_json()).unwrap(), ProviderError::default());
     }
 
     #[test]

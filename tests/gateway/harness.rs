@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use failover::auth::{CredentialKind, Usage};
 use failover::config::Config;
 use failover::gateway::{self, ClientKeys, Gateway, GatewayOptions};
+use failover::replay::record;
 use failover::state::{AuthStore, SessionStore, StateDir};
 use failover::{Policy, PolicyEngine};
 use serde_json::{json, Value};
@@ -46,6 +47,8 @@ pub struct Harness {
     pub sessions: SessionStore,
     pub gateway: Arc<Gateway>,
     pub state: StateDir,
+    /// The recorded trace, when recording.
+    pub trace: Option<std::path::PathBuf>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     _dir: tempfile::TempDir,
@@ -74,6 +77,12 @@ pub fn config_text(base: &str, extra: &str) -> String {
 }
 
 pub async fn start(extra: &str, keys: ClientKeys) -> Harness {
+    start_with(extra, keys, None).await
+}
+
+/// Like [`start`]; `record` records the traffic (with content or not) to a
+/// trace whose path is `Harness::trace`.
+pub async fn start_with(extra: &str, keys: ClientKeys, record: Option<bool>) -> Harness {
     let up = Upstream::start().await;
     let dir = tempfile::tempdir().unwrap();
     let config_path = dir.path().join("failover.json5");
@@ -102,6 +111,14 @@ pub async fn start(extra: &str, keys: ClientKeys) -> Harness {
         )
     })
     .unwrap();
+    let recorder = record.map(|content| {
+        let sessions = SessionStore::for_agent(&paths.dir);
+        let now = failover::runner::clock::now_ms();
+        let header = record::header_for(&config, "main", &store, &sessions, now).unwrap();
+        let dir = dir.path().join("traces");
+        Arc::new(record::Recorder::start(&dir, &header, content).unwrap())
+    });
+    let trace = recorder.as_ref().map(|r| r.path().to_owned());
     let gateway = Arc::new(
         Gateway::new(
             policy(),
@@ -111,6 +128,7 @@ pub async fn start(extra: &str, keys: ClientKeys) -> Harness {
                 agent: "main".into(),
                 client_keys: keys,
                 retry_wait_cap_ms: 60_000,
+                recorder,
             },
         )
         .unwrap(),
@@ -129,6 +147,7 @@ pub async fn start(extra: &str, keys: ClientKeys) -> Harness {
         sessions: SessionStore::for_agent(&paths.dir),
         gateway,
         state,
+        trace,
         shutdown: Some(tx),
         server: Some(server),
         _dir: dir,

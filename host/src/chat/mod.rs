@@ -72,6 +72,9 @@ pub struct ChatRequest {
     /// Wall-clock deadline of the whole run (ms since the epoch); attempts
     /// are cut to it.
     pub deadline_ms: Option<u64>,
+    /// The request's id in a trace being recorded; its calls' outcomes are
+    /// recorded under it.
+    pub record_id: Option<u64>,
 }
 
 /// Why generation stopped, in OpenAI's words.

@@ -6,6 +6,7 @@ mod context;
 mod lines;
 mod policy;
 mod profiles;
+mod replay;
 mod run;
 mod serve;
 mod session;
@@ -76,6 +77,8 @@ enum Command {
     /// Check a policy module, or swap / roll back the one a gateway runs.
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
+    /// Replay a recorded trace through a policy (no network, virtual clock).
+    Replay(replay::ReplayArgs),
 }
 
 /// Runs the command line and returns the process's exit status.
@@ -101,5 +104,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(&context, args),
         Command::Serve(args) => serve::run(&context, args),
         Command::Policy(command) => policy::run(&context, command),
+        Command::Replay(args) => replay::run(&context, args),
     }
 }

@@ -12,6 +12,7 @@ use crate::gateway::admin::{self, Admin, AdminFiles};
 use crate::gateway::{
     self, ClientKeys, Gateway, GatewayOptions, CLIENT_KEYS_FILE_ENV, DEFAULT_LISTEN,
 };
+use crate::replay::record;
 use crate::runner::retry_wait_cap_from_env;
 
 #[derive(Debug, clap::Args)]
@@ -27,6 +28,13 @@ pub struct ServeArgs {
     /// picks a free one. `failover policy swap` finds it in the state directory.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
     admin_listen: SocketAddr,
+    /// Record the traffic as a trace in this directory (`failover replay`
+    /// replays it). Secrets are never written.
+    #[arg(long, value_name = "DIR")]
+    record: Option<PathBuf>,
+    /// With `--record`: keep prompts and replies too.
+    #[arg(long, requires = "record")]
+    record_content: bool,
 }
 
 pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -34,10 +42,28 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(path) => ClientKeys::from_file(path)?,
         None => ClientKeys::default(),
     };
+    let recorder = match &args.record {
+        None => None,
+        Some(dir) => {
+            let store = context.store()?;
+            let sessions = super::session::sessions(context)?;
+            let header = record::header_for(
+                context.config()?,
+                context.agent(),
+                &store,
+                &sessions,
+                crate::runner::clock::now_ms(),
+            )?;
+            let recorder = record::Recorder::start(dir, &header, args.record_content)?;
+            eprintln!("failover: recording to {}", recorder.path().display());
+            Some(Arc::new(recorder))
+        }
+    };
     let options = GatewayOptions {
         agent: context.agent().to_owned(),
         client_keys,
         retry_wait_cap_ms: retry_wait_cap_from_env().map_err(|e| anyhow!(e))?,
+        recorder,
     };
     let policy = context.shared_policy()?;
     let gateway = Gateway::new(

@@ -27,6 +27,7 @@ pub use routes::router;
 use crate::config::Config;
 use crate::policy::Policy;
 use crate::providers::HttpProvider;
+use crate::replay::record::Recorder;
 use crate::runner::{Runner, SystemClock};
 use crate::state::{AuthStore, SessionStore, StateDir, StateError};
 
@@ -50,6 +51,8 @@ pub struct GatewayOptions {
     pub client_keys: ClientKeys,
     /// F-6.8's cap on waiting for a `Retry-After`.
     pub retry_wait_cap_ms: u64,
+    /// Where requests and provider outcomes are recorded (`--record`).
+    pub recorder: Option<Arc<Recorder>>,
 }
 
 /// The gateway's shared state: one runner per agent (each agent has its own
@@ -61,6 +64,7 @@ pub struct Gateway {
     config: Arc<Config>,
     /// The module the last swap replaced: what a rollback returns to.
     previous_policy: Mutex<Option<Arc<Policy>>>,
+    recorder: Option<Arc<Recorder>>,
 }
 
 /// The gateway could not start.
@@ -97,7 +101,8 @@ impl Gateway {
             let paths = state_dir.agent(&agent)?;
             let store = AuthStore::open(paths.clone())?;
             let sessions = SessionStore::for_agent(&paths.dir);
-            let provider = HttpProvider::new(config.clone(), store.clone())?;
+            let provider = HttpProvider::new(config.clone(), store.clone())?
+                .with_recorder(options.recorder.clone());
             let runner = Runner::new(
                 policy.clone(),
                 (*config).clone(),
@@ -115,6 +120,7 @@ impl Gateway {
             client_keys: options.client_keys,
             config,
             previous_policy: Mutex::new(None),
+            recorder: options.recorder,
         })
     }
 

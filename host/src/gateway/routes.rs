@@ -15,6 +15,7 @@ use super::reply::{self, error_response};
 use super::{Gateway, GatewayRunner, MAX_REQUEST_BYTES};
 use crate::chat::openai;
 use crate::providers::endpoint;
+use crate::replay::trace::RequestEvent;
 use crate::runner::{clock::now_ms, RunOptions};
 use crate::state::SessionEntry;
 use crate::status::Status;
@@ -106,6 +107,19 @@ async fn chat(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Byt
         Err(refused) => return refused.into_response(),
     };
     options.session = session;
+    if let Some(recorder) = &gateway.recorder {
+        request.record_id = Some(recorder.request(RequestEvent {
+            id: 0,
+            at: now_ms(),
+            session: options.session.clone(),
+            model: request.model.clone(),
+            stream: request.stream,
+            compaction_count: 0,
+            content: serde_json::from_slice::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|b| b.get("messages").cloned()),
+        }));
+    }
     let deadline = now_ms().saturating_add(runner.config().run_timeout_ms());
     options.deadline_ms = Some(deadline);
     request.deadline_ms = Some(deadline);

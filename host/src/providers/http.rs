@@ -18,6 +18,8 @@ use crate::chat::sse::SseDecoder;
 use crate::chat::{self, anthropic, openai, ChatReply, ChatRequest, StreamEvent, StreamReply};
 use crate::config::Config;
 use crate::provider_error::ProviderError;
+use crate::replay::record::Recorder;
+use crate::replay::trace::OutcomeEvent;
 use crate::runner::{clock::now_ms, CallError, Provider, Target};
 use crate::state::{split_model, AuthStore, Credential};
 
@@ -31,6 +33,7 @@ pub struct HttpProvider {
     config: Arc<Config>,
     store: AuthStore,
     client: reqwest::Client,
+    recorder: Option<Arc<Recorder>>,
 }
 
 impl HttpProvider {
@@ -46,7 +49,14 @@ impl HttpProvider {
             config,
             store,
             client,
+            recorder: None,
         })
+    }
+
+    /// Records every call's outcome (for requests with a `record_id`).
+    pub fn with_recorder(mut self, recorder: Option<Arc<Recorder>>) -> Self {
+        self.recorder = recorder;
+        self
     }
 
     /// The config it calls with.
@@ -103,7 +113,25 @@ impl HttpProvider {
         let budget = attempt_budget(&endpoint, request.deadline_ms);
         let started = tokio::time::Instant::now();
         let credential = self.credential(target, &endpoint).await?;
-        let sent = tokio::time::timeout(budget, self.send(&endpoint, &credential, &body)).await;
+        self.exchange(target, request, &endpoint, &credential, &body, budget, started)
+            .await
+            .map_err(|error| redact(error, credential.secret.expose()))
+    }
+
+    /// Sends the request and reads the reply within `budget`.
+    #[allow(clippy::too_many_arguments)]
+    async fn exchange(
+        &self,
+        target: &Target,
+        request: &ChatRequest,
+        endpoint: &Endpoint,
+        credential: &Credential,
+        body: &Value,
+        budget: Duration,
+        started: tokio::time::Instant,
+    ) -> Result<ChatReply, ProviderError> {
+        let provider = target.provider.as_str();
+        let sent = tokio::time::timeout(budget, self.send(endpoint, credential, body)).await;
         let response = match sent {
             Err(_) => return Err(capture::timeout_error(provider, millis(budget))),
             Ok(Err(error)) => return Err(capture::transport_error(provider, error)),
@@ -193,9 +221,28 @@ impl Provider for HttpProvider {
     type Reply = ChatReply;
 
     async fn call(&self, target: &Target, request: &ChatRequest) -> Result<ChatReply, CallError> {
-        self.attempt(target, request)
-            .await
-            .map_err(|e| CallError::Failed(Box::new(e)))
+        let at = now_ms();
+        let started = std::time::Instant::now();
+        let result = self.attempt(target, request).await;
+        if let (Some(recorder), Some(id)) = (&self.recorder, request.record_id) {
+            let content = match &result {
+                Ok(ChatReply::Complete(completion)) if recorder.keeps_content() => {
+                    Some(completion.text.clone())
+                }
+                _ => None,
+            };
+            recorder.outcome(OutcomeEvent {
+                request: id,
+                at,
+                provider: target.provider.clone(),
+                model: target.model.clone(),
+                profile: target.profile.clone(),
+                latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                error: result.as_ref().err().map(ProviderError::to_json),
+                content,
+            });
+        }
+        result.map_err(|e| CallError::Failed(Box::new(e)))
     }
 }
 
@@ -206,6 +253,24 @@ fn attempt_budget(endpoint: &Endpoint, deadline_ms: Option<u64>) -> Duration {
         ms = ms.min(deadline.saturating_sub(now_ms()));
     }
     Duration::from_millis(ms)
+}
+
+/// A provider that echoes the key in an error ("Incorrect API key
+/// provided: sk-…") must not put it in a log or a trace.
+fn redact(mut error: ProviderError, secret: &str) -> ProviderError {
+    if secret.len() >= 8 {
+        if error.message.contains(secret) {
+            error.message = error.message.replace(secret, "[redacted]");
+        }
+        for (_, value) in &mut error.headers {
+            if value.contains(secret) {
+                *value = value.replace(secret, "[redacted]");
+            }
+        }
+        error.error = error.error.map(|e| Box::new(redact(*e, secret)));
+        error.cause = error.cause.map(|e| Box::new(redact(*e, secret)));
+    }
+    error
 }
 
 fn millis(duration: Duration) -> u64 {

@@ -106,9 +106,13 @@ fn stop_reason(reason: StopReason) -> &'static str {
 
 /// "all models are rate-limited — ready in ~40 s".
 fn render(attempts: &[Attempt], summary: &RunSummary, now_ms: u64) -> String {
+    let mut models: Vec<&str> = attempts.iter().map(|a| a.model.as_str()).collect();
+    models.dedup();
+    models.sort_unstable();
+    models.dedup();
     let headline = match summary.common_reason {
-        Some(reason) if attempts.len() > 1 => {
-            format!("all {} models are {}", attempts.len(), adjective(reason))
+        Some(reason) if models.len() > 1 => {
+            format!("all {} models are {}", models.len(), adjective(reason))
         }
         Some(reason) => format!(
             "{} is {}",

@@ -1,0 +1,39 @@
+//! Replay (issue 7): recorded traffic through any policy, and recording it.
+//!
+//! A trace is JSON Lines, versioned ([`TRACE_VERSION`]):
+//!
+//! ```json
+//! {"type":"header","version":1,"clockStart":1767225600000,"agent":"main",
+//!  "config":{"agents":{"defaults":{"model":{"primary":"anthropic/claude-sonnet-4","fallbacks":["openai/gpt-4o"]}}}},
+//!  "profiles":[{"id":"anthropic:a","provider":"anthropic","type":"api_key","usage":{}}],
+//!  "sessions":{}}
+//! {"type":"request","id":1,"at":1767225600000,"session":"s1","model":"auto"}
+//! {"type":"outcome","request":1,"at":1767225600000,"provider":"anthropic","model":"anthropic/claude-sonnet-4",
+//!  "profile":"anthropic:a","latencyMs":120,"error":{"status":429,"headers":{"retry-after":"30"},"message":"…"}}
+//! {"type":"outcome","request":1,"at":1767225600120,"provider":"openai","model":"openai/gpt-4o",
+//!  "profile":"openai:a","latencyMs":900}
+//! ```
+//!
+//! - the **header**: the config (never secrets), the stored profiles
+//!   without secrets and their routing state, the sessions, the clock;
+//! - **request**: id, time, session, requested model (`auto`,
+//!   `agent:<id>`, `provider/model`), compaction count;
+//! - **outcome**: one provider call — provider, model, profile, start time,
+//!   latency, and, when it failed, the error as captured (the
+//!   `failover classify` input form: status, headers, body preview,
+//!   transport code). Outcomes are keyed by provider, model, profile and
+//!   time (see [`provider`]).
+//!
+//! [`replay`] runs a trace through a policy; [`compare`] compares two
+//! replays or a replay and a golden output; [`record::Recorder`] writes
+//! traces of real traffic.
+
+pub mod compare;
+pub mod provider;
+pub mod record;
+mod replayer;
+pub mod trace;
+
+pub use provider::{Answered, Unrecorded, COVER_WINDOW_MS};
+pub use replayer::{replay, Decision, Replay, ReplayError};
+pub use trace::{Trace, TraceError, TRACE_VERSION};

@@ -1,0 +1,124 @@
+//! Recording real traffic (`failover serve --record DIR`) as a trace that
+//! replays faithfully: the header (config, profiles without secrets, their
+//! state, the sessions, the clock), then each request and each provider
+//! call's outcome as they happen. Prompt and reply text are written only
+//! with `--record-content`.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use super::trace::{Header, OutcomeEvent, RequestEvent, TraceLine, TraceProfile, TRACE_VERSION};
+use crate::config::Config;
+use crate::state::{files, AuthStore, SessionStore, StateError};
+
+/// Writes one trace file.
+pub struct Recorder {
+    path: PathBuf,
+    file: Mutex<BufWriter<File>>,
+    next_id: AtomicU64,
+    content: bool,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+/// The header of a recording starting now.
+pub fn header_for(
+    config: &Config,
+    agent: &str,
+    store: &AuthStore,
+    sessions: &SessionStore,
+    now: u64,
+) -> Result<Header, StateError> {
+    let usage = store.usage()?;
+    let profiles = store
+        .summaries()?
+        .into_iter()
+        .map(|s| TraceProfile {
+            usage: usage.get(&s.id).cloned().unwrap_or_default(),
+            id: s.id,
+            provider: s.stored_provider,
+            kind: s.kind,
+            expires: s.expires,
+            refreshable: s.refreshable,
+        })
+        .collect();
+    Ok(Header {
+        version: TRACE_VERSION,
+        clock_start: now,
+        agent: agent.to_owned(),
+        config: serde_json::to_value(config).unwrap_or(Value::Null),
+        profiles,
+        sessions: sessions.all()?,
+    })
+}
+
+impl Recorder {
+    /// Starts `DIR/trace-<clock>-<pid>.jsonl` (mode 0600, the directory
+    /// 0700) with `header`; `content` keeps prompts and replies.
+    pub fn start(dir: &Path, header: &Header, content: bool) -> Result<Recorder, StateError> {
+        files::create_private_dir(dir)?;
+        let path = dir.join(format!("trace-{}-{}.jsonl", header.clock_start, std::process::id()));
+        let mut options = std::fs::OpenOptions::new();
+        options.create_new(true).write(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(&path).map_err(|e| StateError::io(&path, e))?;
+        let recorder = Recorder {
+            path,
+            file: Mutex::new(BufWriter::new(file)),
+            next_id: AtomicU64::new(1),
+            content,
+        };
+        recorder.write(&TraceLine::Header(Box::new(header.clone())));
+        Ok(recorder)
+    }
+
+    /// The trace file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether prompts and replies are kept.
+    pub fn keeps_content(&self) -> bool {
+        self.content
+    }
+
+    /// Records a request; returns its id for its outcomes.
+    pub fn request(&self, mut event: RequestEvent) -> u64 {
+        event.id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if !self.content {
+            event.content = None;
+        }
+        let id = event.id;
+        self.write(&TraceLine::Request(event));
+        id
+    }
+
+    /// Records a provider call's outcome.
+    pub fn outcome(&self, mut event: OutcomeEvent) {
+        if !self.content {
+            event.content = None;
+        }
+        self.write(&TraceLine::Outcome(event));
+    }
+
+    /// One line, flushed: a crash loses at most the line being written, and
+    /// a reader skips a torn last line with `--lenient`.
+    fn write(&self, line: &TraceLine) {
+        let Ok(text) = serde_json::to_string(line) else { return };
+        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let written = writeln!(file, "{text}").and_then(|()| file.flush());
+        if let Err(error) = written {
+            tracing::warn!(path = %self.path.display(), %error, "cannot write the trace");
+        }
+    }
+}

@@ -1,0 +1,446 @@
+//! Runs a trace through a policy: the recorded requests, in order, through
+//! the real runner with a virtual clock and the [`ReplayProvider`]; no
+//! network, no sleeping, deterministic. Produces the decision timeline and
+//! the final profile and session state.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use crate::config::Config;
+use crate::policy::Policy;
+use crate::runner::{Clock, RunError, RunOptions, Runner, VirtualClock};
+use crate::state::{AuthStore, SessionStore, StateDir, StateError};
+use crate::status::state_json;
+
+use super::provider::{Answered, ReplayProvider, Unrecorded};
+use super::trace::{Header, Trace};
+
+/// The secret every replayed profile gets: replay calls no provider, and a
+/// trace never holds a real one.
+const PLACEHOLDER_SECRET: &str = "replay-placeholder";
+
+/// One decision of the timeline (one JSON line with `--json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Decision {
+    /// A request starts.
+    Request {
+        request: u64,
+        at: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
+        model: String,
+    },
+    /// A provider call and what the policy made of it.
+    #[serde(rename_all = "camelCase")]
+    Attempt {
+        request: u64,
+        at: u64,
+        model: String,
+        profile: String,
+        /// `ok`, or the failure's reason.
+        outcome: String,
+        answered: Answered,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+    },
+    /// A candidate skipped without a call (every profile blocked).
+    Skip {
+        request: u64,
+        model: String,
+        reason: String,
+    },
+    /// A move along the chain (F-10.2's `model_fallback_decision`).
+    #[serde(rename_all = "camelCase")]
+    Fallback {
+        request: u64,
+        from: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        to: Option<String>,
+        reason: String,
+        final_outcome: String,
+    },
+    /// The request was served.
+    Served {
+        request: u64,
+        at: u64,
+        model: String,
+        profile: String,
+        source: String,
+    },
+    /// The request failed.
+    Failed {
+        request: u64,
+        at: u64,
+        error: String,
+        message: String,
+    },
+}
+
+impl Decision {
+    /// The kind, as in the JSON form.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Decision::Request { .. } => "request",
+            Decision::Attempt { .. } => "attempt",
+            Decision::Skip { .. } => "skip",
+            Decision::Fallback { .. } => "fallback",
+            Decision::Served { .. } => "served",
+            Decision::Failed { .. } => "failed",
+        }
+    }
+
+    /// One readable line; `start` is the trace's clock start.
+    pub fn render(&self, start: u64) -> String {
+        let t = |at: &u64| format!("t+{:>8.3}s", at.saturating_sub(start) as f64 / 1000.0);
+        match self {
+            Decision::Request { request, at, session, model } => format!(
+                "{} #{request} request {model}{}",
+                t(at),
+                session.as_ref().map(|s| format!(" (session {s})")).unwrap_or_default()
+            ),
+            Decision::Attempt { request, at, model, profile, outcome, answered, status } => format!(
+                "{} #{request}   {} {model} via {profile}: {outcome}{} [{}]",
+                t(at),
+                if outcome == "ok" { "✓" } else { "✗" },
+                status.map(|s| format!(" (HTTP {s})")).unwrap_or_default(),
+                match answered {
+                    Answered::Recorded => "recorded",
+                    Answered::Covered => "covered",
+                    Answered::Unrecorded => "UNRECORDED",
+                }
+            ),
+            Decision::Skip { request, model, reason } => {
+                format!("{:>11} #{request}   - {model} skipped: {reason}", "")
+            }
+            Decision::Fallback { request, from, to, reason, final_outcome } => format!(
+                "{:>11} #{request}   → {from} → {} ({reason}, {final_outcome})",
+                "",
+                to.as_deref().unwrap_or("end of chain")
+            ),
+            Decision::Served { request, at, model, profile, source } => {
+                format!("{} #{request} served by {model} via {profile} (selection: {source})", t(at))
+            }
+            Decision::Failed { request, at, error, message } => {
+                format!("{} #{request} FAILED ({error}): {message}", t(at))
+            }
+        }
+    }
+}
+
+/// What a replay produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replay {
+    pub clock_start: u64,
+    pub decisions: Vec<Decision>,
+    /// Final state of each profile (`{"kind":"profile","id":…,"state":…}`).
+    pub profiles: Vec<Value>,
+    /// Final state of each session (`{"kind":"session","id":…,…}`).
+    pub sessions: Vec<Value>,
+    /// Calls the recording could not answer.
+    pub unrecorded: usize,
+    /// Lines `--lenient` skipped.
+    pub skipped_lines: usize,
+}
+
+impl Replay {
+    /// The JSON Lines form: every decision, then the final state.
+    pub fn json_lines(&self) -> Vec<String> {
+        self.decisions
+            .iter()
+            .map(|d| serde_json::to_string(d).expect("decisions serialise"))
+            .chain(self.profiles.iter().chain(&self.sessions).map(Value::to_string))
+            .collect()
+    }
+
+    /// The readable form.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for decision in &self.decisions {
+            out.push_str(&decision.render(self.clock_start));
+            out.push('\n');
+        }
+        out.push_str("\nfinal profile state\n");
+        for profile in &self.profiles {
+            out.push_str(&format!(
+                "  {}: {}{}\n",
+                profile["id"].as_str().unwrap_or("?"),
+                profile["state"].as_str().unwrap_or("?"),
+                match (profile["cooldownReason"].as_str(), profile["disabledReason"].as_str()) {
+                    (_, Some(r)) => format!(" ({r})"),
+                    (Some(r), None) => format!(" ({r})"),
+                    _ => String::new(),
+                }
+            ));
+        }
+        if !self.sessions.is_empty() {
+            out.push_str("\nfinal session state\n");
+            for session in &self.sessions {
+                let mut fields = session.as_object().cloned().unwrap_or_default();
+                let id = fields.remove("id").unwrap_or_default();
+                fields.remove("kind");
+                out.push_str(&format!("  {}: {}\n", id.as_str().unwrap_or("?"), Value::Object(fields)));
+            }
+        }
+        if self.unrecorded > 0 {
+            out.push_str(&format!("\n{} call(s) were not in the recording\n", self.unrecorded));
+        }
+        if self.skipped_lines > 0 {
+            out.push_str(&format!("{} bad trace line(s) skipped\n", self.skipped_lines));
+        }
+        out
+    }
+}
+
+/// Why a replay could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("cannot set up the replay's scratch state: {0}")]
+    Scratch(std::io::Error),
+    #[error("trace request {request}: {source}")]
+    Run {
+        request: u64,
+        #[source]
+        source: RunError,
+    },
+}
+
+/// Replays `trace` through `policy`; `progress` is told after each request.
+pub fn replay(
+    trace: &Trace,
+    trace_path: &Path,
+    policy: Arc<Policy>,
+    unrecorded: Unrecorded,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Replay, ReplayError> {
+    let header = &trace.header;
+    let config = Config::from_value(header.config.clone(), trace_path)?;
+    let scratch = tempfile::tempdir().map_err(ReplayError::Scratch)?;
+    let (store, sessions) = seed_state(scratch.path(), header)?;
+    let clock = VirtualClock::at(header.clock_start);
+    let provider = ReplayProvider::new(trace.outcomes.clone(), clock.clone(), unrecorded);
+    let runner = Runner::new(policy, config, store.clone(), sessions.clone(), provider, clock.clone());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(ReplayError::Scratch)?;
+    let mut requests = trace.requests.clone();
+    requests.sort_by_key(|r| (r.at, r.id));
+    let mut decisions = Vec::new();
+    for (done, request) in requests.iter().enumerate() {
+        let now = clock.now_ms();
+        if request.at > now {
+            clock.advance(request.at - now);
+        }
+        decisions.push(Decision::Request {
+            request: request.id,
+            at: clock.now_ms(),
+            session: request.session.clone(),
+            model: request.model.clone(),
+        });
+        let options = options_for(&header.agent, request);
+        let first_call = runner.provider().call_count();
+        let result = runtime.block_on(runner.run(&options, &request.id));
+        let calls = runner.provider().calls()[first_call..].to_vec();
+        let at = clock.now_ms();
+        let (attempts, steps) = match &result {
+            Ok(outcome) => (outcome.attempts.clone(), outcome.steps.clone()),
+            Err(RunError::Exhausted(summary)) => (summary.attempts.clone(), summary.steps.clone()),
+            Err(RunError::Stopped { attempts, .. }) | Err(RunError::DeadlineExceeded { attempts }) => {
+                (attempts.clone(), Vec::new())
+            }
+            Err(RunError::Policy(_)) | Err(RunError::State(_)) | Err(RunError::NoModel) => {
+                (Vec::new(), Vec::new())
+            }
+        };
+        // Failed attempts pair with the failed calls, in order; the served
+        // call is the last one.
+        let mut failed_calls = calls.iter().filter(|c| !c.ok);
+        for attempt in &attempts {
+            match &attempt.profile {
+                None => decisions.push(Decision::Skip {
+                    request: request.id,
+                    model: attempt.model.clone(),
+                    reason: attempt.reason.as_str().into(),
+                }),
+                Some(profile) => {
+                    let call = failed_calls.next();
+                    decisions.push(Decision::Attempt {
+                        request: request.id,
+                        at: call.map_or(at, |c| c.at),
+                        model: attempt.model.clone(),
+                        profile: profile.clone(),
+                        outcome: attempt.reason.as_str().into(),
+                        answered: call.map_or(Answered::Unrecorded, |c| c.answered),
+                        status: attempt.status,
+                    });
+                }
+            }
+        }
+        for step in &steps {
+            decisions.push(Decision::Fallback {
+                request: request.id,
+                from: step.from_model.clone(),
+                to: step.to_model.clone(),
+                reason: step.from_failure_reason.as_str().into(),
+                final_outcome: step.final_outcome.into(),
+            });
+        }
+        match result {
+            Ok(outcome) => {
+                if let Some(call) = calls.iter().rev().find(|c| c.ok) {
+                    decisions.push(Decision::Attempt {
+                        request: request.id,
+                        at: call.at,
+                        model: outcome.model.clone(),
+                        profile: outcome.profile.clone(),
+                        outcome: "ok".into(),
+                        answered: call.answered,
+                        status: None,
+                    });
+                }
+                decisions.push(Decision::Served {
+                    request: request.id,
+                    at,
+                    model: outcome.model,
+                    profile: outcome.profile,
+                    source: serde_json::to_value(outcome.source)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                });
+            }
+            Err(RunError::State(source)) => {
+                return Err(ReplayError::Run {
+                    request: request.id,
+                    source: RunError::State(source),
+                })
+            }
+            Err(error) => decisions.push(Decision::Failed {
+                request: request.id,
+                at,
+                error: error_kind(&error),
+                message: error.to_string(),
+            }),
+        }
+        progress(done + 1, requests.len());
+    }
+    let unrecorded = runner
+        .provider()
+        .calls()
+        .iter()
+        .filter(|c| c.answered == Answered::Unrecorded)
+        .count();
+    let final_now = clock.now_ms();
+    let profiles = store
+        .usage()?
+        .into_iter()
+        .filter(|(id, _)| header.profiles.iter().any(|p| &p.id == id))
+        .map(|(id, usage)| {
+            let mut line = Map::new();
+            line.insert("kind".into(), "profile".into());
+            line.insert("id".into(), id.into());
+            if let Value::Object(state) = state_json(&usage, final_now) {
+                line.extend(state);
+            }
+            Value::Object(line)
+        })
+        .collect();
+    let sessions = sessions
+        .all()?
+        .into_iter()
+        .map(|(id, entry)| {
+            let mut line = json!({"kind": "session", "id": id});
+            if let (Some(line), Ok(Value::Object(fields))) = (line.as_object_mut(), serde_json::to_value(entry)) {
+                line.extend(fields);
+            }
+            line
+        })
+        .collect();
+    Ok(Replay {
+        clock_start: header.clock_start,
+        decisions,
+        profiles,
+        sessions,
+        unrecorded,
+        skipped_lines: trace.skipped.len(),
+    })
+}
+
+/// The run options a recorded request means (as the gateway routes it).
+fn options_for(agent: &str, request: &super::trace::RequestEvent) -> RunOptions {
+    let mut options = RunOptions {
+        agent: Some(agent.to_owned()),
+        session: request.session.clone(),
+        compaction_count: request.compaction_count,
+        ..RunOptions::default()
+    };
+    if let Some(other) = request.model.strip_prefix("agent:") {
+        options.agent = Some(other.to_owned());
+    } else if request.model != "auto" {
+        options.model = Some(request.model.clone());
+    }
+    options
+}
+
+fn error_kind(error: &RunError) -> String {
+    match error {
+        RunError::Exhausted(_) => "exhausted".into(),
+        RunError::Stopped { reason, .. } => format!(
+            "stopped:{}",
+            serde_json::to_value(reason)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        ),
+        RunError::DeadlineExceeded { .. } => "deadline".into(),
+        RunError::NoModel => "no_model".into(),
+        RunError::Policy(_) => "policy".into(),
+        RunError::State(_) => "state".into(),
+    }
+}
+
+/// A scratch state directory holding the header's profiles (with a
+/// placeholder secret), their routing state, and the sessions.
+fn seed_state(dir: &Path, header: &Header) -> Result<(AuthStore, SessionStore), StateError> {
+    let paths = StateDir::at(dir).agent(&header.agent)?;
+    let store = AuthStore::open(paths.clone())?;
+    store.update_profiles(|file| {
+        for profile in &header.profiles {
+            match profile.kind {
+                crate::auth::CredentialKind::OAuth => {
+                    let mut credential = Map::new();
+                    credential.insert("type".into(), "oauth".into());
+                    credential.insert("provider".into(), profile.provider.clone().into());
+                    credential.insert("access".into(), PLACEHOLDER_SECRET.into());
+                    if profile.refreshable {
+                        credential.insert("refresh".into(), PLACEHOLDER_SECRET.into());
+                    }
+                    if let Some(expires) = profile.expires {
+                        credential.insert("expires".into(), expires.into());
+                    }
+                    crate::state::secrets::check_id(&profile.id).map_err(StateError::Refused)?;
+                    file.put_oauth(&profile.id, credential);
+                }
+                kind => file.put_static(&profile.id, &profile.provider, kind, PLACEHOLDER_SECRET)?,
+            }
+        }
+        Ok(())
+    })?;
+    store.update_usage(|usage| {
+        for profile in &header.profiles {
+            usage.insert(profile.id.clone(), profile.usage.clone());
+        }
+        Ok(())
+    })?;
+    let sessions = SessionStore::for_agent(&paths.dir);
+    for (id, entry) in &header.sessions {
+        sessions.update(id, |e| *e = entry.clone())?;
+    }
+    Ok((store, sessions))
+}

@@ -1,0 +1,289 @@
+//! The trace format (JSON Lines, versioned). See the module docs of
+//! [`crate::replay`] for an example.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::auth::{CredentialKind, Usage};
+use crate::provider_error::ProviderError;
+use crate::state::SessionEntry;
+
+/// The format version this build writes; it reads this one and older.
+pub const TRACE_VERSION: u32 = 1;
+
+/// Longest trace line read: a header with thousands of profiles and
+/// sessions fits; a line past this is not a trace.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
+/// One line of a trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum TraceLine {
+    Header(Box<Header>),
+    Request(RequestEvent),
+    Outcome(OutcomeEvent),
+}
+
+/// The first line: what the run started from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Header {
+    pub version: u32,
+    /// The clock when recording started (ms since the epoch).
+    pub clock_start: u64,
+    /// The agent whose profiles and sessions these are.
+    pub agent: String,
+    /// The config (metadata and routing only; it never holds secrets).
+    pub config: Value,
+    /// The stored profiles, without secrets.
+    #[serde(default)]
+    pub profiles: Vec<TraceProfile>,
+    /// The sessions, by id.
+    #[serde(default)]
+    pub sessions: BTreeMap<String, SessionEntry>,
+}
+
+/// A stored profile without its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TraceProfile {
+    pub id: String,
+    /// As stored (`openai-codex` stays `openai-codex`).
+    pub provider: String,
+    #[serde(rename = "type")]
+    pub kind: CredentialKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<u64>,
+    #[serde(default)]
+    pub refreshable: bool,
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+/// A request as it arrived.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestEvent {
+    /// Unique within the trace; outcomes refer to it.
+    pub id: u64,
+    pub at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// What was asked for: `auto`, `agent:<id>` or `provider/model`.
+    pub model: String,
+    #[serde(default)]
+    pub stream: bool,
+    /// The session's compaction count, when the caller said.
+    #[serde(default)]
+    pub compaction_count: u32,
+    /// The messages, only with `--record-content`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Value>,
+}
+
+/// One provider call of a request and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutcomeEvent {
+    pub request: u64,
+    /// When the call started.
+    pub at: u64,
+    /// Aliases resolved (`openai`).
+    pub provider: String,
+    /// `provider/model`.
+    pub model: String,
+    pub profile: String,
+    #[serde(default)]
+    pub latency_ms: u64,
+    /// The failure as captured (status, headers, body preview, transport
+    /// code); absent when the call succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Value>,
+    /// The reply text, only with `--record-content`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}
+
+impl OutcomeEvent {
+    /// The recorded failure, if the call failed.
+    pub fn failure(&self) -> Option<Result<ProviderError, crate::InputError>> {
+        self.error.as_ref().map(ProviderError::from_json)
+    }
+}
+
+/// A parsed trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trace {
+    pub header: Header,
+    /// In file order (recording order: by start time).
+    pub requests: Vec<RequestEvent>,
+    pub outcomes: Vec<OutcomeEvent>,
+    /// Lines skipped by `--lenient`.
+    pub skipped: Vec<(usize, String)>,
+}
+
+/// A trace that cannot be read; messages name the file and line.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: line {line}: {message}", .path.display())]
+    Line {
+        path: std::path::PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("{}: written by trace format version {found}; this build reads version {TRACE_VERSION} and older", .path.display())]
+    Newer { path: std::path::PathBuf, found: u32 },
+    #[error("{}: empty, or no header line first", .path.display())]
+    NoHeader { path: std::path::PathBuf },
+}
+
+impl Trace {
+    /// Reads `path`. A bad line is an error naming it — or, `lenient`,
+    /// skipped and counted. A header from a newer format is always refused.
+    pub fn read(path: &Path, lenient: bool) -> Result<Trace, TraceError> {
+        let file = std::fs::File::open(path).map_err(|source| TraceError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(std::io::BufReader::new(file), path, lenient)
+    }
+
+    /// Reads a trace from `reader`; `path` names it in errors.
+    pub fn parse(reader: impl BufRead, path: &Path, lenient: bool) -> Result<Trace, TraceError> {
+        let mut header: Option<Header> = None;
+        let mut requests = Vec::new();
+        let mut outcomes = Vec::new();
+        let mut skipped = Vec::new();
+        let mut ids = std::collections::HashSet::new();
+        for (index, line) in reader.split(b'\n').enumerate() {
+            let number = index + 1;
+            let line = line.map_err(|source| TraceError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let parsed = parse_line(&line).and_then(|parsed| match (&header, parsed) {
+                (None, TraceLine::Header(h)) if h.version > TRACE_VERSION => Err(format!("newer:{}", h.version)),
+                (None, TraceLine::Header(h)) => Ok(Some(*h)),
+                (None, _) => Err("the first line must be the header".into()),
+                (Some(_), TraceLine::Header(_)) => Err("a second header".into()),
+                (Some(_), TraceLine::Request(r)) => {
+                    if ids.insert(r.id) {
+                        requests.push(r);
+                        Ok(None)
+                    } else {
+                        Err(format!("request id {} used twice", r.id))
+                    }
+                }
+                (Some(_), TraceLine::Outcome(o)) => {
+                    if let Some(Err(e)) = o.failure() {
+                        return Err(format!("outcome error: {e}"));
+                    }
+                    outcomes.push(o);
+                    Ok(None)
+                }
+            });
+            match parsed {
+                Ok(Some(h)) => header = Some(h),
+                Ok(None) => {}
+                Err(message) if message.starts_with("newer:") => {
+                    let found = message["newer:".len()..].parse().unwrap_or(u32::MAX);
+                    return Err(TraceError::Newer {
+                        path: path.to_owned(),
+                        found,
+                    });
+                }
+                // Without a header nothing can be replayed, lenient or not.
+                Err(message) if lenient && header.is_some() => skipped.push((number, message)),
+                Err(message) => {
+                    return Err(TraceError::Line {
+                        path: path.to_owned(),
+                        line: number,
+                        message,
+                    })
+                }
+            }
+        }
+        let header = header.ok_or_else(|| TraceError::NoHeader {
+            path: path.to_owned(),
+        })?;
+        for outcome in &outcomes {
+            if !ids.contains(&outcome.request) && !lenient {
+                return Err(TraceError::Line {
+                    path: path.to_owned(),
+                    line: 0,
+                    message: format!("an outcome refers to request {}, which the trace lacks", outcome.request),
+                });
+            }
+        }
+        Ok(Trace {
+            header,
+            requests,
+            outcomes,
+            skipped,
+        })
+    }
+}
+
+fn parse_line(line: &[u8]) -> Result<TraceLine, String> {
+    if line.len() > MAX_LINE_BYTES {
+        return Err(format!("longer than {MAX_LINE_BYTES} bytes"));
+    }
+    let text = std::str::from_utf8(line).map_err(|_| "not UTF-8".to_owned())?;
+    serde_json::from_str(text).map_err(|e| {
+        if e.is_eof() {
+            format!("truncated: {e}")
+        } else {
+            e.to_string()
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"type":"header","version":1,"clockStart":1000,"agent":"main","config":{}}"#;
+
+    fn parse(text: &str, lenient: bool) -> Result<Trace, TraceError> {
+        Trace::parse(text.as_bytes(), Path::new("t.jsonl"), lenient)
+    }
+
+    #[test]
+    fn reads_a_trace_and_names_bad_lines() {
+        let text = format!(
+            "{HEADER}\n{}\n{}\n",
+            r#"{"type":"request","id":1,"at":1000,"model":"auto"}"#,
+            r#"{"type":"outcome","request":1,"at":1000,"provider":"openai","model":"openai/m","profile":"openai:a","error":{"status":429}}"#
+        );
+        let trace = parse(&text, false).unwrap();
+        assert_eq!((trace.requests.len(), trace.outcomes.len()), (1, 1));
+        let broken = format!("{text}{{\"type\":\"request\",\"id\":2,\"at\":");
+        let error = parse(&broken, false).unwrap_err().to_string();
+        assert!(error.contains("t.jsonl: line 4: truncated"), "{error}");
+        let lenient = parse(&broken, true).unwrap();
+        assert_eq!(lenient.skipped.len(), 1);
+        assert_eq!(lenient.skipped[0].0, 4);
+    }
+
+    #[test]
+    fn newer_versions_and_missing_headers_are_refused() {
+        let newer = parse(r#"{"type":"header","version":9,"clockStart":0,"agent":"main","config":{}}"#, true)
+            .unwrap_err()
+            .to_string();
+        assert!(newer.contains("version 9") && newer.contains("reads version 1"), "{newer}");
+        let headless = parse(r#"{"type":"request","id":1,"at":0,"model":"auto"}"#, true).unwrap_err().to_string();
+        assert!(headless.contains("line 1") && headless.contains("header"), "{headless}");
+    }
+}
