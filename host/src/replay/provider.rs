@@ -12,7 +12,7 @@
 //!
 //! The virtual clock moves by the recorded latency of each answer.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use crate::provider_error::ProviderError;
@@ -56,6 +56,10 @@ pub struct Call {
 /// Answers calls from a recording.
 pub struct ReplayProvider {
     outcomes: Vec<OutcomeEvent>,
+    /// Outcome indexes per request, in trace order.
+    by_request: HashMap<u64, Vec<usize>>,
+    /// Outcome indexes per (provider, model, profile), by time.
+    by_target: HashMap<(String, String, String), Vec<usize>>,
     used: Mutex<HashSet<usize>>,
     clock: VirtualClock,
     unrecorded: Unrecorded,
@@ -64,7 +68,21 @@ pub struct ReplayProvider {
 
 impl ReplayProvider {
     pub fn new(outcomes: Vec<OutcomeEvent>, clock: VirtualClock, unrecorded: Unrecorded) -> Self {
+        let mut by_request: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut by_target: HashMap<(String, String, String), Vec<usize>> = HashMap::new();
+        for (index, o) in outcomes.iter().enumerate() {
+            by_request.entry(o.request).or_default().push(index);
+            by_target
+                .entry((o.provider.clone(), o.model.clone(), o.profile.clone()))
+                .or_default()
+                .push(index);
+        }
+        for indexes in by_target.values_mut() {
+            indexes.sort_by_key(|&i| (outcomes[i].at, i));
+        }
         ReplayProvider {
+            by_request,
+            by_target,
             outcomes,
             used: Mutex::new(HashSet::new()),
             clock,
@@ -75,7 +93,13 @@ impl ReplayProvider {
 
     /// Every call so far, in order.
     pub fn calls(&self) -> Vec<Call> {
-        self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.calls_from(0)
+    }
+
+    /// The calls from the `first`-th on.
+    pub fn calls_from(&self, first: usize) -> Vec<Call> {
+        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        calls.get(first..).map(<[Call]>::to_vec).unwrap_or_default()
     }
 
     /// How many calls so far.
@@ -91,21 +115,28 @@ impl ReplayProvider {
 
     fn find(&self, request: u64, target: &Target, now: u64) -> Option<(usize, Answered)> {
         let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
-        let recorded = self
-            .outcomes
-            .iter()
-            .enumerate()
-            .find(|(i, o)| o.request == request && !used.contains(i) && Self::same_target(o, target));
-        if let Some((index, _)) = recorded {
+        let recorded = self.by_request.get(&request).and_then(|indexes| {
+            indexes
+                .iter()
+                .copied()
+                .find(|&i| !used.contains(&i) && Self::same_target(&self.outcomes[i], target))
+        });
+        if let Some(index) = recorded {
             used.insert(index);
             return Some((index, Answered::Recorded));
         }
-        self.outcomes
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| Self::same_target(o, target) && o.at.abs_diff(now) <= COVER_WINDOW_MS)
-            .min_by_key(|(_, o)| (o.at.abs_diff(now), o.at))
-            .map(|(index, _)| (index, Answered::Covered))
+        let key = (target.provider.clone(), target.model.clone(), target.profile.clone());
+        let indexes = self.by_target.get(&key)?;
+        // The outcomes around `now`: the last one at or before it, the first after.
+        let split = indexes.partition_point(|&i| self.outcomes[i].at <= now);
+        let before = split.checked_sub(1).map(|k| indexes[k]);
+        let after = indexes.get(split).copied();
+        [before, after]
+            .into_iter()
+            .flatten()
+            .filter(|&i| self.outcomes[i].at.abs_diff(now) <= COVER_WINDOW_MS)
+            .min_by_key(|&i| (self.outcomes[i].at.abs_diff(now), self.outcomes[i].at))
+            .map(|index| (index, Answered::Covered))
     }
 }
 

@@ -200,8 +200,8 @@ impl Replay {
 pub enum ReplayError {
     #[error(transparent)]
     State(#[from] StateError),
-    #[error("cannot set up the replay's scratch state: {0}")]
-    Scratch(std::io::Error),
+    #[error("cannot start the replay's runtime: {0}")]
+    Runtime(std::io::Error),
     #[error("trace request {request}: {source}")]
     Run {
         request: u64,
@@ -220,15 +220,14 @@ pub fn replay(
 ) -> Result<Replay, ReplayError> {
     let header = &trace.header;
     let config = Config::from_value(header.config.clone(), trace_path)?;
-    let scratch = tempfile::tempdir().map_err(ReplayError::Scratch)?;
-    let (store, sessions) = seed_state(scratch.path(), header)?;
+    let (store, sessions) = seed_state(header)?;
     let clock = VirtualClock::at(header.clock_start);
     let provider = ReplayProvider::new(trace.outcomes.clone(), clock.clone(), unrecorded);
     let runner = Runner::new(policy, config, store.clone(), sessions.clone(), provider, clock.clone());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
-        .map_err(ReplayError::Scratch)?;
+        .map_err(ReplayError::Runtime)?;
     let mut requests = trace.requests.clone();
     requests.sort_by_key(|r| (r.at, r.id));
     let mut decisions = Vec::new();
@@ -246,7 +245,7 @@ pub fn replay(
         let options = options_for(&header.agent, request);
         let first_call = runner.provider().call_count();
         let result = runtime.block_on(runner.run(&options, &request.id));
-        let calls = runner.provider().calls()[first_call..].to_vec();
+        let calls = runner.provider().calls_from(first_call);
         let at = clock.now_ms();
         let (attempts, steps) = match &result {
             Ok(outcome) => (outcome.attempts.clone(), outcome.steps.clone()),
@@ -405,11 +404,11 @@ fn error_kind(error: &RunError) -> String {
     }
 }
 
-/// A scratch state directory holding the header's profiles (with a
+/// An in-memory scratch state holding the header's profiles (with a
 /// placeholder secret), their routing state, and the sessions.
-fn seed_state(dir: &Path, header: &Header) -> Result<(AuthStore, SessionStore), StateError> {
-    let paths = StateDir::at(dir).agent(&header.agent)?;
-    let store = AuthStore::open(paths.clone())?;
+fn seed_state(header: &Header) -> Result<(AuthStore, SessionStore), StateError> {
+    let paths = StateDir::at("<replay>").agent(&header.agent)?;
+    let store = AuthStore::in_memory(paths);
     store.update_profiles(|file| {
         for profile in &header.profiles {
             match profile.kind {
@@ -438,7 +437,7 @@ fn seed_state(dir: &Path, header: &Header) -> Result<(AuthStore, SessionStore), 
         }
         Ok(())
     })?;
-    let sessions = SessionStore::for_agent(&paths.dir);
+    let sessions = SessionStore::in_memory();
     for (id, entry) in &header.sessions {
         sessions.update(id, |e| *e = entry.clone())?;
     }

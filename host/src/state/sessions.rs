@@ -18,6 +18,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -116,7 +117,7 @@ pub fn split_model(model: &str) -> (&str, &str) {
     model.split_once('/').unwrap_or(("", model))
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct SessionsFile {
     #[serde(default)]
     version: u64,
@@ -126,11 +127,12 @@ struct SessionsFile {
     other: Map<String, Value>,
 }
 
-/// One agent's sessions.
+/// One agent's sessions — in `sessions.json`, or, for replay, in memory.
 #[derive(Debug, Clone)]
 pub struct SessionStore {
     path: PathBuf,
     lock: PathBuf,
+    memory: Option<Arc<Mutex<SessionsFile>>>,
 }
 
 impl SessionStore {
@@ -141,6 +143,16 @@ impl SessionStore {
         SessionStore {
             path: dir.join("sessions.json"),
             lock: dir.join(".lock"),
+            memory: None,
+        }
+    }
+
+    /// A store that keeps the sessions in memory (replay's scratch state).
+    pub fn in_memory() -> SessionStore {
+        SessionStore {
+            path: PathBuf::from("<memory>"),
+            lock: PathBuf::from("<memory>"),
+            memory: Some(Arc::new(Mutex::new(SessionsFile::default()))),
         }
     }
 
@@ -150,6 +162,9 @@ impl SessionStore {
     }
 
     fn read(&self) -> Result<SessionsFile, StateError> {
+        if let Some(memory) = &self.memory {
+            return Ok(memory.lock().unwrap_or_else(|e| e.into_inner()).clone());
+        }
         Ok(files::read_json::<SessionsFile>(&self.path)?.unwrap_or_default())
     }
 
@@ -172,6 +187,10 @@ impl SessionStore {
         change: impl FnOnce(&mut SessionEntry) -> T,
     ) -> Result<T, StateError> {
         check_session_id(id)?;
+        if let Some(memory) = &self.memory {
+            let mut file = memory.lock().unwrap_or_else(|e| e.into_inner());
+            return Ok(change(file.sessions.entry(id.to_owned()).or_default()));
+        }
         let _lock = StateLock::acquire(&self.lock)?;
         let mut file = self.read()?;
         let before = file.sessions.get(id).cloned();

@@ -2,6 +2,7 @@
 //! changed safely by any number of processes.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
@@ -12,10 +13,19 @@ use super::secrets::{canonical_provider, ProfileSummary, ProfilesFile};
 use super::usage_file::UsageFile;
 use crate::auth::Usage;
 
-/// An agent's `auth-profiles.json` and `auth-state.json`.
+/// An agent's `auth-profiles.json` and `auth-state.json` — or, for replay,
+/// the same documents held in memory ([`AuthStore::in_memory`]).
 #[derive(Debug, Clone)]
 pub struct AuthStore {
     paths: AgentPaths,
+    memory: Option<Arc<Mutex<Memory>>>,
+}
+
+/// The in-memory documents.
+#[derive(Debug, Default)]
+struct Memory {
+    profiles: ProfilesFile,
+    usage: UsageFile,
 }
 
 impl AuthStore {
@@ -24,7 +34,10 @@ impl AuthStore {
     /// `credentials/oauth.json` are imported into it (that file is only
     /// read, never written).
     pub fn open(paths: AgentPaths) -> Result<AuthStore, StateError> {
-        let store = AuthStore { paths };
+        let store = AuthStore {
+            paths,
+            memory: None,
+        };
         if !store.paths.profiles.exists()
             && !store.paths.legacy_profiles.exists()
             && store.paths.legacy_oauth.exists()
@@ -38,6 +51,22 @@ impl AuthStore {
         Ok(store)
     }
 
+    /// A store that keeps its documents in memory: no files, no locks, no
+    /// fsync. Replay runs on one (a scratch state thousands of times faster
+    /// than files); `paths` only names it.
+    pub fn in_memory(paths: AgentPaths) -> AuthStore {
+        AuthStore {
+            paths,
+            memory: Some(Arc::new(Mutex::new(Memory::default()))),
+        }
+    }
+
+    fn memory(&self) -> Option<std::sync::MutexGuard<'_, Memory>> {
+        self.memory
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
     /// The files this store uses.
     pub fn paths(&self) -> &AgentPaths {
         &self.paths
@@ -49,6 +78,9 @@ impl AuthStore {
 
     /// The profiles file: the agent's, else the legacy one, else empty.
     pub fn profiles(&self) -> Result<ProfilesFile, StateError> {
+        if let Some(memory) = self.memory() {
+            return Ok(memory.profiles.clone());
+        }
         if let Some(file) = ProfilesFile::read(&self.paths.profiles)? {
             return Ok(file);
         }
@@ -67,6 +99,12 @@ impl AuthStore {
         &self,
         change: impl FnOnce(&mut ProfilesFile) -> Result<T, StateError>,
     ) -> Result<T, StateError> {
+        if let Some(mut memory) = self.memory() {
+            let mut file = memory.profiles.clone();
+            let result = change(&mut file)?;
+            memory.profiles = file;
+            return Ok(result);
+        }
         let _lock = self.lock()?;
         let mut file = self.profiles()?;
         let result = change(&mut file)?;
@@ -78,8 +116,12 @@ impl AuthStore {
     /// await (an OAuth refresh: two processes must not both spend one
     /// refresh token). Blocks until the lock is free.
     pub fn lock_profiles(&self) -> Result<ProfilesGuard, StateError> {
+        let lock = match self.memory {
+            Some(_) => None,
+            None => Some(self.lock()?),
+        };
         Ok(ProfilesGuard {
-            _lock: self.lock()?,
+            _lock: lock,
             store: self.clone(),
         })
     }
@@ -91,6 +133,9 @@ impl AuthStore {
     }
 
     fn usage_file(&self) -> Result<UsageFile, StateError> {
+        if let Some(memory) = self.memory() {
+            return Ok(memory.usage.clone());
+        }
         if let Some(file) = UsageFile::read(&self.paths.usage)? {
             return Ok(file);
         }
@@ -107,6 +152,12 @@ impl AuthStore {
         &self,
         change: impl FnOnce(&mut BTreeMap<String, Usage>) -> Result<T, StateError>,
     ) -> Result<T, StateError> {
+        if let Some(mut memory) = self.memory() {
+            let mut usage = memory.usage.usage_stats.clone();
+            let result = change(&mut usage)?;
+            memory.usage.usage_stats = usage;
+            return Ok(result);
+        }
         let _lock = self.lock()?;
         let mut file = self.usage_file()?;
         let result = change(&mut file.usage_stats)?;
@@ -168,7 +219,8 @@ impl AuthStore {
 
 /// The state lock, held; the profiles read and written under it.
 pub struct ProfilesGuard {
-    _lock: StateLock,
+    /// `None` for an in-memory store.
+    _lock: Option<StateLock>,
     store: AuthStore,
 }
 
@@ -180,6 +232,10 @@ impl ProfilesGuard {
 
     /// Writes the profiles atomically (mode 0600).
     pub fn write(&self, file: &ProfilesFile) -> Result<(), StateError> {
+        if let Some(mut memory) = self.store.memory() {
+            memory.profiles = file.clone();
+            return Ok(());
+        }
         files::write_json_atomic(&self.store.paths.profiles, file.document())
     }
 }
