@@ -1,18 +1,103 @@
-//! Replay throughput: a large generated trace (a busy day of one gateway:
-//! rate limits, overloads, billing, successes across three providers)
+//! Replay throughput: a large generated trace (a busy stretch of one
+//! gateway: rate-limit bursts, overloads, successes across three providers)
 //! replayed through the default policy component, next to the same trace
-//! through the native core (the `policy-guest` crate linked in, driven by
-//! the same runner). Events per second, from one run.
+//! through the native core (the `policy-guest` crate linked in, behind the
+//! same `Decider` trait, driven by the same runner). Events per second and
+//! the ratio, from one run.
 //!
 //! `cargo bench --bench replay [-- REQUESTS]`
 
-use std::io::Write;
-use std::time::Instant;
+#[path = "../tests/native/mod.rs"]
+mod native;
 
-use failover::policy::Policy;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use failover::auth::{
+    CooldownConfig, FailureEvent, OrderRequest, PinDecision, PinRequest, RankedProfile, Usage,
+};
+use failover::policy::{Policy, PolicyVersion};
 use failover::replay::{replay, Trace, Unrecorded};
-use failover::PolicyEngine;
+use failover::runner::{
+    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
+    RotationConfig, RunStep, RunSummary, Selection, SelectionRequest, SummaryRequest,
+};
+use failover::{
+    Classification, Decider, Detail, Limits, PolicyEngine, PolicyError, ProviderError, Reason,
+};
 use serde_json::json;
+
+/// The default policy's core, called natively.
+struct Native {
+    version: PolicyVersion,
+}
+
+impl Decider for Native {
+    fn version(&self) -> &PolicyVersion {
+        &self.version
+    }
+    fn classify(&self, error: &ProviderError, now_ms: u64) -> Result<Classification, PolicyError> {
+        let flat = failover::report::flatten(error, now_ms, &Limits::default());
+        let verdict = policy_guest::classify(&native::to_core(&flat));
+        Ok(Classification {
+            reason: verdict
+                .reason
+                .and_then(|r| Reason::ALL.into_iter().find(|h| h.as_str() == r.as_str())),
+            failover: verdict.failover,
+            detail: verdict.detail.map(|d| match d.as_str() {
+                "empty_response" => Detail::EmptyResponse,
+                "no_error_details" => Detail::NoErrorDetails,
+                _ => Detail::Unclassified,
+            }),
+            retry_after_ms: verdict.retry_after_ms,
+        })
+    }
+    fn order_profiles(&self, request: &OrderRequest) -> Result<Vec<RankedProfile>, PolicyError> {
+        Ok(native::profiles::order_profiles(request))
+    }
+    fn pin_profile(&self, request: &PinRequest) -> Result<PinDecision, PolicyError> {
+        Ok(native::profiles::pin_profile(request))
+    }
+    fn record_failure(
+        &self,
+        usage: &Usage,
+        event: &FailureEvent,
+        config: &CooldownConfig,
+    ) -> Result<Usage, PolicyError> {
+        Ok(native::profiles::record_failure(usage, event, config))
+    }
+    fn record_success(
+        &self,
+        usage: &Usage,
+        model: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Usage, PolicyError> {
+        Ok(native::profiles::record_success(usage, model, now_ms))
+    }
+    fn resolve_selection(&self, request: &SelectionRequest) -> Result<Selection, PolicyError> {
+        Ok(native::runner::resolve_selection(request))
+    }
+    fn candidate_chain(&self, request: &ChainRequest) -> Result<FallbackChain, PolicyError> {
+        Ok(native::runner::candidate_chain(request))
+    }
+    fn decide_candidate(
+        &self,
+        request: &CandidateRequest,
+    ) -> Result<CandidateDecision, PolicyError> {
+        Ok(native::runner::decide_candidate(request))
+    }
+    fn next_step(
+        &self,
+        attempt: &FailedAttempt,
+        config: &RotationConfig,
+    ) -> Result<RunStep, PolicyError> {
+        Ok(native::runner::next_step(attempt, config))
+    }
+    fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError> {
+        Ok(native::runner::summarise(request))
+    }
+}
 
 const T0: u64 = 1_767_225_600_000;
 
@@ -49,7 +134,15 @@ fn generate(requests: u64) -> (tempfile::NamedTempFile, u64) {
         };
         if id % 5 == 0 {
             line("openai/gpt-4o", profile, Some(&limited));
-            line("anthropic/claude-sonnet-4", "anthropic:a", if id % 10 == 0 { Some(&overloaded) } else { None });
+            line(
+                "anthropic/claude-sonnet-4",
+                "anthropic:a",
+                if id % 10 == 0 {
+                    Some(&overloaded)
+                } else {
+                    None
+                },
+            );
             line("google/gemini-2.5-pro", "google:a", None);
         } else {
             for k in ["openai:k1", "openai:k2", "openai:k3"] {
@@ -61,24 +154,64 @@ fn generate(requests: u64) -> (tempfile::NamedTempFile, u64) {
     (file, events)
 }
 
+fn timed(
+    trace: &Trace,
+    path: &std::path::Path,
+    policy: Arc<dyn Decider>,
+) -> (Duration, Vec<String>) {
+    let started = Instant::now();
+    let result =
+        tracing::subscriber::with_default(tracing::subscriber::NoSubscriber::default(), || {
+            replay(trace, path, policy, Unrecorded::Error, |_, _| {}).unwrap()
+        });
+    (started.elapsed(), result.json_lines())
+}
+
 fn main() {
-    let requests: u64 = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(5_000);
+    let requests: u64 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(20_000);
     let (file, events) = generate(requests);
     let trace = Trace::read(file.path(), false).unwrap();
     let engine = PolicyEngine::new().unwrap();
-    let policy = std::sync::Arc::new(Policy::default_policy(&engine).unwrap());
-    let calls_before = policy.stats().calls;
-    let started = Instant::now();
-    let result = tracing::subscriber::with_default(tracing::subscriber::NoSubscriber::default(), || {
-        replay(&trace, file.path(), policy.clone(), Unrecorded::Error, |_, _| {}).unwrap()
+    let component = Arc::new(Policy::default_policy(&engine).unwrap());
+    let native = Arc::new(Native {
+        version: PolicyVersion {
+            name: "failover-default (native)".into(),
+            version: component.version().version.clone(),
+            contract: component.version().contract.clone(),
+            sha256: "native".into(),
+        },
     });
-    let elapsed = started.elapsed();
-    let policy_calls = policy.stats().calls - calls_before;
-    println!("{requests} requests, {events} trace events, {} decisions, {policy_calls} policy calls", result.decisions.len());
+    // Warm both (instance pool, caches), then measure each once.
+    timed(&trace, file.path(), component.clone());
+    timed(&trace, file.path(), native.clone());
+    let calls_before = component.stats().calls;
+    let (through_component, component_lines) = timed(&trace, file.path(), component.clone());
+    let policy_calls = component.stats().calls - calls_before;
+    let (through_native, native_lines) = timed(&trace, file.path(), native);
+    assert_eq!(
+        component_lines, native_lines,
+        "the component and the native core decide alike"
+    );
+    let rate = |d: Duration| events as f64 / d.as_secs_f64();
+    println!("{requests} requests, {events} trace events, {} output lines, {policy_calls} policy calls per replay", component_lines.len());
+    println!("| path | time | events/s | µs per request |");
+    println!("|---|---:|---:|---:|");
+    for (name, d) in [
+        ("component", through_component),
+        ("native core", through_native),
+    ] {
+        println!(
+            "| {name} | {:.3} s | {:.0} | {:.1} |",
+            d.as_secs_f64(),
+            rate(d),
+            d.as_secs_f64() * 1e6 / requests as f64
+        );
+    }
     println!(
-        "component: {:.2} s — {:.0} events/s, {:.1} µs per request",
-        elapsed.as_secs_f64(),
-        events as f64 / elapsed.as_secs_f64(),
-        elapsed.as_secs_f64() * 1e6 / requests as f64
+        "component / native time: {:.2}×",
+        through_component.as_secs_f64() / through_native.as_secs_f64()
     );
 }

@@ -21,13 +21,13 @@ pub mod gateway;
 pub mod logging;
 pub mod policy;
 pub mod provider_error;
-pub mod replay;
 pub mod providers;
+pub mod replay;
 pub mod report;
 pub mod runner;
 pub mod state;
 pub mod status;
 
 pub use classification::{Classification, Detail, Reason};
-pub use policy::{Limits, Policy, PolicyEngine, PolicyError, PolicyStats, PolicyVersion};
+pub use policy::{Decider, Limits, Policy, PolicyEngine, PolicyError, PolicyStats, PolicyVersion};
 pub use provider_error::{InputError, ProviderError};

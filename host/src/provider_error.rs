@@ -332,7 +332,10 @@ mod tests {
             .with_header("retry-after", "5")
             .with_cause(ProviderError::message("root").with_status(503));
         assert_eq!(ProviderError::from_json(&error.to_json()).unwrap(), error);
-        assert_eq!(ProviderError::from_json(&ProviderError::default().to_json()).unwrap(), ProviderError::default());
+        assert_eq!(
+            ProviderError::from_json(&ProviderError::default().to_json()).unwrap(),
+            ProviderError::default()
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::runner::OverrideSource;
 use crate::state::{
     canonical_provider, stored_profiles, AuthStore, ProfileSummary, SessionEntry, SessionStore,
 };
-use crate::Policy;
+use crate::Decider;
 
 /// One provider's order.
 #[derive(Debug, Clone)]
@@ -50,7 +50,7 @@ pub enum StatusError {
 impl Status {
     /// Reads the state and asks `policy` for each provider's order at `now`.
     pub fn gather(
-        policy: &Policy,
+        policy: &dyn Decider,
         config: &Config,
         store: &AuthStore,
         sessions: &SessionStore,
@@ -124,7 +124,7 @@ impl Status {
     }
 
     /// The JSON form: `policy`, `providers`, `sessionsOnFallback`, `now`.
-    pub fn to_json(&self, policy: &Policy) -> Value {
+    pub fn to_json(&self, policy: &dyn Decider) -> Value {
         let providers: Vec<Value> = self
             .providers
             .iter()
@@ -163,7 +163,7 @@ impl Status {
 }
 
 /// The policy's name, version, contract and content hash.
-pub fn policy_json(policy: &Policy) -> Value {
+pub fn policy_json(policy: &dyn Decider) -> Value {
     let version = policy.version();
     json!({ "name": version.name, "version": version.version,
             "contract": version.contract, "sha256": version.sha256 })

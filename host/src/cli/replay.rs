@@ -13,7 +13,7 @@ use super::Context;
 use crate::policy::gate;
 use crate::replay::compare::{diverge, first_difference};
 use crate::replay::{replay, Replay, Trace, Unrecorded};
-use crate::Policy;
+use crate::Decider;
 
 /// Exit status when `--expect` or `--against` found a difference.
 const EXIT_DIFFERENT: u8 = 1;
@@ -46,7 +46,10 @@ pub struct ReplayArgs {
 pub fn run(context: &Context, args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let trace = Trace::read(&args.trace, args.lenient)?;
     for (line, message) in &trace.skipped {
-        eprintln!("failover: {}: line {line} skipped: {message}", args.trace.display());
+        eprintln!(
+            "failover: {}: line {line} skipped: {message}",
+            args.trace.display()
+        );
     }
     let ours = run_one(&trace, &args, context.shared_policy()?)?;
     if let Some(other) = &args.against {
@@ -76,16 +79,30 @@ pub fn run(context: &Context, args: ReplayArgs) -> anyhow::Result<ExitCode> {
     if let Some(expected) = &args.expect {
         let text = std::fs::read_to_string(expected)
             .with_context(|| format!("cannot read {}", expected.display()))?;
-        let golden: Vec<String> = text.lines().filter(|l| !l.trim().is_empty()).map(str::to_owned).collect();
+        let golden: Vec<String> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_owned)
+            .collect();
         return Ok(match first_difference(&golden, &ours.json_lines()) {
             None => {
                 eprintln!("failover: the replay matches {}", expected.display());
                 ExitCode::SUCCESS
             }
             Some(difference) => {
-                println!("the replay differs from {} at line {}:", expected.display(), difference.line);
-                println!("  expected: {}", difference.left.as_deref().unwrap_or("(nothing)"));
-                println!("  actual:   {}", difference.right.as_deref().unwrap_or("(nothing)"));
+                println!(
+                    "the replay differs from {} at line {}:",
+                    expected.display(),
+                    difference.line
+                );
+                println!(
+                    "  expected: {}",
+                    difference.left.as_deref().unwrap_or("(nothing)")
+                );
+                println!(
+                    "  actual:   {}",
+                    difference.right.as_deref().unwrap_or("(nothing)")
+                );
                 ExitCode::from(EXIT_DIFFERENT)
             }
         });
@@ -106,25 +123,27 @@ pub fn run(context: &Context, args: ReplayArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_one(trace: &Trace, args: &ReplayArgs, policy: Arc<Policy>) -> anyhow::Result<Replay> {
-    let bar = (std::io::stderr().is_terminal() && trace.requests.len() >= PROGRESS_MIN_REQUESTS).then(|| {
-        let bar = indicatif::ProgressBar::new(trace.requests.len() as u64);
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{spinner} replaying [{bar:40}] {pos}/{len} requests ({per_sec}, eta {eta})",
-        ) {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        bar
-    });
+fn run_one(trace: &Trace, args: &ReplayArgs, policy: Arc<dyn Decider>) -> anyhow::Result<Replay> {
+    let bar = (std::io::stderr().is_terminal() && trace.requests.len() >= PROGRESS_MIN_REQUESTS)
+        .then(|| {
+            let bar = indicatif::ProgressBar::new(trace.requests.len() as u64);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{spinner} replaying [{bar:40}] {pos}/{len} requests ({per_sec}, eta {eta})",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar
+        });
     // The timeline carries every fallback decision; the runner's own log
     // events would only repeat them on stderr.
-    let result = tracing::subscriber::with_default(tracing::subscriber::NoSubscriber::default(), || {
-        replay(trace, &args.trace, policy, args.unrecorded, |done, _| {
-            if let Some(bar) = &bar {
-                bar.set_position(done as u64);
-            }
-        })
-    });
+    let result =
+        tracing::subscriber::with_default(tracing::subscriber::NoSubscriber::default(), || {
+            replay(trace, &args.trace, policy, args.unrecorded, |done, _| {
+                if let Some(bar) = &bar {
+                    bar.set_position(done as u64);
+                }
+            })
+        });
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }

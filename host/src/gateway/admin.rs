@@ -145,8 +145,8 @@ fn authorized(admin: &Admin, headers: &HeaderMap) -> Result<(), Box<Response>> {
 
 fn state_json(gateway: &Gateway) -> serde_json::Value {
     json!({
-        "active": policy_json(&gateway.active_policy()),
-        "previous": gateway.previous_policy().map(|p| policy_json(&p)),
+        "active": policy_json(gateway.active_policy().as_ref()),
+        "previous": gateway.previous_policy().map(|p| policy_json(p.as_ref())),
     })
 }
 
@@ -178,7 +178,7 @@ async fn swap(State(admin): State<Arc<Admin>>, headers: HeaderMap, body: Bytes) 
     };
     let Some(policy) = policy else {
         tracing::warn!(report = %report.render(), "policy module refused");
-        let body = json!({"accepted": false, "report": report.render(), "active": policy_json(&admin.gateway.active_policy())});
+        let body = json!({"accepted": false, "report": report.render(), "active": policy_json(admin.gateway.active_policy().as_ref())});
         return (StatusCode::UNPROCESSABLE_ENTITY, Json(body)).into_response();
     };
     let replaced = admin.gateway.swap_policy(Arc::new(policy));

@@ -25,7 +25,7 @@ pub use keys::{ClientKeys, KeysError, CLIENT_KEYS_FILE_ENV};
 pub use routes::router;
 
 use crate::config::Config;
-use crate::policy::Policy;
+use crate::policy::Decider;
 use crate::providers::HttpProvider;
 use crate::replay::record::Recorder;
 use crate::runner::{Runner, SystemClock};
@@ -63,7 +63,7 @@ pub struct Gateway {
     client_keys: ClientKeys,
     config: Arc<Config>,
     /// The module the last swap replaced: what a rollback returns to.
-    previous_policy: Mutex<Option<Arc<Policy>>>,
+    previous_policy: Mutex<Option<Arc<dyn Decider>>>,
     recorder: Option<Arc<Recorder>>,
 }
 
@@ -85,7 +85,7 @@ pub enum GatewayError {
 impl Gateway {
     /// A gateway deciding with `policy`, over the state in `state_dir`.
     pub fn new(
-        policy: Arc<Policy>,
+        policy: Arc<dyn Decider>,
         config: Config,
         state_dir: &StateDir,
         options: GatewayOptions,
@@ -143,19 +143,19 @@ impl Gateway {
     }
 
     /// The module new runs use.
-    pub fn active_policy(&self) -> Arc<Policy> {
+    pub fn active_policy(&self) -> Arc<dyn Decider> {
         self.runner().policy()
     }
 
     /// The module the last swap replaced, if any.
-    pub fn previous_policy(&self) -> Option<Arc<Policy>> {
+    pub fn previous_policy(&self) -> Option<Arc<dyn Decider>> {
         self.history().clone()
     }
 
     /// Makes `policy` the one new runs of every agent use (runs in flight
     /// finish on theirs); remembers the replaced one for a rollback and
     /// returns it.
-    pub fn swap_policy(&self, policy: Arc<Policy>) -> Arc<Policy> {
+    pub fn swap_policy(&self, policy: Arc<dyn Decider>) -> Arc<dyn Decider> {
         let mut previous = self.history();
         let replaced = self.install(policy);
         *previous = Some(replaced.clone());
@@ -164,7 +164,7 @@ impl Gateway {
 
     /// Returns to the module the last swap replaced; `None` when there is
     /// none. The module rolled back from becomes the one to roll back to.
-    pub fn rollback_policy(&self) -> Option<Arc<Policy>> {
+    pub fn rollback_policy(&self) -> Option<Arc<dyn Decider>> {
         let mut previous = self.history();
         let target = previous.take()?;
         let replaced = self.install(target.clone());
@@ -172,7 +172,7 @@ impl Gateway {
         Some(target)
     }
 
-    fn install(&self, policy: Arc<Policy>) -> Arc<Policy> {
+    fn install(&self, policy: Arc<dyn Decider>) -> Arc<dyn Decider> {
         let mut replaced = None;
         for runner in self.runners.values() {
             let old = runner.swap_policy(policy.clone());
@@ -181,7 +181,7 @@ impl Gateway {
         replaced.expect("the default agent always has a runner")
     }
 
-    fn history(&self) -> std::sync::MutexGuard<'_, Option<Arc<Policy>>> {
+    fn history(&self) -> std::sync::MutexGuard<'_, Option<Arc<dyn Decider>>> {
         self.previous_policy
             .lock()
             .unwrap_or_else(|e| e.into_inner())

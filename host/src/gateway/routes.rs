@@ -108,17 +108,19 @@ async fn chat(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Byt
     };
     options.session = session;
     if let Some(recorder) = &gateway.recorder {
-        request.record_id = Some(recorder.request(RequestEvent {
-            id: 0,
-            at: now_ms(),
-            session: options.session.clone(),
-            model: request.model.clone(),
-            stream: request.stream,
-            compaction_count: 0,
-            content: serde_json::from_slice::<serde_json::Value>(&body)
-                .ok()
-                .and_then(|b| b.get("messages").cloned()),
-        }));
+        request.record_id = Some(
+            recorder.request(RequestEvent {
+                id: 0,
+                at: now_ms(),
+                session: options.session.clone(),
+                model: request.model.clone(),
+                stream: request.stream,
+                compaction_count: 0,
+                content: serde_json::from_slice::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|b| b.get("messages").cloned()),
+            }),
+        );
     }
     let deadline = now_ms().saturating_add(runner.config().run_timeout_ms());
     options.deadline_ms = Some(deadline);
@@ -126,7 +128,7 @@ async fn chat(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Byt
     let started = std::time::Instant::now();
     // The module that decides this whole run, whatever is swapped meanwhile.
     let policy = runner.policy();
-    let result = runner.run_with(&policy, &options, &request).await;
+    let result = runner.run_with(policy.as_ref(), &options, &request).await;
     let mut response = match result {
         Ok(outcome) => {
             tracing::info!(
@@ -144,14 +146,14 @@ async fn chat(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Byt
             reply::run_error(&error)
         }
     };
-    set_policy_header(&mut response, &policy);
+    set_policy_header(&mut response, policy.as_ref());
     response
 }
 
 /// The header naming the module that decided a response.
 pub const POLICY_HEADER: &str = "x-failover-policy";
 
-fn set_policy_header(response: &mut Response, policy: &crate::Policy) {
+fn set_policy_header(response: &mut Response, policy: &dyn crate::Decider) {
     if let Ok(value) = HeaderValue::from_str(&policy.version().sha256) {
         response.headers_mut().insert(POLICY_HEADER, value);
     }
@@ -165,7 +167,7 @@ async fn policy_header(
 ) -> Response {
     let mut response = next.run(request).await;
     if !response.headers().contains_key(POLICY_HEADER) {
-        set_policy_header(&mut response, &gateway.active_policy());
+        set_policy_header(&mut response, gateway.active_policy().as_ref());
     }
     response
 }
@@ -292,18 +294,20 @@ async fn status(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Resp
     let runner = gateway.runner();
     let policy = runner.policy();
     match Status::gather(
-        &policy,
+        policy.as_ref(),
         runner.config(),
         runner.store(),
         runner.sessions(),
         now_ms(),
     ) {
         Ok(status) => {
-            let mut report = status.to_json(&policy);
+            let mut report = status.to_json(policy.as_ref());
             report["agent"] = gateway.default_agent.clone().into();
             report["previousPolicy"] = gateway
                 .previous_policy()
-                .map_or(serde_json::Value::Null, |p| crate::status::policy_json(&p));
+                .map_or(serde_json::Value::Null, |p| {
+                    crate::status::policy_json(p.as_ref())
+                });
             Json(report).into_response()
         }
         Err(error) => error_response(

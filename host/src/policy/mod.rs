@@ -6,6 +6,7 @@
 
 mod bindings;
 pub mod conformance;
+mod decider;
 mod engine;
 mod error;
 pub mod gate;
@@ -16,6 +17,7 @@ mod profiles;
 mod runner;
 
 pub use bindings::{CONTRACT, CONTRACT_VERSION};
+pub use decider::Decider;
 pub use engine::PolicyEngine;
 pub use error::{PolicyError, TrapKind};
 pub use gate::{GateReport, Refused};

@@ -113,9 +113,17 @@ impl HttpProvider {
         let budget = attempt_budget(&endpoint, request.deadline_ms);
         let started = tokio::time::Instant::now();
         let credential = self.credential(target, &endpoint).await?;
-        self.exchange(target, request, &endpoint, &credential, &body, budget, started)
-            .await
-            .map_err(|error| redact(error, credential.secret.expose()))
+        self.exchange(
+            target,
+            request,
+            &endpoint,
+            &credential,
+            &body,
+            budget,
+            started,
+        )
+        .await
+        .map_err(|error| redact(error, credential.secret.expose()))
     }
 
     /// Sends the request and reads the reply within `budget`.

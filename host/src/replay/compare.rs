@@ -46,11 +46,17 @@ pub fn diverge(left: &Replay, right: &Replay) -> Divergence {
         for decision in &replay.decisions {
             let value = serde_json::to_value(decision).unwrap_or_default();
             let request = value["request"].to_string();
-            groups.entry((decision.kind().to_owned(), request)).or_default().push(value);
+            groups
+                .entry((decision.kind().to_owned(), request))
+                .or_default()
+                .push(value);
         }
         for line in replay.profiles.iter().chain(&replay.sessions) {
             let kind = line["kind"].as_str().unwrap_or("state").to_owned();
-            groups.entry((kind, line["id"].to_string())).or_default().push(line.clone());
+            groups
+                .entry((kind, line["id"].to_string()))
+                .or_default()
+                .push(line.clone());
         }
         groups
     };
@@ -59,7 +65,9 @@ pub fn diverge(left: &Replay, right: &Replay) -> Divergence {
     let empty = Vec::new();
     for key in keys {
         let (x, y) = (a.get(&key).unwrap_or(&empty), b.get(&key).unwrap_or(&empty));
-        let differing = (0..x.len().max(y.len())).filter(|&i| x.get(i) != y.get(i)).count();
+        let differing = (0..x.len().max(y.len()))
+            .filter(|&i| x.get(i) != y.get(i))
+            .count();
         if differing > 0 {
             *counts.entry(key.0).or_default() += differing;
         }
@@ -76,7 +84,10 @@ mod tests {
         let a = vec!["1".to_owned(), "2".to_owned()];
         let b = vec!["1".to_owned(), "x".to_owned(), "3".to_owned()];
         let d = first_difference(&a, &b).unwrap();
-        assert_eq!((d.line, d.left.as_deref(), d.right.as_deref()), (2, Some("2"), Some("x")));
+        assert_eq!(
+            (d.line, d.left.as_deref(), d.right.as_deref()),
+            (2, Some("2"), Some("x"))
+        );
         let shorter = first_difference(&a, &a[..1]).unwrap();
         assert_eq!((shorter.line, shorter.right), (2, None));
         assert_eq!(first_difference(&a, &a), None);

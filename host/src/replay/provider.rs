@@ -125,7 +125,11 @@ impl ReplayProvider {
             used.insert(index);
             return Some((index, Answered::Recorded));
         }
-        let key = (target.provider.clone(), target.model.clone(), target.profile.clone());
+        let key = (
+            target.provider.clone(),
+            target.model.clone(),
+            target.profile.clone(),
+        );
         let indexes = self.by_target.get(&key)?;
         // The outcomes around `now`: the last one at or before it, the first after.
         let split = indexes.partition_point(|&i| self.outcomes[i].at <= now);
@@ -157,7 +161,9 @@ impl Provider for ReplayProvider {
                     None => Ok(()),
                     Some(Ok(error)) => Err(CallError::Failed(Box::new(error))),
                     // Checked when the trace was read.
-                    Some(Err(e)) => Err(CallError::Failed(Box::new(ProviderError::message(e.to_string())))),
+                    Some(Err(e)) => Err(CallError::Failed(Box::new(ProviderError::message(
+                        e.to_string(),
+                    )))),
                 };
                 (result, answered)
             }
@@ -175,13 +181,16 @@ impl Provider for ReplayProvider {
                 (result, Answered::Unrecorded)
             }
         };
-        self.calls.lock().unwrap_or_else(|e| e.into_inner()).push(Call {
-            request: *request,
-            at: now,
-            target: target.clone(),
-            answered,
-            ok: result.is_ok(),
-        });
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Call {
+                request: *request,
+                at: now,
+                target: target.clone(),
+                answered,
+                ok: result.is_ok(),
+            });
         result
     }
 }

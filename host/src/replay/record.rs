@@ -26,7 +26,9 @@ pub struct Recorder {
 
 impl std::fmt::Debug for Recorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Recorder").field("path", &self.path).finish_non_exhaustive()
+        f.debug_struct("Recorder")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
     }
 }
 
@@ -66,7 +68,11 @@ impl Recorder {
     /// 0700) with `header`; `content` keeps prompts and replies.
     pub fn start(dir: &Path, header: &Header, content: bool) -> Result<Recorder, StateError> {
         files::create_private_dir(dir)?;
-        let path = dir.join(format!("trace-{}-{}.jsonl", header.clock_start, std::process::id()));
+        let path = dir.join(format!(
+            "trace-{}-{}.jsonl",
+            header.clock_start,
+            std::process::id()
+        ));
         let mut options = std::fs::OpenOptions::new();
         options.create_new(true).write(true);
         #[cfg(unix)]
@@ -114,7 +120,9 @@ impl Recorder {
     /// One line, flushed: a crash loses at most the line being written, and
     /// a reader skips a torn last line with `--lenient`.
     fn write(&self, line: &TraceLine) {
-        let Ok(text) = serde_json::to_string(line) else { return };
+        let Ok(text) = serde_json::to_string(line) else {
+            return;
+        };
         let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
         let written = writeln!(file, "{text}").and_then(|()| file.flush());
         if let Err(error) = written {

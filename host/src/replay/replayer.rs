@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::config::Config;
-use crate::policy::Policy;
+use crate::policy::Decider;
 use crate::runner::{Clock, RunError, RunOptions, Runner, VirtualClock};
 use crate::state::{AuthStore, SessionStore, StateDir, StateError};
 use crate::status::state_json;
@@ -97,12 +97,28 @@ impl Decision {
     pub fn render(&self, start: u64) -> String {
         let t = |at: &u64| format!("t+{:>8.3}s", at.saturating_sub(start) as f64 / 1000.0);
         match self {
-            Decision::Request { request, at, session, model } => format!(
+            Decision::Request {
+                request,
+                at,
+                session,
+                model,
+            } => format!(
                 "{} #{request} request {model}{}",
                 t(at),
-                session.as_ref().map(|s| format!(" (session {s})")).unwrap_or_default()
+                session
+                    .as_ref()
+                    .map(|s| format!(" (session {s})"))
+                    .unwrap_or_default()
             ),
-            Decision::Attempt { request, at, model, profile, outcome, answered, status } => format!(
+            Decision::Attempt {
+                request,
+                at,
+                model,
+                profile,
+                outcome,
+                answered,
+                status,
+            } => format!(
                 "{} #{request}   {} {model} via {profile}: {outcome}{} [{}]",
                 t(at),
                 if outcome == "ok" { "✓" } else { "✗" },
@@ -113,18 +129,42 @@ impl Decision {
                     Answered::Unrecorded => "UNRECORDED",
                 }
             ),
-            Decision::Skip { request, model, reason } => {
+            Decision::Skip {
+                request,
+                model,
+                reason,
+            } => {
                 format!("{:>11} #{request}   - {model} skipped: {reason}", "")
             }
-            Decision::Fallback { request, from, to, reason, final_outcome } => format!(
+            Decision::Fallback {
+                request,
+                from,
+                to,
+                reason,
+                final_outcome,
+            } => format!(
                 "{:>11} #{request}   → {from} → {} ({reason}, {final_outcome})",
                 "",
                 to.as_deref().unwrap_or("end of chain")
             ),
-            Decision::Served { request, at, model, profile, source } => {
-                format!("{} #{request} served by {model} via {profile} (selection: {source})", t(at))
+            Decision::Served {
+                request,
+                at,
+                model,
+                profile,
+                source,
+            } => {
+                format!(
+                    "{} #{request} served by {model} via {profile} (selection: {source})",
+                    t(at)
+                )
             }
-            Decision::Failed { request, at, error, message } => {
+            Decision::Failed {
+                request,
+                at,
+                error,
+                message,
+            } => {
                 format!("{} #{request} FAILED ({error}): {message}", t(at))
             }
         }
@@ -152,7 +192,12 @@ impl Replay {
         self.decisions
             .iter()
             .map(|d| serde_json::to_string(d).expect("decisions serialise"))
-            .chain(self.profiles.iter().chain(&self.sessions).map(Value::to_string))
+            .chain(
+                self.profiles
+                    .iter()
+                    .chain(&self.sessions)
+                    .map(Value::to_string),
+            )
             .collect()
     }
 
@@ -169,7 +214,10 @@ impl Replay {
                 "  {}: {}{}\n",
                 profile["id"].as_str().unwrap_or("?"),
                 profile["state"].as_str().unwrap_or("?"),
-                match (profile["cooldownReason"].as_str(), profile["disabledReason"].as_str()) {
+                match (
+                    profile["cooldownReason"].as_str(),
+                    profile["disabledReason"].as_str()
+                ) {
                     (_, Some(r)) => format!(" ({r})"),
                     (Some(r), None) => format!(" ({r})"),
                     _ => String::new(),
@@ -182,14 +230,24 @@ impl Replay {
                 let mut fields = session.as_object().cloned().unwrap_or_default();
                 let id = fields.remove("id").unwrap_or_default();
                 fields.remove("kind");
-                out.push_str(&format!("  {}: {}\n", id.as_str().unwrap_or("?"), Value::Object(fields)));
+                out.push_str(&format!(
+                    "  {}: {}\n",
+                    id.as_str().unwrap_or("?"),
+                    Value::Object(fields)
+                ));
             }
         }
         if self.unrecorded > 0 {
-            out.push_str(&format!("\n{} call(s) were not in the recording\n", self.unrecorded));
+            out.push_str(&format!(
+                "\n{} call(s) were not in the recording\n",
+                self.unrecorded
+            ));
         }
         if self.skipped_lines > 0 {
-            out.push_str(&format!("{} bad trace line(s) skipped\n", self.skipped_lines));
+            out.push_str(&format!(
+                "{} bad trace line(s) skipped\n",
+                self.skipped_lines
+            ));
         }
         out
     }
@@ -214,7 +272,7 @@ pub enum ReplayError {
 pub fn replay(
     trace: &Trace,
     trace_path: &Path,
-    policy: Arc<Policy>,
+    policy: Arc<dyn Decider>,
     unrecorded: Unrecorded,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Replay, ReplayError> {
@@ -223,7 +281,14 @@ pub fn replay(
     let (store, sessions) = seed_state(header)?;
     let clock = VirtualClock::at(header.clock_start);
     let provider = ReplayProvider::new(trace.outcomes.clone(), clock.clone(), unrecorded);
-    let runner = Runner::new(policy, config, store.clone(), sessions.clone(), provider, clock.clone());
+    let runner = Runner::new(
+        policy,
+        config,
+        store.clone(),
+        sessions.clone(),
+        provider,
+        clock.clone(),
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -250,9 +315,8 @@ pub fn replay(
         let (attempts, steps) = match &result {
             Ok(outcome) => (outcome.attempts.clone(), outcome.steps.clone()),
             Err(RunError::Exhausted(summary)) => (summary.attempts.clone(), summary.steps.clone()),
-            Err(RunError::Stopped { attempts, .. }) | Err(RunError::DeadlineExceeded { attempts }) => {
-                (attempts.clone(), Vec::new())
-            }
+            Err(RunError::Stopped { attempts, .. })
+            | Err(RunError::DeadlineExceeded { attempts }) => (attempts.clone(), Vec::new()),
             Err(RunError::Policy(_)) | Err(RunError::State(_)) | Err(RunError::NoModel) => {
                 (Vec::new(), Vec::new())
             }
@@ -355,7 +419,9 @@ pub fn replay(
         .into_iter()
         .map(|(id, entry)| {
             let mut line = json!({"kind": "session", "id": id});
-            if let (Some(line), Ok(Value::Object(fields))) = (line.as_object_mut(), serde_json::to_value(entry)) {
+            if let (Some(line), Ok(Value::Object(fields))) =
+                (line.as_object_mut(), serde_json::to_value(entry))
+            {
                 line.extend(fields);
             }
             line
@@ -426,7 +492,9 @@ fn seed_state(header: &Header) -> Result<(AuthStore, SessionStore), StateError> 
                     crate::state::secrets::check_id(&profile.id).map_err(StateError::Refused)?;
                     file.put_oauth(&profile.id, credential);
                 }
-                kind => file.put_static(&profile.id, &profile.provider, kind, PLACEHOLDER_SECRET)?,
+                kind => {
+                    file.put_static(&profile.id, &profile.provider, kind, PLACEHOLDER_SECRET)?
+                }
             }
         }
         Ok(())

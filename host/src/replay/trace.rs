@@ -141,7 +141,10 @@ pub enum TraceError {
         message: String,
     },
     #[error("{}: written by trace format version {found}; this build reads version {TRACE_VERSION} and older", .path.display())]
-    Newer { path: std::path::PathBuf, found: u32 },
+    Newer {
+        path: std::path::PathBuf,
+        found: u32,
+    },
     #[error("{}: empty, or no header line first", .path.display())]
     NoHeader { path: std::path::PathBuf },
 }
@@ -174,7 +177,9 @@ impl Trace {
                 continue;
             }
             let parsed = parse_line(&line).and_then(|parsed| match (&header, parsed) {
-                (None, TraceLine::Header(h)) if h.version > TRACE_VERSION => Err(format!("newer:{}", h.version)),
+                (None, TraceLine::Header(h)) if h.version > TRACE_VERSION => {
+                    Err(format!("newer:{}", h.version))
+                }
                 (None, TraceLine::Header(h)) => Ok(Some(*h)),
                 (None, _) => Err("the first line must be the header".into()),
                 (Some(_), TraceLine::Header(_)) => Err("a second header".into()),
@@ -223,7 +228,10 @@ impl Trace {
                 return Err(TraceError::Line {
                     path: path.to_owned(),
                     line: 0,
-                    message: format!("an outcome refers to request {}, which the trace lacks", outcome.request),
+                    message: format!(
+                        "an outcome refers to request {}, which the trace lacks",
+                        outcome.request
+                    ),
                 });
             }
         }
@@ -254,7 +262,8 @@ fn parse_line(line: &[u8]) -> Result<TraceLine, String> {
 mod tests {
     use super::*;
 
-    const HEADER: &str = r#"{"type":"header","version":1,"clockStart":1000,"agent":"main","config":{}}"#;
+    const HEADER: &str =
+        r#"{"type":"header","version":1,"clockStart":1000,"agent":"main","config":{}}"#;
 
     fn parse(text: &str, lenient: bool) -> Result<Trace, TraceError> {
         Trace::parse(text.as_bytes(), Path::new("t.jsonl"), lenient)
@@ -279,11 +288,22 @@ mod tests {
 
     #[test]
     fn newer_versions_and_missing_headers_are_refused() {
-        let newer = parse(r#"{"type":"header","version":9,"clockStart":0,"agent":"main","config":{}}"#, true)
+        let newer = parse(
+            r#"{"type":"header","version":9,"clockStart":0,"agent":"main","config":{}}"#,
+            true,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            newer.contains("version 9") && newer.contains("reads version 1"),
+            "{newer}"
+        );
+        let headless = parse(r#"{"type":"request","id":1,"at":0,"model":"auto"}"#, true)
             .unwrap_err()
             .to_string();
-        assert!(newer.contains("version 9") && newer.contains("reads version 1"), "{newer}");
-        let headless = parse(r#"{"type":"request","id":1,"at":0,"model":"auto"}"#, true).unwrap_err().to_string();
-        assert!(headless.contains("line 1") && headless.contains("header"), "{headless}");
+        assert!(
+            headless.contains("line 1") && headless.contains("header"),
+            "{headless}"
+        );
     }
 }

@@ -10,7 +10,7 @@ use crate::auth::{
     FailureEvent, OrderRequest, PinRequest, PinSource, RecordedReason, StoredProfile,
 };
 use crate::config::{AgentModel, Config};
-use crate::policy::Policy;
+use crate::policy::Decider;
 use crate::provider_error::ProviderError;
 use crate::state::{
     canonical_provider, split_model, stored_profiles, AuthStore, SessionEntry, SessionStore,
@@ -77,7 +77,7 @@ pub const DEFAULT_RETRY_WAIT_CAP_MS: u64 = 60_000;
 pub struct Runner<P, C> {
     /// The active policy. A run takes it once at its start and keeps it to
     /// the end, so swapping it never changes a run in flight.
-    policy: RwLock<Arc<Policy>>,
+    policy: RwLock<Arc<dyn Decider>>,
     config: Config,
     store: AuthStore,
     sessions: SessionStore,
@@ -119,7 +119,7 @@ struct Written {
 impl<P: Provider, C: Clock> Runner<P, C> {
     /// A runner deciding with `policy`.
     pub fn new(
-        policy: Arc<Policy>,
+        policy: Arc<dyn Decider>,
         config: Config,
         store: AuthStore,
         sessions: SessionStore,
@@ -146,7 +146,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
     }
 
     /// The policy new runs use.
-    pub fn policy(&self) -> Arc<Policy> {
+    pub fn policy(&self) -> Arc<dyn Decider> {
         self.policy
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -155,7 +155,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
 
     /// Makes `policy` the one new runs use; runs in flight finish on the
     /// one they started with. Returns the previous one.
-    pub fn swap_policy(&self, policy: Arc<Policy>) -> Arc<Policy> {
+    pub fn swap_policy(&self, policy: Arc<dyn Decider>) -> Arc<dyn Decider> {
         std::mem::replace(
             &mut *self.policy.write().unwrap_or_else(|e| e.into_inner()),
             policy,
@@ -188,7 +188,8 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         options: &RunOptions,
         request: &P::Request,
     ) -> Result<RunOutcome<P::Reply>, RunError> {
-        self.run_with(&self.policy(), options, request).await
+        self.run_with(self.policy().as_ref(), options, request)
+            .await
     }
 
     /// Runs `request` through the chain with `policy` deciding every step
@@ -196,7 +197,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
     /// [`Runner::policy`]).
     pub async fn run_with(
         &self,
-        policy: &Policy,
+        policy: &dyn Decider,
         options: &RunOptions,
         request: &P::Request,
     ) -> Result<RunOutcome<P::Reply>, RunError> {
@@ -560,7 +561,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
     /// (unless it was a plain abort) and returned.
     async fn call_once(
         &self,
-        policy: &Policy,
+        policy: &dyn Decider,
         target: &Target,
         request: &P::Request,
         cooldowns: &crate::auth::CooldownConfig,
@@ -638,7 +639,12 @@ impl<P: Provider, C: Clock> Runner<P, C> {
 
     /// Records a success (F-6.9): written at once when it changes routing
     /// state, coalesced when it only moves `lastUsed`.
-    fn record_success(&self, policy: &Policy, target: &Target, now: u64) -> Result<(), RunError> {
+    fn record_success(
+        &self,
+        policy: &dyn Decider,
+        target: &Target,
+        now: u64,
+    ) -> Result<(), RunError> {
         let current = self
             .store
             .usage()?
@@ -670,7 +676,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
     /// whether the user pinned one (then only that profile is tried).
     fn apply_pin(
         &self,
-        policy: &Policy,
+        policy: &dyn Decider,
         options: &RunOptions,
         session: Option<&SessionEntry>,
         ranked: &[crate::auth::RankedProfile],
@@ -728,7 +734,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
 
     fn record_failure(
         &self,
-        policy: &Policy,
+        policy: &dyn Decider,
         target: &Target,
         reason: RecordedReason,
         retry_after_ms: Option<u64>,
@@ -752,7 +758,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
     #[allow(clippy::too_many_arguments)]
     fn succeeded(
         &self,
-        policy: &Policy,
+        policy: &dyn Decider,
         options: &RunOptions,
         target: Target,
         reply: P::Reply,

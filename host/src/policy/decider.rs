@@ -1,0 +1,106 @@
+//! What the runner, the gateway and replay ask of a policy, as a trait.
+//!
+//! [`Policy`] — a WebAssembly component under the sandbox — is the
+//! implementation everything ships with. The trait exists so that a
+//! decision maker can be swapped as a whole and so that the same runs can be
+//! driven by the policy core linked natively (the replay benchmark compares
+//! the two); nothing in the host depends on which one it is given.
+
+use crate::auth::{
+    CooldownConfig, FailureEvent, OrderRequest, PinDecision, PinRequest, RankedProfile, Usage,
+};
+use crate::classification::Classification;
+use crate::provider_error::ProviderError;
+use crate::runner::{
+    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
+    RotationConfig, RunStep, RunSummary, Selection, SelectionRequest, SummaryRequest,
+};
+
+use super::error::PolicyError;
+use super::module::{Policy, PolicyVersion};
+
+/// Every decision of the policy contract (see `wit/policy.wit`).
+pub trait Decider: Send + Sync {
+    /// Which module decides.
+    fn version(&self) -> &PolicyVersion;
+    fn classify(&self, error: &ProviderError, now_ms: u64) -> Result<Classification, PolicyError>;
+    fn order_profiles(&self, request: &OrderRequest) -> Result<Vec<RankedProfile>, PolicyError>;
+    fn pin_profile(&self, request: &PinRequest) -> Result<PinDecision, PolicyError>;
+    fn record_failure(
+        &self,
+        usage: &Usage,
+        event: &FailureEvent,
+        config: &CooldownConfig,
+    ) -> Result<Usage, PolicyError>;
+    fn record_success(
+        &self,
+        usage: &Usage,
+        model: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Usage, PolicyError>;
+    fn resolve_selection(&self, request: &SelectionRequest) -> Result<Selection, PolicyError>;
+    fn candidate_chain(&self, request: &ChainRequest) -> Result<FallbackChain, PolicyError>;
+    fn decide_candidate(
+        &self,
+        request: &CandidateRequest,
+    ) -> Result<CandidateDecision, PolicyError>;
+    fn next_step(
+        &self,
+        attempt: &FailedAttempt,
+        config: &RotationConfig,
+    ) -> Result<RunStep, PolicyError>;
+    fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError>;
+}
+
+impl Decider for Policy {
+    fn version(&self) -> &PolicyVersion {
+        Policy::version(self)
+    }
+    fn classify(&self, error: &ProviderError, now_ms: u64) -> Result<Classification, PolicyError> {
+        Policy::classify(self, error, now_ms)
+    }
+    fn order_profiles(&self, request: &OrderRequest) -> Result<Vec<RankedProfile>, PolicyError> {
+        Policy::order_profiles(self, request)
+    }
+    fn pin_profile(&self, request: &PinRequest) -> Result<PinDecision, PolicyError> {
+        Policy::pin_profile(self, request)
+    }
+    fn record_failure(
+        &self,
+        usage: &Usage,
+        event: &FailureEvent,
+        config: &CooldownConfig,
+    ) -> Result<Usage, PolicyError> {
+        Policy::record_failure(self, usage, event, config)
+    }
+    fn record_success(
+        &self,
+        usage: &Usage,
+        model: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Usage, PolicyError> {
+        Policy::record_success(self, usage, model, now_ms)
+    }
+    fn resolve_selection(&self, request: &SelectionRequest) -> Result<Selection, PolicyError> {
+        Policy::resolve_selection(self, request)
+    }
+    fn candidate_chain(&self, request: &ChainRequest) -> Result<FallbackChain, PolicyError> {
+        Policy::candidate_chain(self, request)
+    }
+    fn decide_candidate(
+        &self,
+        request: &CandidateRequest,
+    ) -> Result<CandidateDecision, PolicyError> {
+        Policy::decide_candidate(self, request)
+    }
+    fn next_step(
+        &self,
+        attempt: &FailedAttempt,
+        config: &RotationConfig,
+    ) -> Result<RunStep, PolicyError> {
+        Policy::next_step(self, attempt, config)
+    }
+    fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError> {
+        Policy::summarise(self, request)
+    }
+}
