@@ -116,8 +116,11 @@ async fn chat(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Byt
                 model: request.model.clone(),
                 stream: request.stream,
                 compaction_count: 0,
-                content: serde_json::from_slice::<serde_json::Value>(&body)
-                    .ok()
+                // Parsed again only when the text is to be kept.
+                content: recorder
+                    .keeps_content()
+                    .then(|| serde_json::from_slice::<serde_json::Value>(&body).ok())
+                    .flatten()
                     .and_then(|b| b.get("messages").cloned()),
             }),
         );

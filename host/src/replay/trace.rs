@@ -178,22 +178,28 @@ impl Trace {
             }
             let parsed = parse_line(&line).and_then(|parsed| match (&header, parsed) {
                 (None, TraceLine::Header(h)) if h.version > TRACE_VERSION => {
-                    Err(format!("newer:{}", h.version))
+                    Err(LineError::Newer(h.version))
                 }
                 (None, TraceLine::Header(h)) => Ok(Some(*h)),
-                (None, _) => Err("the first line must be the header".into()),
-                (Some(_), TraceLine::Header(_)) => Err("a second header".into()),
+                (None, _) => Err(LineError::Bad("the first line must be the header".into())),
+                (Some(_), TraceLine::Header(_)) => Err(LineError::Bad("a second header".into())),
                 (Some(_), TraceLine::Request(r)) => {
                     if ids.insert(r.id) {
                         requests.push(r);
                         Ok(None)
                     } else {
-                        Err(format!("request id {} used twice", r.id))
+                        Err(LineError::Bad(format!("request id {} used twice", r.id)))
                     }
                 }
                 (Some(_), TraceLine::Outcome(o)) => {
+                    if !ids.contains(&o.request) {
+                        return Err(LineError::Bad(format!(
+                            "an outcome of request {}, which no earlier line starts",
+                            o.request
+                        )));
+                    }
                     if let Some(Err(e)) = o.failure() {
-                        return Err(format!("outcome error: {e}"));
+                        return Err(LineError::Bad(format!("outcome error: {e}")));
                     }
                     outcomes.push(o);
                     Ok(None)
@@ -202,16 +208,17 @@ impl Trace {
             match parsed {
                 Ok(Some(h)) => header = Some(h),
                 Ok(None) => {}
-                Err(message) if message.starts_with("newer:") => {
-                    let found = message["newer:".len()..].parse().unwrap_or(u32::MAX);
+                Err(LineError::Newer(found)) => {
                     return Err(TraceError::Newer {
                         path: path.to_owned(),
                         found,
-                    });
+                    })
                 }
                 // Without a header nothing can be replayed, lenient or not.
-                Err(message) if lenient && header.is_some() => skipped.push((number, message)),
-                Err(message) => {
+                Err(LineError::Bad(message)) if lenient && header.is_some() => {
+                    skipped.push((number, message))
+                }
+                Err(LineError::Bad(message)) => {
                     return Err(TraceError::Line {
                         path: path.to_owned(),
                         line: number,
@@ -223,18 +230,6 @@ impl Trace {
         let header = header.ok_or_else(|| TraceError::NoHeader {
             path: path.to_owned(),
         })?;
-        for outcome in &outcomes {
-            if !ids.contains(&outcome.request) && !lenient {
-                return Err(TraceError::Line {
-                    path: path.to_owned(),
-                    line: 0,
-                    message: format!(
-                        "an outcome refers to request {}, which the trace lacks",
-                        outcome.request
-                    ),
-                });
-            }
-        }
         Ok(Trace {
             header,
             requests,
@@ -244,17 +239,27 @@ impl Trace {
     }
 }
 
-fn parse_line(line: &[u8]) -> Result<TraceLine, String> {
+/// Why a line was not taken.
+enum LineError {
+    /// Not a trace line, or one that does not fit where it is.
+    Bad(String),
+    /// A header of a newer format: never skipped.
+    Newer(u32),
+}
+
+fn parse_line(line: &[u8]) -> Result<TraceLine, LineError> {
     if line.len() > MAX_LINE_BYTES {
-        return Err(format!("longer than {MAX_LINE_BYTES} bytes"));
+        return Err(LineError::Bad(format!(
+            "longer than {MAX_LINE_BYTES} bytes"
+        )));
     }
-    let text = std::str::from_utf8(line).map_err(|_| "not UTF-8".to_owned())?;
+    let text = std::str::from_utf8(line).map_err(|_| LineError::Bad("not UTF-8".to_owned()))?;
     serde_json::from_str(text).map_err(|e| {
-        if e.is_eof() {
+        LineError::Bad(if e.is_eof() {
             format!("truncated: {e}")
         } else {
             e.to_string()
-        }
+        })
     })
 }
 
@@ -284,6 +289,19 @@ mod tests {
         let lenient = parse(&broken, true).unwrap();
         assert_eq!(lenient.skipped.len(), 1);
         assert_eq!(lenient.skipped[0].0, 4);
+    }
+
+    #[test]
+    fn an_outcome_before_its_request_names_its_line() {
+        let text = format!(
+            "{HEADER}\n{}\n",
+            r#"{"type":"outcome","request":7,"at":0,"provider":"p","model":"p/m","profile":"p:a"}"#
+        );
+        let error = parse(&text, false).unwrap_err().to_string();
+        assert!(
+            error.contains("line 2") && error.contains("request 7"),
+            "{error}"
+        );
     }
 
     #[test]
