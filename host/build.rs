@@ -20,18 +20,7 @@ const GUEST_PROFILE_ENV: &[(&str, &str)] = &[
     ("CARGO_PROFILE_RELEASE_STRIP", "debuginfo"),
 ];
 
-/// Variables of the outer build that must not leak into the nested one: host
-/// flags would break a wasm build, clippy's wrapper would lint the guest, and
-/// a shared target dir deadlocks on cargo's build lock.
-const OUTER_BUILD_ENV: &[&str] = &[
-    "CARGO_ENCODED_RUSTFLAGS",
-    "RUSTFLAGS",
-    "RUSTC_WORKSPACE_WRAPPER",
-    "RUSTC_WRAPPER",
-    "CARGO_TARGET_DIR",
-    "CARGO_BUILD_TARGET",
-    "CARGO_BUILD_RUSTFLAGS",
-];
+include!("guest_build_env.rs");
 
 const GUEST_TARGET: &str = "wasm32-unknown-unknown";
 

@@ -7,17 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Variables of the outer build that must not reach the nested one (see
-/// `host/build.rs`).
-const OUTER_BUILD_ENV: &[&str] = &[
-    "CARGO_ENCODED_RUSTFLAGS",
-    "RUSTFLAGS",
-    "RUSTC_WORKSPACE_WRAPPER",
-    "RUSTC_WRAPPER",
-    "CARGO_TARGET_DIR",
-    "CARGO_BUILD_TARGET",
-    "CARGO_BUILD_RUSTFLAGS",
-];
+include!("../../host/guest_build_env.rs");
 
 /// The guest crate at `dir` (relative to the repository), built with
 /// `features`, as component bytes.

@@ -125,14 +125,10 @@ pub fn router(admin: Arc<Admin>) -> Router {
 }
 
 fn authorized(admin: &Admin, headers: &HeaderMap) -> Result<(), Box<Response>> {
-    let presented = headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or_default();
+    let presented = super::keys::bearer(headers).unwrap_or_default();
     let mut keys = super::ClientKeys::default();
     keys.add(&admin.token);
-    if keys.accepts(presented.trim()) {
+    if keys.accepts(presented) {
         Ok(())
     } else {
         let refusal = (

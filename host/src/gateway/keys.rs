@@ -29,6 +29,15 @@ pub enum KeysError {
     },
 }
 
+/// The token of an `Authorization: Bearer …` header.
+pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+}
+
 /// Shorter keys are guessable.
 const MIN_KEY_LEN: usize = 16;
 

@@ -186,35 +186,21 @@ fn route(gateway: &Gateway, model: &str) -> Result<(Arc<GatewayRunner>, RunOptio
             message,
         )
     };
-    if model == "auto" {
-        let options = RunOptions {
-            agent: Some(gateway.default_agent.clone()),
-            ..RunOptions::default()
-        };
-        return Ok((gateway.runner().clone(), options));
-    }
+    let options = RunOptions::for_requested(&gateway.default_agent, model);
     if let Some(agent) = model.strip_prefix("agent:") {
         let runner = gateway
             .agent_runner(agent)
             .ok_or_else(|| unknown(format!("no agent {agent:?} in agents.list")))?;
-        let options = RunOptions {
-            agent: Some(agent.to_owned()),
-            ..RunOptions::default()
-        };
         return Ok((runner.clone(), options));
     }
-    if model.contains('/') {
+    if model != "auto" {
+        if !model.contains('/') {
+            return Err(unknown(format!(
+                "unknown model {model:?}: use `auto`, `agent:<id>` or `provider/model`"
+            )));
+        }
         endpoint::known_model(&gateway.config, model).map_err(unknown)?;
-    } else {
-        return Err(unknown(format!(
-            "unknown model {model:?}: use `auto`, `agent:<id>` or `provider/model`"
-        )));
     }
-    let options = RunOptions {
-        agent: Some(gateway.default_agent.clone()),
-        model: Some(model.to_owned()),
-        ..RunOptions::default()
-    };
     Ok((gateway.runner().clone(), options))
 }
 
@@ -222,10 +208,7 @@ fn authorize(gateway: &Gateway, headers: &HeaderMap) -> Result<(), Refusal> {
     if gateway.client_keys.is_empty() {
         return Ok(());
     }
-    let presented = headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+    let presented = super::keys::bearer(headers)
         .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()));
     match presented {
         Some(key) if gateway.client_keys.accepts(key.trim()) => Ok(()),

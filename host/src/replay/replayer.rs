@@ -439,18 +439,11 @@ pub fn replay(
 
 /// The run options a recorded request means (as the gateway routes it).
 fn options_for(agent: &str, request: &super::trace::RequestEvent) -> RunOptions {
-    let mut options = RunOptions {
-        agent: Some(agent.to_owned()),
+    RunOptions {
         session: request.session.clone(),
         compaction_count: request.compaction_count,
-        ..RunOptions::default()
-    };
-    if let Some(other) = request.model.strip_prefix("agent:") {
-        options.agent = Some(other.to_owned());
-    } else if request.model != "auto" {
-        options.model = Some(request.model.clone());
+        ..RunOptions::for_requested(agent, &request.model)
     }
-    options
 }
 
 fn error_kind(error: &RunError) -> String {

@@ -61,6 +61,24 @@ pub struct RunOptions {
     pub deadline_ms: Option<u64>,
 }
 
+impl RunOptions {
+    /// The options a requested model means, as the gateway routes it and
+    /// replay replays it: `auto` is `default_agent`'s chain, `agent:<id>`
+    /// that agent's, anything else a strict `provider/model` (F-7.6).
+    pub fn for_requested(default_agent: &str, model: &str) -> RunOptions {
+        let (agent, model) = match model.strip_prefix("agent:") {
+            Some(agent) => (agent, None),
+            None if model == "auto" => (default_agent, None),
+            None => (default_agent, Some(model.to_owned())),
+        };
+        RunOptions {
+            agent: Some(agent.to_owned()),
+            model,
+            ..RunOptions::default()
+        }
+    }
+}
+
 /// A success that changes nothing but a profile's `lastUsed` is written at
 /// most this often per profile. One fsync'd write per request capped a
 /// gateway near 1,800 requests/s on the project's machine (BENCHMARKS.md);
