@@ -5,19 +5,14 @@
 //!
 //! `cargo bench --bench gateway [-- REQUESTS CONCURRENCY]`
 
+#[path = "support/loopback.rs"]
+mod loopback;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::routing::post;
-use failover::auth::CredentialKind;
-use failover::config::Config;
-use failover::gateway::{self, ClientKeys, Gateway, GatewayOptions};
-use failover::state::{AuthStore, StateDir};
 use failover::{Policy, PolicyEngine};
-
-/// What the upstream answers: a small, complete chat completion.
-const REPLY: &str = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#;
-const REQUEST: &str = r#"{"model":"auto","messages":[{"role":"user","content":"hi"}]}"#;
+use loopback::REQUEST;
 
 struct Run {
     latencies: Vec<Duration>,
@@ -26,10 +21,7 @@ struct Run {
 
 impl Run {
     fn percentile(&self, p: f64) -> Duration {
-        let mut sorted = self.latencies.clone();
-        sorted.sort();
-        let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-        sorted[index]
+        loopback::percentile(&mut self.latencies.clone(), p)
     }
     fn throughput(&self) -> f64 {
         self.latencies.len() as f64 / self.elapsed.as_secs_f64()
@@ -83,53 +75,20 @@ fn main() {
         .build()
         .expect("runtime");
     runtime.block_on(async move {
-        let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let upstream_url = format!("http://{}", upstream.local_addr().unwrap());
-        let app = axum::Router::new().route(
-            "/v1/chat/completions",
-            post(|| async { ([("content-type", "application/json")], REPLY) }),
-        );
-        tokio::spawn(async move { axum::serve(upstream, app).await });
-
-        let dir = tempfile::tempdir().unwrap();
-        let config_path = dir.path().join("failover.json5");
-        std::fs::write(
-            &config_path,
-            format!(
-                r#"{{ agents: {{ defaults: {{ model: {{ primary: "openai/gpt-x" }} }} }},
-                     models: {{ providers: {{ openai: {{ baseUrl: "{upstream_url}/v1", api: "openai-chat" }} }} }} }}"#
-            ),
-        )
-        .unwrap();
-        let state = StateDir::at(dir.path().join("state"));
-        AuthStore::open(state.agent("main").unwrap())
-            .unwrap()
-            .update_profiles(|f| f.put_static("openai:a", "openai", CredentialKind::ApiKey, "k"))
-            .unwrap();
         let policy = Arc::new(Policy::default_policy(&PolicyEngine::new().unwrap()).unwrap());
-        let gateway = Gateway::new(
-            policy,
-            Config::load(&config_path).unwrap(),
-            &state,
-            GatewayOptions {
-                agent: "main".into(),
-                client_keys: ClientKeys::default(),
-                retry_wait_cap_ms: 0,
-                recorder: None,
-            },
-        )
-        .unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let gateway_url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(gateway::serve(listener, Arc::new(gateway), std::future::pending()));
+        let pair = loopback::start(policy).await;
+        let (upstream_url, gateway_url) = (
+            pair.upstream_chat_url.clone(),
+            pair.gateway_chat_url.clone(),
+        );
 
         // Warm both paths (connections, the policy's instance pool).
-        load(format!("{upstream_url}/v1/chat/completions"), 200, concurrency).await;
-        load(format!("{gateway_url}/v1/chat/completions"), 200, concurrency).await;
+        load(upstream_url.clone(), 200, concurrency).await;
+        load(gateway_url.clone(), 200, concurrency).await;
 
-        let direct = load(format!("{upstream_url}/v1/chat/completions"), requests, concurrency).await;
-        let through = load(format!("{gateway_url}/v1/chat/completions"), requests, concurrency).await;
-        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let direct = load(upstream_url, requests, concurrency).await;
+        let through = load(gateway_url, requests, concurrency).await;
+        let ms = loopback::ms;
         println!("{requests} requests, concurrency {concurrency}, loopback, one run");
         println!("| path | p50 | p99 | requests/s |");
         println!("|---|---:|---:|---:|");

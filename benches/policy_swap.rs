@@ -12,26 +12,18 @@
 
 #[path = "../tests/support/guests.rs"]
 mod guests;
+#[path = "support/loopback.rs"]
+mod loopback;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::routing::post;
-use failover::auth::{CredentialKind, RecordedReason};
-use failover::config::Config;
-use failover::gateway::{self, ClientKeys, Gateway, GatewayOptions};
+use failover::auth::RecordedReason;
 use failover::policy::{gate, DEFAULT_POLICY};
 use failover::runner::{FailedAttempt, RotationConfig};
-use failover::state::{AuthStore, StateDir};
-use failover::{Limits, Policy, PolicyEngine, ProviderError};
-
-const REPLY: &str = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}"#;
-const REQUEST: &str = r#"{"model":"auto","messages":[{"role":"user","content":"hi"}]}"#;
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
+use failover::{Decider, Limits, Policy, PolicyEngine, ProviderError};
+use loopback::{ms, percentile, REQUEST};
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -170,59 +162,10 @@ async fn load(url: &str, concurrency: usize, duration: Duration) -> Vec<Duration
     all
 }
 
-fn percentile(latencies: &mut [Duration], p: f64) -> Duration {
-    latencies.sort();
-    latencies[((latencies.len() as f64 - 1.0) * p).round() as usize]
-}
-
 async fn swap_pause(engine: &PolicyEngine, example: Vec<u8>) {
-    let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream_url = format!("http://{}", upstream.local_addr().unwrap());
-    let app = axum::Router::new().route(
-        "/v1/chat/completions",
-        post(|| async { ([("content-type", "application/json")], REPLY) }),
-    );
-    tokio::spawn(async move { axum::serve(upstream, app).await });
-    let dir = tempfile::tempdir().unwrap();
-    let config_path = dir.path().join("failover.json5");
-    std::fs::write(
-        &config_path,
-        format!(
-            r#"{{ agents: {{ defaults: {{ model: {{ primary: "openai/gpt-x" }} }} }},
-                 models: {{ providers: {{ openai: {{ baseUrl: "{upstream_url}/v1" }} }} }} }}"#
-        ),
-    )
-    .unwrap();
-    let state = StateDir::at(dir.path().join("state"));
-    AuthStore::open(state.agent("main").unwrap())
-        .unwrap()
-        .update_profiles(|f| f.put_static("openai:a", "openai", CredentialKind::ApiKey, "k"))
-        .unwrap();
-    let default = Arc::new(Policy::default_policy(engine).unwrap());
-    let gateway = Arc::new(
-        Gateway::new(
-            default.clone(),
-            Config::load(&config_path).unwrap(),
-            &state,
-            GatewayOptions {
-                agent: "main".into(),
-                client_keys: ClientKeys::default(),
-                retry_wait_cap_ms: 0,
-                recorder: None,
-            },
-        )
-        .unwrap(),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!(
-        "http://{}/v1/chat/completions",
-        listener.local_addr().unwrap()
-    );
-    tokio::spawn(gateway::serve(
-        listener,
-        gateway.clone(),
-        std::future::pending(),
-    ));
+    let default: Arc<dyn Decider> = Arc::new(Policy::default_policy(engine).unwrap());
+    let pair = loopback::start(default.clone()).await;
+    let (gateway, url) = (pair.gateway.clone(), pair.gateway_chat_url.clone());
     let checked = Arc::new(gate::admit(engine, &example, Limits::default()).unwrap().0);
     load(&url, 8, Duration::from_millis(500)).await; // warm up
 
