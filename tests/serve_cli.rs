@@ -23,6 +23,15 @@ fn failover() -> Command {
     command
 }
 
+/// The binary on `state` and `config`, with `args`.
+fn in_state(state: &str, config: &str, args: &[&str]) -> Command {
+    let mut command = failover();
+    command
+        .args(["--state-dir", state, "--config", config])
+        .args(args);
+    command
+}
+
 /// A state directory with two anthropic keys and one openai key, and a
 /// config routing anthropic/claude-x → openai/gpt-x through `upstream`.
 fn setup(dir: &Path, upstream: &Upstream) -> (String, String) {
@@ -80,16 +89,7 @@ async fn run_prints_the_reply_and_who_served_it() {
         "claude-x",
         Behaviour::Status(529, Vec::new(), overloaded.into()),
     );
-    let mut command = failover();
-    command.args([
-        "--state-dir",
-        &state,
-        "--config",
-        &config,
-        "run",
-        "say",
-        "hi",
-    ]);
+    let command = in_state(&state, &config, &["run", "say", "hi"]);
     let out = output(command, "").await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -114,15 +114,7 @@ async fn run_reads_the_prompt_from_stdin_streams_and_fails_loudly_on_a_strict_mo
     let up = Upstream::start().await;
     let dir = tempfile::tempdir().unwrap();
     let (state, config) = setup(dir.path(), &up);
-    let mut command = failover();
-    command.args([
-        "--state-dir",
-        &state,
-        "--config",
-        &config,
-        "run",
-        "--stream",
-    ]);
+    let command = in_state(&state, &config, &["run", "--stream"]);
     let out = output(command, "hi from stdin").await;
     assert!(
         out.status.success(),
@@ -144,17 +136,7 @@ async fn run_reads_the_prompt_from_stdin_streams_and_fails_loudly_on_a_strict_mo
             r#"{"error":{"message":"Incorrect API key provided"}}"#.into(),
         ),
     );
-    let mut command = failover();
-    command.args([
-        "--state-dir",
-        &state,
-        "--config",
-        &config,
-        "run",
-        "--model",
-        "openai/gpt-x",
-        "hi",
-    ]);
+    let command = in_state(&state, &config, &["run", "--model", "openai/gpt-x", "hi"]);
     let out = output(command, "").await;
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -164,17 +146,7 @@ async fn run_reads_the_prompt_from_stdin_streams_and_fails_loudly_on_a_strict_mo
         2,
         "no fallback from a strict model (F-7.6)"
     );
-    let mut command = failover();
-    command.args([
-        "--state-dir",
-        &state,
-        "--config",
-        &config,
-        "run",
-        "--model",
-        "nobody/x",
-        "hi",
-    ]);
+    let command = in_state(&state, &config, &["run", "--model", "nobody/x", "hi"]);
     let out = output(command, "").await;
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown model"));
@@ -230,16 +202,7 @@ async fn serve_answers_and_stops_cleanly_on_sigterm() {
     let up = Upstream::start().await;
     let dir = tempfile::tempdir().unwrap();
     let (state, config) = setup(dir.path(), &up);
-    let mut child = failover()
-        .args([
-            "--state-dir",
-            &state,
-            "--config",
-            &config,
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-        ])
+    let mut child = in_state(&state, &config, &["serve", "--listen", "127.0.0.1:0"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -295,13 +258,7 @@ async fn policy_check_swap_rollback_and_show_against_a_running_gateway() {
     let junk = dir.path().join("junk.wasm");
     std::fs::write(&junk, b"junk").unwrap();
     let junk = junk.display().to_string();
-    let base = |args: &[&str]| {
-        let mut command = failover();
-        command
-            .args(["--state-dir", &state, "--config", &config])
-            .args(args);
-        command
-    };
+    let base = |args: &[&str]| in_state(&state, &config, args);
 
     let checked = output(base(&["policy", "check", &module]), "").await;
     let report = String::from_utf8_lossy(&checked.stdout);
