@@ -158,16 +158,24 @@ async fn out_of_credit_disables_the_profile_and_the_backup_key_carries_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_401_invalid_key_disables_the_profile() {
+async fn a_401_invalid_key_cools_the_profile_down_and_a_revoked_one_disables_it() {
     let h = start("", ClientKeys::default()).await;
     h.up.then("claude-x", status(401, r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#));
     let a = h.chat("auto", false, None).await;
     assert_eq!(a.status, 200, "{}", a.text);
     assert_eq!(a.header("x-failover-profile"), "anthropic:b");
-    // An invalid key is a permanent auth failure: the disable lane.
+    // An invalid key may be a typo or a rotation in progress: a cooldown,
+    // not a disable.
+    let state = h.usage("anthropic:a");
+    assert_eq!(state.cooldown_reason, Some(RecordedReason::Auth));
+    assert_eq!(state.disabled_reason, None);
+    h.up.then("claude-x", status(401, r#"{"type":"error","error":{"type":"authentication_error","message":"This API key has been revoked."}}"#));
+    let b = h.chat("auto", false, None).await;
+    assert_eq!(b.status, 200, "{}", b.text);
     assert_eq!(
-        h.usage("anthropic:a").disabled_reason,
-        Some(RecordedReason::AuthPermanent)
+        h.usage("anthropic:b").disabled_reason,
+        Some(RecordedReason::AuthPermanent),
+        "a revoked key is refused for good: the disable lane"
     );
     h.stop().await;
 }
@@ -588,17 +596,19 @@ async fn an_expired_oauth_profile_is_refreshed_and_saved() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refused_refresh_is_an_auth_failure_of_that_profile() {
+async fn a_refused_refresh_disables_that_profile() {
     let h = start(ACME, ClientKeys::default()).await;
     put_expired_oauth(&h, "me", "revoked-refresh");
     let a = h.chat("acme/m1", false, None).await;
     assert_eq!(a.status, 502, "{}", a.text);
     assert!(h.up.chat_calls().is_empty(), "no call with a dead token");
-    assert_eq!(a.json()["error"]["attempts"][0]["reason"], "auth");
+    // The token endpoint said `invalid_grant`: the login is dead until a
+    // person signs in again.
+    assert_eq!(a.json()["error"]["attempts"][0]["reason"], "auth_permanent");
     assert!(!a.text.contains("revoked-refresh") && !a.text.contains("stale-access"));
     assert_eq!(
-        h.usage("acme:me").cooldown_reason,
-        Some(RecordedReason::Auth)
+        h.usage("acme:me").disabled_reason,
+        Some(RecordedReason::AuthPermanent)
     );
     h.stop().await;
 }

@@ -37,6 +37,11 @@ pub struct BodyFacts {
     pub status: Option<u16>,
     /// Google's `RetryInfo.retryDelay` (`"37s"`), in milliseconds.
     pub retry_delay_ms: Option<u64>,
+    /// Where in the message the JSON starts.
+    pub offset: usize,
+    /// The body carries an upstream provider's own body (OpenRouter's
+    /// `metadata.raw`): the wrapper's message is not the whole story.
+    pub upstream: bool,
 }
 
 /// Reads `message` as a JSON error body, if it is one.
@@ -44,20 +49,23 @@ pub fn parse(message: &str) -> Option<BodyFacts> {
     if message.len() > MAX_JSON_BODY_BYTES {
         return None;
     }
-    let value = first_json_value(message)?;
-    let mut facts = BodyFacts::default();
+    let (offset, value) = first_json_value(message)?;
+    let mut facts = BodyFacts {
+        offset,
+        ..BodyFacts::default()
+    };
     read_body(&value, &mut facts, 0);
     Some(facts)
 }
 
 /// Parses the first JSON object or array in `text`, allowing a short prefix
 /// and anything after the value.
-fn first_json_value(text: &str) -> Option<Value> {
+fn first_json_value(text: &str) -> Option<(usize, Value)> {
     let head = &text.as_bytes()[..text.len().min(MAX_JSON_OFFSET)];
     let start = memchr::memchr2(b'{', b'[', head)?;
     let mut values = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
     match values.next()? {
-        Ok(value @ (Value::Object(_) | Value::Array(_))) => Some(value),
+        Ok(value @ (Value::Object(_) | Value::Array(_))) => Some((start, value)),
         _ => None,
     }
 }
@@ -73,10 +81,15 @@ fn read_body(value: &Value, facts: &mut BodyFacts, embedded: usize) {
         _ => return,
     };
     read_fields(object, facts);
-    if let Some(Value::Object(inner)) = object.get("error") {
-        read_fields(inner, facts);
-        read_details(inner, facts);
-        read_embedded(inner, facts, embedded);
+    match object.get("error") {
+        Some(Value::Object(inner)) => {
+            read_fields(inner, facts);
+            read_details(inner, facts);
+            read_embedded(inner, facts, embedded);
+        }
+        // Flat bodies: `{"error":"insufficient_balance","message":"…"}`.
+        Some(Value::String(code)) if object.contains_key("message") => push_code(facts, code),
+        _ => {}
     }
     read_details(object, facts);
 }
@@ -135,14 +148,23 @@ fn read_embedded(error: &Map<String, Value>, facts: &mut BodyFacts, embedded: us
     let Some(Value::Object(metadata)) = error.get("metadata") else {
         return;
     };
-    if let Some(Value::String(raw)) = metadata.get("raw") {
-        if let Some(inner) = first_json_value(raw) {
-            // The outer body's status stands; the upstream's codes add to it.
-            let status = facts.status;
-            read_body(&inner, facts, embedded + 1);
-            if status.is_some() {
-                facts.status = status;
-            }
+    let inner = match metadata.get("raw") {
+        Some(Value::String(raw)) => {
+            facts.upstream |= !raw.trim().is_empty();
+            first_json_value(raw).map(|(_, inner)| inner)
+        }
+        Some(raw @ Value::Object(_)) => {
+            facts.upstream = true;
+            Some(raw.clone())
+        }
+        _ => None,
+    };
+    if let Some(inner) = inner {
+        // The outer body's status stands; the upstream's codes add to it.
+        let status = facts.status;
+        read_body(&inner, facts, embedded + 1);
+        if status.is_some() {
+            facts.status = status;
         }
     }
 }

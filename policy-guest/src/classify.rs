@@ -8,24 +8,19 @@
 //! a context overflow found anywhere stands, else what the outermost status
 //! implied.
 
-use crate::body;
+use crate::body::{self, BodyFacts};
 use crate::model::{Classification, Detail, ErrorReport, Reason};
 use crate::retry_after;
-use crate::rules::{self, Evidence, LevelFacts};
+use crate::rules::{self, Evidence, LevelFacts, ProviderScope};
 use crate::signals;
+use crate::text::{self, Bare};
 
-/// What the provider says when it says nothing (F-5.1 `no_error_details`).
-const NO_ERROR_DETAILS: &str = "unknown error (no error details in response)";
-
-/// A stream wrapper's message when a stream ends without detail (F-5.5).
-const BARE_UNKNOWN_ERROR: &str = "an unknown error occurred";
+/// Providers whose 429s carry real out-of-balance errors.
+const BILLING_429_PROVIDERS: &[&str] = &["moonshot", "kimi", "xai", "baichuan"];
 
 /// Classifies one failed provider call.
 pub fn classify(report: &ErrorReport) -> Classification {
-    let openrouter = report
-        .provider
-        .as_deref()
-        .is_some_and(|p| p.trim().eq_ignore_ascii_case("openrouter"));
+    let provider = provider_scope(report.provider.as_deref());
 
     // (depth, status) of the levels enclosing the current one that had a
     // status; a level inherits the innermost.
@@ -37,12 +32,25 @@ pub fn classify(report: &ErrorReport) -> Classification {
     let mut body_retry_ms = None;
     let mut anything_said = false;
     let mut no_error_details = false;
+    // A catch-all format verdict waits on the first nested level with text:
+    // if that level is a body-less 400/422, the format verdict goes.
+    let mut format_pending: Option<u32> = None;
+    let mut format_cleared = false;
+    // The error's code is its first code, depth-first: a credential refused
+    // for good (`deactivated_workspace`) decides from any depth.
+    let first_code = report
+        .levels
+        .iter()
+        .find_map(|level| level.code.as_deref().filter(|c| !c.trim().is_empty()));
+    if first_code.is_some_and(rules::names_revoked_credential) {
+        chosen = Some(Reason::AuthPermanent);
+    }
 
     for level in &report.levels {
         let message = level.message.trim();
         let has_code = level.code.as_deref().is_some_and(|c| !c.trim().is_empty());
         anything_said |= !message.is_empty() || level.status.is_some() || has_code;
-        no_error_details |= message.eq_ignore_ascii_case(NO_ERROR_DETAILS);
+        no_error_details |= text::bare(message) == Some(Bare::NoErrorDetails);
         if retry_after_ms.is_none() {
             retry_after_ms = retry_after::from_headers(&level.headers, report.now_ms);
         }
@@ -50,17 +58,18 @@ pub fn classify(report: &ErrorReport) -> Classification {
             // The reason is settled; a later body matters only for a retry
             // delay that no header gave.
             if retry_after_ms.is_none() && body_retry_ms.is_none() {
-                body_retry_ms = body::parse(&level.message).and_then(|b| b.retry_delay_ms);
+                body_retry_ms = read_body(message).and_then(|b| b.retry_delay_ms);
             }
             continue;
         }
 
-        let body = body::parse(&level.message);
+        let body = read_body(message);
         if body_retry_ms.is_none() {
             body_retry_ms = body.as_ref().and_then(|b| b.retry_delay_ms);
         }
-        // Some SDKs put the HTTP status in the code (`"code": 429`).
-        let own_status = level
+        // Some SDKs put the HTTP status in the code (`"code": 429`), many
+        // in front of the message (`429 {…}`, `HTTP 410: No body`).
+        let given_status = level
             .status
             .or_else(|| {
                 level
@@ -69,6 +78,11 @@ pub fn classify(report: &ErrorReport) -> Classification {
                     .and_then(|c| body::status_from_text(c.trim()))
             })
             .or(body.as_ref().and_then(|b| b.status));
+        let text_status = given_status
+            .is_none()
+            .then(|| text::leading_status(message).map(|lead| lead.status))
+            .flatten();
+        let own_status = given_status.or(text_status);
         while enclosing
             .last()
             .is_some_and(|(depth, _)| *depth >= level.depth)
@@ -79,6 +93,16 @@ pub fn classify(report: &ErrorReport) -> Classification {
         if let Some(status) = own_status {
             enclosing.push((level.depth, status));
         }
+        if format_pending.is_some_and(|depth| level.depth > depth) && !message.is_empty() {
+            let status = own_status.or(inherited);
+            if matches!(status, Some(400 | 422)) && text::says_no_body_after_status(message) {
+                format_cleared = true;
+                format_pending = None;
+            } else if own_status.is_some() || has_code || !signals::scan(message).is_empty() {
+                // A nested level that says something keeps the format verdict.
+                format_pending = None;
+            }
+        }
 
         let mut codes: Vec<&str> = level.code.as_deref().into_iter().collect();
         if let Some(body) = &body {
@@ -86,15 +110,20 @@ pub fn classify(report: &ErrorReport) -> Classification {
         }
         let facts = LevelFacts {
             status: own_status.or(inherited),
+            status_from_text: text_status.is_some(),
+            message,
             codes: &codes,
             signals: signals::scan(message),
-            openrouter,
-            bare_unknown_error: is_bare_unknown_error(message),
+            provider,
+            upstream_body: body.as_ref().is_some_and(|b| b.upstream),
         };
         match rules::classify_level(&facts) {
             Some((Reason::ContextOverflow, _)) => context_overflow = true,
             Some((reason, Evidence::Specific)) => chosen = Some(reason),
             Some((reason, Evidence::Implied)) => {
+                if first_implied.is_none() && reason == Reason::Format {
+                    format_pending = Some(level.depth);
+                }
                 first_implied = first_implied.or(Some(reason));
             }
             None => {}
@@ -103,7 +132,7 @@ pub fn classify(report: &ErrorReport) -> Classification {
 
     let reason = chosen
         .or_else(|| context_overflow.then_some(Reason::ContextOverflow))
-        .or(first_implied);
+        .or(first_implied.filter(|r| *r != Reason::Format || !format_cleared));
     let detail = if !anything_said {
         Some(Detail::EmptyResponse)
     } else if no_error_details {
@@ -121,7 +150,28 @@ pub fn classify(report: &ErrorReport) -> Classification {
     }
 }
 
-fn is_bare_unknown_error(message: &str) -> bool {
-    let message = message.strip_suffix('.').unwrap_or(message);
-    message.eq_ignore_ascii_case(BARE_UNKNOWN_ERROR)
+fn provider_scope(provider: Option<&str>) -> ProviderScope {
+    let Some(provider) = provider.map(|p| p.trim().to_ascii_lowercase()) else {
+        return ProviderScope::default();
+    };
+    ProviderScope {
+        openrouter: provider == "openrouter",
+        billing_429: BILLING_429_PROVIDERS
+            .iter()
+            .any(|name| provider.contains(name)),
+    }
+}
+
+/// The message read as a provider's JSON error body, when it is one: the
+/// whole message, or after a wrapper (`Error code: 400 - {…}`, `429 {…}`,
+/// `Codex error: {…}`). A body quoted inside a sentence ("got status:
+/// INTERNAL. {…"code":400…}") is only text: its codes and status are not
+/// the response's.
+fn read_body(message: &str) -> Option<BodyFacts> {
+    let body = body::parse(message)?;
+    let prefix = message[..body.offset].trim_end();
+    let wrapped = prefix.is_empty()
+        || prefix.ends_with([':', '-'])
+        || text::leading_status(message).is_some();
+    wrapped.then_some(body)
 }

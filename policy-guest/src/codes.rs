@@ -29,6 +29,10 @@ const PREFIXES: &[(&str, Reason, Weight)] = &[
     ("overloaded", Reason::Overloaded, Weight::Specific),
     ("modelnotready", Reason::Overloaded, Weight::Specific),
     ("timeout", Reason::Timeout, Weight::Specific),
+    ("serveroverloaded", Reason::Overloaded, Weight::Specific),
+    ("rpmratelimit", Reason::RateLimit, Weight::Specific),
+    ("tpmratelimit", Reason::RateLimit, Weight::Specific),
+    ("insufficientbalance", Reason::Billing, Weight::Specific),
     // undici's UND_ERR_SOCKET, UND_ERR_HEADERS_TIMEOUT, UND_ERR_CLOSED, ...
     // (UND_ERR_ABORTED is an abort, listed exactly below).
     ("underr", Reason::Timeout, Weight::Specific),
@@ -60,7 +64,11 @@ const EXACT: &[(&str, Option<Reason>, Weight)] = &[
     ("eaiagain", Some(Reason::Timeout), Weight::Specific),
     ("enetunreach", Some(Reason::Timeout), Weight::Specific),
     ("enetdown", Some(Reason::Timeout), Weight::Specific),
+    ("enetreset", Some(Reason::Timeout), Weight::Specific),
     ("ehostunreach", Some(Reason::Timeout), Weight::Specific),
+    ("ehostdown", Some(Reason::Timeout), Weight::Specific),
+    ("requesttimeout", Some(Reason::Timeout), Weight::Specific),
+    ("gatewaytimeout", Some(Reason::Timeout), Weight::Specific),
     ("deadlineexceeded", Some(Reason::Timeout), Weight::Specific),
     (
         "apiconnectionerror",
@@ -101,21 +109,32 @@ const EXACT: &[(&str, Option<Reason>, Weight)] = &[
         Some(Reason::Billing),
         Weight::Specific,
     ),
+    ("arrearage", Some(Reason::Billing), Weight::Specific),
     (
-        "insufficientbalance",
+        "accountoverdueerror",
+        Some(Reason::Billing),
+        Weight::Specific,
+    ),
+    (
+        "billinginsufficientbalance",
+        Some(Reason::Billing),
+        Weight::Specific,
+    ),
+    (
+        "exceededcurrentquotaerror",
         Some(Reason::Billing),
         Weight::Specific,
     ),
     ("paymentrequired", Some(Reason::Billing), Weight::Specific),
     ("billingnotactive", Some(Reason::Billing), Weight::Specific),
+    // An invalid key is a typo or a rotation in progress: `auth`. Only
+    // credentials refused for good are `auth_permanent`.
+    ("invalidapikey", Some(Reason::Auth), Weight::Specific),
+    ("apikeyinvalid", Some(Reason::Auth), Weight::Specific),
+    ("permissionerror", Some(Reason::Auth), Weight::Specific),
     (
-        "invalidapikey",
-        Some(Reason::AuthPermanent),
-        Weight::Specific,
-    ),
-    (
-        "apikeyinvalid",
-        Some(Reason::AuthPermanent),
+        "unrecognizedclientexception",
+        Some(Reason::Auth),
         Weight::Specific,
     ),
     (
@@ -124,12 +143,27 @@ const EXACT: &[(&str, Option<Reason>, Weight)] = &[
         Weight::Specific,
     ),
     (
-        "permissionerror",
+        "deactivatedworkspace",
         Some(Reason::AuthPermanent),
         Weight::Specific,
     ),
     (
-        "unrecognizedclientexception",
+        "apikeyrevoked",
+        Some(Reason::AuthPermanent),
+        Weight::Specific,
+    ),
+    (
+        "invalidgrant",
+        Some(Reason::AuthPermanent),
+        Weight::Specific,
+    ),
+    (
+        "refreshtokenreused",
+        Some(Reason::AuthPermanent),
+        Weight::Specific,
+    ),
+    (
+        "accessterminatederror",
         Some(Reason::AuthPermanent),
         Weight::Specific,
     ),
@@ -165,6 +199,11 @@ const EXACT: &[(&str, Option<Reason>, Weight)] = &[
         Weight::Specific,
     ),
     (
+        "modelnotavailable",
+        Some(Reason::ModelNotFound),
+        Weight::Specific,
+    ),
+    (
         "contextlengthexceeded",
         Some(Reason::ContextOverflow),
         Weight::Specific,
@@ -180,7 +219,17 @@ const EXACT: &[(&str, Option<Reason>, Weight)] = &[
         Weight::Specific,
     ),
     (
+        "exceedcontextsizeerror",
+        Some(Reason::ContextOverflow),
+        Weight::Specific,
+    ),
+    (
         "sessionexpired",
+        Some(Reason::SessionExpired),
+        Weight::Specific,
+    ),
+    (
+        "previousresponsenotfound",
         Some(Reason::SessionExpired),
         Weight::Specific,
     ),
@@ -200,24 +249,39 @@ const EXACT: &[(&str, Option<Reason>, Weight)] = &[
     ("badrequest", Some(Reason::Format), Weight::Generic),
     ("unprocessableentity", Some(Reason::Format), Weight::Generic),
     ("contentfilter", Some(Reason::Format), Weight::Generic),
+    (
+        "datainspectionfailed",
+        Some(Reason::Format),
+        Weight::Generic,
+    ),
 ];
+
+/// `code` folded (letters and digits, lowercase) into `buffer`; `None`
+/// when it is too long to be a code or folds to nothing.
+fn fold<'a>(code: &str, buffer: &'a mut [u8; MAX_CODE_LEN]) -> Option<&'a str> {
+    if code.len() > MAX_CODE_LEN {
+        return None;
+    }
+    let mut len = 0;
+    for byte in code.bytes().filter(u8::is_ascii_alphanumeric) {
+        buffer[len] = byte.to_ascii_lowercase();
+        len += 1;
+    }
+    let folded = std::str::from_utf8(&buffer[..len]).ok()?;
+    (!folded.is_empty()).then_some(folded)
+}
+
+/// Whether `code` folds to `folded` (`"server_error"` → `servererror`).
+pub fn folds_to(code: &str, folded: &str) -> bool {
+    let mut buffer = [0u8; MAX_CODE_LEN];
+    fold(code, &mut buffer) == Some(folded)
+}
 
 /// What a code says: `None` when the code is unknown, `Some((None, _))` when
 /// it is known to name no failure (an abort).
 pub fn lookup(code: &str) -> Option<(Option<Reason>, Weight)> {
-    if code.len() > MAX_CODE_LEN {
-        return None;
-    }
-    let mut folded = [0u8; MAX_CODE_LEN];
-    let mut len = 0;
-    for byte in code.bytes().filter(u8::is_ascii_alphanumeric) {
-        folded[len] = byte.to_ascii_lowercase();
-        len += 1;
-    }
-    let folded = std::str::from_utf8(&folded[..len]).ok()?;
-    if folded.is_empty() {
-        return None;
-    }
+    let mut buffer = [0u8; MAX_CODE_LEN];
+    let folded = fold(code, &mut buffer)?;
     if let Some((_, reason, weight)) = EXACT.iter().find(|(code, _, _)| *code == folded) {
         return Some((*reason, *weight));
     }

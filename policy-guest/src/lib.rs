@@ -12,6 +12,8 @@
 //!   a DFA and `signals` scans message text with it in one pass.
 //! - `body` reads providers' JSON error bodies for codes and statuses.
 //! - `codes` knows symbolic codes (errno names, SDK types, gRPC, AWS).
+//! - `text` reads the shape of a message: a status at its start, an HTML
+//!   page, a bare one-phrase message.
 //! - `rules` decides one level's reason; `classify` combines nested levels.
 //! - `retry_after` reads `retry-after-ms` / `retry-after` headers.
 //! - [`profiles`] orders auth profiles, pins them to sessions and keeps
@@ -30,6 +32,7 @@ mod retry_after;
 mod rules;
 pub mod runner;
 mod signals;
+mod text;
 
 /// The WIT glue: the generated bindings and [`component::DefaultPolicy`]
 /// (feature `bindings`, wasm32 only); exported as the component with the

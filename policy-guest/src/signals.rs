@@ -12,7 +12,7 @@ use crate::phrases::{Edge, PHRASES};
 
 /// A set of [`Signal`]s.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Signals(u32);
+pub struct Signals(u128);
 
 impl Signals {
     pub fn insert(&mut self, signal: Signal) {
@@ -23,28 +23,14 @@ impl Signals {
         self.0 & (1 << signal as u8) != 0
     }
 
-    /// Context overflow, directly or as a context term next to an overflow term.
-    pub fn context_overflow(self) -> bool {
-        self.has(Signal::ContextOverflow)
-            || (self.has(Signal::ContextTerm) && self.has(Signal::OverflowTerm))
+    /// Whether no signal is present.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
     }
 
-    /// A usage window or spend cap that will reset on its own (F-5.2, F-5.7).
-    pub fn retryable_limit(self) -> bool {
-        self.has(Signal::SpendLimit)
-            || (self.has(Signal::LimitTerm)
-                && (self.has(Signal::PeriodTerm) || self.has(Signal::ResetHint)))
-    }
-
-    /// Anything that reads as a rate limit, usage windows included.
-    pub fn rate_limit(self) -> bool {
-        self.has(Signal::RateLimit) || self.retryable_limit()
-    }
-
-    /// "model ... not found" in either order.
-    pub fn model_not_found(self) -> bool {
-        self.has(Signal::ModelNotFound)
-            || (self.has(Signal::ModelTerm) && self.has(Signal::NotFoundTerm))
+    /// Whether every signal of `signals` is present.
+    fn has_all(self, signals: &[Signal]) -> bool {
+        signals.iter().all(|s| self.has(*s))
     }
 }
 
@@ -205,8 +191,8 @@ fn record_matches(bytes: &[u8], state: u32, end: usize, signals: &mut Signals) {
     let slot = (state as usize & TRANSITION_MASK) / CLASS_COUNT - FIRST_MATCH_STATE;
     let outputs = usize::from(OUTPUT_STARTS[slot])..usize::from(OUTPUT_STARTS[slot + 1]);
     for &pattern in &OUTPUT_PATTERNS[outputs] {
-        let (phrase, signal, edge) = PHRASES[usize::from(pattern)];
-        if signals.has(signal) {
+        let (phrase, raised, edge) = PHRASES[usize::from(pattern)];
+        if signals.has_all(raised) {
             // Already known: a text that repeats a phrase costs nothing more.
             continue;
         }
@@ -218,9 +204,12 @@ fn record_matches(bytes: &[u8], state: u32, end: usize, signals: &mut Signals) {
                     && (end == bytes.len() || !is_word_byte(bytes[end]))
             }
             Edge::WordEnd => end == bytes.len() || !is_word_byte(bytes[end]),
+            Edge::WordStart => start == 0 || !is_word_byte(bytes[start - 1]),
         };
         if stands {
-            signals.insert(signal);
+            for signal in raised {
+                signals.insert(*signal);
+            }
         }
     }
 }
@@ -236,6 +225,14 @@ mod tests {
         for (phrase, _, _) in PHRASES {
             assert_eq!(*phrase, phrase.to_ascii_lowercase(), "{phrase}");
             assert!(seen.insert(*phrase), "duplicate phrase {phrase}");
+        }
+        for (_, raised, _) in PHRASES {
+            for signal in *raised {
+                assert!(
+                    (*signal as u32) < u128::BITS,
+                    "{signal:?} does not fit the set"
+                );
+            }
         }
     }
 
@@ -255,12 +252,27 @@ mod tests {
     }
 
     #[test]
-    fn pairs_need_both_halves() {
-        assert!(scan("the context window was exceeded").context_overflow());
-        assert!(!scan("the context window is 128k").context_overflow());
-        assert!(scan("weekly usage limit exhausted").retryable_limit());
-        assert!(!scan("limit exhausted").retryable_limit());
-        assert!(scan("model \"llama3\" not found, try pulling it first").model_not_found());
+    fn one_phrase_may_raise_several_signals() {
+        let s = scan("Your credit balance is too low");
+        assert!(s.has(Billing) && s.has(Hint402));
+        let s = scan("HTTP 401");
+        assert!(s.has(Auth) && s.has(Word401));
+    }
+
+    #[test]
+    fn word_start_edges_allow_any_end() {
+        assert!(scan("Weekly/Monthly Limit Exhausted").has(PeriodicLimit));
+        assert!(scan("token expired").has(Auth));
+        assert!(!scan("unexpired").has(Auth));
+        assert!(scan("UND_ERR_SOCKET").has(Transient));
+        assert!(!scan("FOUND_ERR_SOCKET").has(Transient));
+    }
+
+    #[test]
+    fn chinese_phrases_match_bytewise() {
+        assert!(scan("错误：上下文过长，请减少输入").has(ContextOverflow));
+        assert!(scan("{\"message\":\"余额不足或无可用资源包,请充值。\"}").has(Billing));
+        assert!(scan("您当前使用该API的并发数过高").has(RateLimit));
     }
 
     #[test]
@@ -270,18 +282,18 @@ mod tests {
         let s = scan("Rate limit reached; weekly quota");
         assert!(s.has(RateLimit) && s.has(LimitTerm) && s.has(PeriodTerm));
         // A phrase that is a suffix of another's prefix path (failure links).
-        assert!(scan("xxinternal server errorxx").has(Transient));
+        assert!(scan("xxinternal server errorxx").has(InternalServerError));
         assert!(scan("resource_exhausted").has(RateLimit));
     }
 
     #[test]
     fn every_phrase_is_found_in_any_case_anywhere() {
-        for (phrase, signal, edge) in PHRASES {
+        for (phrase, raised, edge) in PHRASES {
             let padded = match edge {
                 Edge::Anywhere => format!("zz{}zz", phrase.to_ascii_uppercase()),
                 _ => format!("zz {} zz", phrase.to_ascii_uppercase()),
             };
-            assert!(scan(&padded).has(*signal), "{phrase:?} in {padded:?}");
+            assert!(scan(&padded).has_all(raised), "{phrase:?} in {padded:?}");
         }
     }
 

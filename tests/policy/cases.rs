@@ -1,6 +1,11 @@
-//! The classification corpus (`tests/cases/classify.jsonl`): every case runs
-//! natively and through the component, and both must give the expected
-//! verdict.
+//! The classification corpora, every case run natively and through the
+//! component; both must give the expected verdict:
+//!
+//! - `classify.jsonl`: the project's own table, rule by rule (spec §5);
+//! - `classify-real.jsonl`: real error responses from providers' docs, SDK
+//!   sources and public issue trackers, each with its source;
+//! - `classify-reference.jsonl`: a sample of the reference implementation's
+//!   own expectations (reason only), which the default policy must all meet.
 
 use failover::report::flatten;
 use failover::{Classification, Limits, ProviderError};
@@ -22,42 +27,145 @@ const ADVANCING: &[&str] = &[
     "model_not_found",
 ];
 
+/// The project's own cases.
+const OWN: &str = include_str!("../cases/classify.jsonl");
+/// Real provider errors with their sources.
+const REAL: &str = include_str!("../cases/classify-real.jsonl");
+/// The reference implementation's sample.
+const REFERENCE: &str = include_str!("../cases/classify-reference.jsonl");
+
 struct Case {
+    file: &'static str,
     line: usize,
     name: String,
+    source: Option<String>,
     input: ProviderError,
     now_ms: u64,
     expected: Classification,
+    /// The reference sample states reasons only: detail and retry delay are
+    /// not compared.
+    reason_only: bool,
 }
 
-fn load_cases() -> Vec<Case> {
-    let text = include_str!("../cases/classify.jsonl");
+fn parse_lines(file: &'static str, text: &'static str) -> Vec<(usize, Value)> {
     text.lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
         .map(|(index, line)| {
-            let value: Value = serde_json::from_str(line)
-                .unwrap_or_else(|e| panic!("classify.jsonl line {}: {e}", index + 1));
+            let value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{file} line {}: {e}", index + 1));
+            (index + 1, value)
+        })
+        .collect()
+}
+
+fn expected(
+    reason: Option<&str>,
+    detail: Option<&str>,
+    retry_after_ms: Option<u64>,
+) -> Classification {
+    Classification {
+        reason: reason.map(reason_named),
+        failover: reason.is_some_and(|r| ADVANCING.contains(&r)),
+        detail: detail.map(detail_named),
+        retry_after_ms,
+    }
+}
+
+/// Cases of the `{name, input, expect}` form (own and real corpora).
+fn load_named(file: &'static str, text: &'static str) -> Vec<Case> {
+    parse_lines(file, text)
+        .into_iter()
+        .map(|(line, value)| {
             let expect = &value["expect"];
-            let reason = expect["reason"].as_str();
             Case {
-                line: index + 1,
+                file,
+                line,
                 name: value["name"]
                     .as_str()
-                    .expect("every case has a name")
+                    .unwrap_or_else(|| panic!("{file} line {line}: no name"))
                     .to_owned(),
+                source: value["source"].as_str().map(str::to_owned),
                 input: ProviderError::from_json(&value["input"])
-                    .unwrap_or_else(|e| panic!("classify.jsonl line {}: {e}", index + 1)),
+                    .unwrap_or_else(|e| panic!("{file} line {line}: {e}")),
                 now_ms: value["now"].as_u64().unwrap_or(DEFAULT_NOW_MS),
-                expected: Classification {
-                    reason: reason.map(reason_named),
-                    failover: reason.is_some_and(|r| ADVANCING.contains(&r)),
-                    detail: expect["detail"].as_str().map(detail_named),
-                    retry_after_ms: expect["retryAfterMs"].as_u64(),
-                },
+                expected: expected(
+                    expect["reason"].as_str(),
+                    expect["detail"].as_str(),
+                    expect["retryAfterMs"].as_u64(),
+                ),
+                reason_only: false,
             }
         })
         .collect()
+}
+
+/// The reference sample: the `failover classify` input form plus `expected`.
+fn load_reference() -> Vec<Case> {
+    let file = "classify-reference.jsonl";
+    parse_lines(file, REFERENCE)
+        .into_iter()
+        .map(|(line, value)| Case {
+            file,
+            line,
+            name: format!("reference line {line}"),
+            source: None,
+            input: ProviderError::from_json(&value)
+                .unwrap_or_else(|e| panic!("{file} line {line}: {e}")),
+            now_ms: DEFAULT_NOW_MS,
+            expected: expected(value["expected"].as_str(), None, None),
+            reason_only: true,
+        })
+        .collect()
+}
+
+/// Runs every case natively and through the component; returns the failures.
+fn failures_of(cases: &[Case]) -> Vec<String> {
+    let policy = default_policy();
+    let mut failures = Vec::new();
+    for case in cases {
+        let report = flatten(&case.input, case.now_ms, &Limits::default());
+        let native = classify_native(&report);
+        let component = policy
+            .classify_report(report.clone())
+            .unwrap_or_else(|e| panic!("case {:?}: {e}", case.name));
+        let got = if case.reason_only {
+            Classification {
+                detail: None,
+                retry_after_ms: None,
+                ..component.clone()
+            }
+        } else {
+            component.clone()
+        };
+        if native != component {
+            failures.push(format!(
+                "{} line {} {:?}: native {native:?} != component {component:?}",
+                case.file, case.line, case.name
+            ));
+        } else if got != case.expected {
+            failures.push(format!(
+                "{} line {} {:?}:\n    expected {:?}\n    got      {got:?}",
+                case.file, case.line, case.name, case.expected
+            ));
+        }
+    }
+    failures
+}
+
+fn assert_all_pass(cases: &[Case]) {
+    let failures = failures_of(cases);
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+fn load_cases() -> Vec<Case> {
+    load_named("classify.jsonl", OWN)
 }
 
 #[test]
@@ -76,32 +184,34 @@ fn corpus_is_large_and_names_are_unique() {
 
 #[test]
 fn every_case_classifies_as_expected_natively_and_in_the_component() {
-    let policy = default_policy();
-    let mut failures = Vec::new();
-    let cases = load_cases();
+    assert_all_pass(&load_cases());
+}
+
+#[test]
+fn real_errors_are_many_sourced_and_classify_as_labelled() {
+    let cases = load_named("classify-real.jsonl", REAL);
+    assert!(cases.len() >= 150, "only {} real cases", cases.len());
+    let mut names = std::collections::HashSet::new();
     for case in &cases {
-        let report = flatten(&case.input, case.now_ms, &Limits::default());
-        let native = classify_native(&report);
-        let component = policy
-            .classify_report(report.clone())
-            .unwrap_or_else(|e| panic!("case {:?}: {e}", case.name));
-        if native != component {
-            failures.push(format!(
-                "line {} {:?}: native {native:?} != component {component:?}",
-                case.line, case.name
-            ));
-        } else if component != case.expected {
-            failures.push(format!(
-                "line {} {:?}:\n    expected {:?}\n    got      {component:?}",
-                case.line, case.name, case.expected
-            ));
-        }
+        assert!(
+            names.insert(case.name.as_str()),
+            "duplicate case name {:?}",
+            case.name
+        );
+        let source = case.source.as_deref().unwrap_or_default();
+        assert!(
+            source.starts_with("https://") || source.starts_with("http://"),
+            "{} line {}: a real case names its source",
+            case.file,
+            case.line
+        );
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases failed:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    assert_all_pass(&cases);
+}
+
+#[test]
+fn the_reference_sample_passes_in_full() {
+    let cases = load_reference();
+    assert_eq!(cases.len(), 184, "the reference sample is 184 cases");
+    assert_all_pass(&cases);
 }

@@ -1,0 +1,172 @@
+//! What a level's text says, read once, most specific first.
+//!
+//! The order is the reference design's, refined on providers' real
+//! wording: a gone session, a missing model and a context overflow before
+//! anything else (they change what the caller must do); then money (402
+//! sub-rules, OpenRouter's key limit, billing text), usage windows, rate
+//! limits and busy providers; then server failures announced as such; then
+//! refused credentials, revoked before ambiguous; then transport failures,
+//! malformed requests and provider-specific wording last.
+
+use super::{has_code, payment, LevelFacts};
+use crate::model::Reason;
+use crate::signals::{Signal::*, Signals};
+use crate::text::{self, Bare};
+
+/// Messages longer than this are prose (a page, an echoed request) in
+/// which billing words are too easily found by chance: only a written 402
+/// makes them billing.
+const MAX_BILLING_TEXT_BYTES: usize = 512;
+
+/// Statuses that, written at the start of a message, mean a transient
+/// server or gateway failure.
+fn is_transient_leading_status(status: u16) -> bool {
+    matches!(status, 499 | 500 | 502 | 503 | 504 | 521..=524 | 529)
+}
+
+/// The reason the text names, if any.
+pub fn reason(facts: &LevelFacts) -> Option<Reason> {
+    let s = facts.signals;
+    if s.has(SessionExpired) {
+        return Some(Reason::SessionExpired);
+    }
+    if model_not_found(s) {
+        return Some(Reason::ModelNotFound);
+    }
+    if context_overflow(s) {
+        return Some(Reason::ContextOverflow);
+    }
+    if let Some(reason) = payment::from_text(facts) {
+        return Some(reason);
+    }
+    if facts.provider.openrouter && s.has(KeyLimitExceeded) {
+        return Some(Reason::Billing);
+    }
+    let billing = billing(facts);
+    let leading = text::leading_status(facts.message).map(|lead| lead.status);
+    if billing && leading != Some(429) {
+        return Some(Reason::Billing);
+    }
+    if s.has(PeriodicLimit) {
+        return Some(if billing {
+            Reason::Billing
+        } else {
+            Reason::RateLimit
+        });
+    }
+    if rate_limit(s) {
+        return Some(Reason::RateLimit);
+    }
+    if s.has(Overloaded) || (s.has(ServiceUnavailable) && s.has(CapacityTerm)) {
+        return Some(Reason::Overloaded);
+    }
+    if has_code(facts, "servererror") && !billing && !s.has(Auth) && !s.has(AuthPermanent) {
+        return Some(Reason::Timeout);
+    }
+    if let Some(status) = leading.filter(|s| is_transient_leading_status(*s)) {
+        return Some(if status == 529 {
+            Reason::Overloaded
+        } else {
+            Reason::Timeout
+        });
+    }
+    if refused_refresh(s) || s.has(AuthPermanent) {
+        return Some(Reason::AuthPermanent);
+    }
+    if auth(s) {
+        return Some(Reason::Auth);
+    }
+    let bare = text::bare(facts.message);
+    if bare == Some(Bare::UnknownErrorOccurred)
+        // OpenRouter's bare wrapper; with the upstream's own body inside,
+        // that body is what is read (F-5.6).
+        || (facts.provider.openrouter && s.has(ProviderReturnedError) && !facts.upstream_body)
+        || server_error(s)
+        || (has_code(facts, "apierror") && s.has(ApiTransient))
+    {
+        return Some(Reason::Timeout);
+    }
+    if s.has(Format) || (s.has(ToolCallIdTerm) && s.has(MustBeTerm)) {
+        return Some(Reason::Format);
+    }
+    if bare == Some(Bare::TransportFailure)
+        || s.has(Transient)
+        || s.has(StopReasonError)
+        || s.has(Aborted)
+    {
+        return Some(Reason::Timeout);
+    }
+    if s.has(WorkersAi) && s.has(LimitTerm) {
+        return Some(Reason::RateLimit);
+    }
+    None
+}
+
+/// A server failure announced as such. A proxy's bare `Status: Internal
+/// Server Error` notice says too little without a code 500 beside it.
+fn server_error(s: Signals) -> bool {
+    s.has(ServerError)
+        || (s.has(InternalServerError) && (!s.has(StatusInternalServerError) || s.has(Code500)))
+        || (s.has(StatusInternal) && s.has(Code500))
+}
+
+/// The model does not exist, was retired, or is not served here.
+fn model_not_found(s: Signals) -> bool {
+    s.has(ModelNotFound)
+        || (s.has(InvalidModel) && !s.has(ModelReferenceVeto))
+        || (s.has(ModelTerm) && s.has(NotFoundTerm))
+        || (s.has(Word404) && s.has(NotFoundTerm))
+        || (s.has(ModelTerm) && s.has(DeprecatedTerm) && s.has(UpgradeToTerm))
+}
+
+/// The prompt does not fit: said outright, or a context term next to an
+/// overflow term. A tokens-per-minute limit is a rate limit (Groq answers
+/// 413 for it), and a context window that is too small is a setup problem.
+pub fn context_overflow(s: Signals) -> bool {
+    if s.has(TpmHint) {
+        return false;
+    }
+    s.has(ContextOverflow)
+        || (s.has(ContextTerm) && s.has(OverflowTerm) && !s.has(OverflowVeto))
+        || (s.has(InputLengthTerm) && s.has(ContextWord) && s.has(OverflowTerm))
+}
+
+/// Whether the level's text is long prose rather than an error message.
+pub fn is_prose(facts: &LevelFacts) -> bool {
+    facts.message.len() > MAX_BILLING_TEXT_BYTES
+}
+
+/// Out of credits, balance or paid usage.
+pub fn billing(facts: &LevelFacts) -> bool {
+    let s = facts.signals;
+    if is_prose(facts) {
+        return s.has(Marker402) || s.has(HardBilling);
+    }
+    s.has(Billing)
+        || s.has(SoftMarker402)
+        || s.has(SpendLimit)
+        || (s.has(InsufficientWord) && text::insufficient_word_balance(facts.message))
+        || text::billing_head(facts.message)
+}
+
+/// Rate limits, throttling and limits that reset on their own.
+pub fn rate_limit(s: Signals) -> bool {
+    s.has(RateLimit)
+        || s.has(TpmHint)
+        || (s.has(LimitTerm) && (s.has(PeriodTerm) || s.has(ResetHint)))
+}
+
+/// An OAuth refresh the provider refused: a person must sign in again.
+fn refused_refresh(s: Signals) -> bool {
+    s.has(RefreshRefusal) || (s.has(FailedToAuthenticate) && s.has(Word401))
+}
+
+/// Credentials refused in a way that may recover.
+fn auth(s: Signals) -> bool {
+    s.has(Auth) || (s.has(FailedToDecode) && s.has(TokenWord))
+}
+
+/// Credentials refused for good: revoked keys, dead accounts, refused refreshes.
+pub fn permanent(s: Signals) -> bool {
+    s.has(AuthPermanent) || refused_refresh(s)
+}

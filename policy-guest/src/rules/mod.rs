@@ -1,0 +1,186 @@
+//! The reason one level of an error names (spec §5, F-5.10 precedence).
+//!
+//! A level is read in this order:
+//!
+//! 1. an HTML error page behind a transport status (408, 499, 5xx) is a
+//!    transport failure, whatever the page says;
+//! 2. a code naming a credential refused for good (`deactivated_workspace`)
+//!    decides;
+//! 3. the text is read once, in order ([`message`]), for what it says;
+//! 4. a decisive HTTP status decides in the light of that reading
+//!    ([`status`], with the 402 sub-rules in [`payment`]);
+//! 5. then the text when it names the failure outright (context overflow,
+//!    billing, rate limits, busy providers, missing models, sessions,
+//!    revoked keys), a specific symbolic code, the rest of the text (auth,
+//!    transport, format), a catch-all code, and what a status that did not
+//!    decide implies by itself.
+
+mod message;
+mod payment;
+mod status;
+
+use crate::codes::{self, Weight};
+use crate::model::Reason;
+use crate::signals::{Signal, Signals};
+use crate::text;
+
+/// Providers whose own wording changes a rule (F-5.6).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProviderScope {
+    /// OpenRouter: "Key limit exceeded" is billing, a bare "Provider
+    /// returned error" a timeout.
+    pub openrouter: bool,
+    /// Providers whose 429s carry real out-of-balance errors (Moonshot,
+    /// Kimi, xAI): "Insufficient account balance" under a 429 is billing.
+    pub billing_429: bool,
+}
+
+/// Everything known about one level.
+#[derive(Debug, Clone, Copy)]
+pub struct LevelFacts<'a> {
+    /// The level's HTTP status, or its body's, or the status its text
+    /// starts with, or the nearest outer level's.
+    pub status: Option<u16>,
+    /// The status was read from the text (`402 …`), not given.
+    pub status_from_text: bool,
+    pub message: &'a str,
+    /// The level's own code followed by its body's codes.
+    pub codes: &'a [&'a str],
+    pub signals: Signals,
+    pub provider: ProviderScope,
+    /// The level's body carries an upstream provider's own body
+    /// (OpenRouter's `metadata.raw`).
+    pub upstream_body: bool,
+}
+
+/// How a level's reason was reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evidence {
+    /// Text or a code named the failure.
+    Specific,
+    /// Only a status (or a catch-all code) implied it; a nested level with
+    /// specific evidence speaks louder.
+    Implied,
+}
+
+/// The reason a level names, with how it was reached.
+pub type Verdict = Option<(Reason, Evidence)>;
+
+fn specific(reason: Reason) -> Verdict {
+    Some((reason, Evidence::Specific))
+}
+
+fn implied(reason: Reason) -> Verdict {
+    Some((reason, Evidence::Implied))
+}
+
+/// Classifies one level.
+pub fn classify_level(facts: &LevelFacts) -> Verdict {
+    if facts.status.is_some_and(is_transport_status) && text::is_html_page(page(facts)) {
+        return specific(Reason::Timeout);
+    }
+    if code_is(facts, Reason::AuthPermanent) {
+        return specific(Reason::AuthPermanent);
+    }
+    let said = message::reason(facts);
+    if let Some(status) = facts.status {
+        if let Some(verdict) = status::decide(status, said, facts) {
+            return verdict;
+        }
+    }
+    let (specific_code, generic_code) = code_reasons(facts.codes);
+    if let Some(reason) = said.filter(|r| outweighs_codes(*r)) {
+        // `insufficient_quota` beside "You exceeded your current quota".
+        if reason == Reason::RateLimit && code_is(facts, Reason::Billing) {
+            return specific(Reason::Billing);
+        }
+        return specific(reason);
+    }
+    if let Some(reason) = specific_code {
+        return match reason {
+            // An abort is no failure unless it is shaped like a timeout
+            // (F-7.5): "This operation was aborted" under an abort code is
+            // the caller's own abort.
+            None if facts.signals.has(Signal::Transient) => specific(Reason::Timeout),
+            None => None,
+            Some(reason) => specific(reason),
+        };
+    }
+    if let Some(reason) = said {
+        // Format is the catch-all of 4xx text ("Bad Request") and a bare
+        // "Request failed" the catch-all of transports: a nested level with
+        // a specific reason speaks louder.
+        let catch_all = reason == Reason::Format
+            || text::bare(facts.message) == Some(text::Bare::TransportFailure);
+        return if catch_all {
+            implied(reason)
+        } else {
+            specific(reason)
+        };
+    }
+    if let Some(reason) = generic_code {
+        return implied(reason);
+    }
+    facts.status.and_then(implied_by_status).and_then(implied)
+}
+
+/// Text that names the failure outright beats a symbolic code; a code beats
+/// the vaguer kinds of text (an auth word, a transport word, "bad request").
+fn outweighs_codes(reason: Reason) -> bool {
+    !matches!(reason, Reason::Auth | Reason::Timeout | Reason::Format)
+}
+
+/// Statuses of a failed transport or server: an HTML page behind one is a
+/// gateway's or CDN's error page.
+fn is_transport_status(status: u16) -> bool {
+    status == 408 || status == 499 || (500..600).contains(&status)
+}
+
+/// The text of the level after a status it starts with.
+fn page<'a>(facts: &LevelFacts<'a>) -> &'a str {
+    text::leading_status(facts.message).map_or(facts.message, |lead| lead.rest)
+}
+
+/// What a status that is not decisive implies when nothing else speaks.
+fn implied_by_status(status: u16) -> Option<Reason> {
+    match status {
+        // Payload too large: the request does not fit, like a context overflow.
+        413 => Some(Reason::ContextOverflow),
+        _ => None,
+    }
+}
+
+/// The first specific and the first generic code reason, in code order.
+/// The specific one is `Some(None)` for a known abort.
+fn code_reasons(codes: &[&str]) -> (Option<Option<Reason>>, Option<Reason>) {
+    let mut generic = None;
+    for code in codes {
+        match codes::lookup(code) {
+            Some((reason, Weight::Specific)) => return (Some(reason), generic),
+            Some((reason, Weight::Generic)) => {
+                generic = generic.or(reason);
+            }
+            None => {}
+        }
+    }
+    (None, generic)
+}
+
+/// Whether `code` names a credential refused for good
+/// (`deactivated_workspace`, `account_deactivated`).
+pub fn names_revoked_credential(code: &str) -> bool {
+    matches!(codes::lookup(code), Some((Some(Reason::AuthPermanent), _)))
+}
+
+fn code_is(facts: &LevelFacts, wanted: Reason) -> bool {
+    facts
+        .codes
+        .iter()
+        .any(|code| matches!(codes::lookup(code), Some((Some(reason), _)) if reason == wanted))
+}
+
+/// Whether a code of the level, folded, is `folded` (`server_error`,
+/// `api_error`: the body's own type).
+fn has_code(facts: &LevelFacts, folded: &str) -> bool {
+    facts.codes.iter().any(|code| codes::folds_to(code, folded))
+}

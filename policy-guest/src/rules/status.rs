@@ -1,0 +1,150 @@
+//! Decisive HTTP statuses, read in the light of what the text said (F-5.10).
+//!
+//! Text that names a context overflow, billing or a rate limit beats a
+//! generic 4xx/5xx; otherwise the status decides where it is decisive:
+//! 429 rate limit (billing when the text is billing, busy when the model is
+//! not ready), 402 by its sub-rules, 401/403 auth (revoked keys and refused
+//! refreshes are permanent, billing text is billing), 408 timeout, 404
+//! missing model, 410 a transport failure unless the text names a session
+//! or a credential, 500/502/504 timeout, 503/499 overloaded when the text
+//! says so, else timeout, 529 overloaded, 400/422 whatever the text says,
+//! else a format error — unless there was no body at all, which says
+//! nothing.
+
+use super::message::{self, permanent};
+use super::{code_is, code_reasons, has_code, implied, payment, specific, LevelFacts, Verdict};
+use crate::model::Reason;
+use crate::signals::Signal::{AmbiguousBalance, Busy, RateLimit};
+use crate::text;
+
+/// The verdict a decisive status gives; `None` when the status does not
+/// decide and the rest of the evidence is read.
+pub fn decide(status: u16, said: Option<Reason>, facts: &LevelFacts) -> Option<Verdict> {
+    let strong = said.filter(|r| {
+        matches!(
+            r,
+            Reason::ContextOverflow | Reason::Billing | Reason::RateLimit
+        )
+    });
+    let verdict = match status {
+        402 => return payment::decide(facts),
+        429 => {
+            if said == Some(Reason::ContextOverflow) {
+                // Overflow never fails over: it must not be masked.
+                specific(Reason::ContextOverflow)
+            } else if billing_under_429(facts, said) {
+                specific(Reason::Billing)
+            } else if facts.signals.has(Busy) {
+                // ModelNotReadyException arrives as a 429 (F-5.8).
+                specific(Reason::Overloaded)
+            } else {
+                settle(facts, said, Reason::RateLimit)
+            }
+        }
+        401 | 403 => {
+            if permanent(facts.signals) || code_is(facts, Reason::AuthPermanent) {
+                specific(Reason::AuthPermanent)
+            } else if said == Some(Reason::Billing) || code_is(facts, Reason::Billing) {
+                specific(Reason::Billing)
+            } else if facts.signals.has(RateLimit) {
+                // GitHub-style "API rate limit exceeded" under a 403.
+                specific(Reason::RateLimit)
+            } else {
+                settle(facts, said, Reason::Auth)
+            }
+        }
+        408 => match said {
+            Some(Reason::RateLimit) => specific(Reason::RateLimit),
+            _ => settle(facts, said, Reason::Timeout),
+        },
+        // Gone: a session, a retired model, a credential; else a transport
+        // failure (a 410 with no body is what some proxies answer when the
+        // upstream vanished).
+        410 => match said {
+            Some(
+                reason @ (Reason::SessionExpired
+                | Reason::ModelNotFound
+                | Reason::Billing
+                | Reason::AuthPermanent
+                | Reason::Auth),
+            ) => specific(reason),
+            _ => settle(facts, said, Reason::Timeout),
+        },
+        404 => match said {
+            Some(
+                reason @ (Reason::ContextOverflow
+                | Reason::SessionExpired
+                | Reason::Billing
+                | Reason::AuthPermanent
+                | Reason::Auth),
+            ) => specific(reason),
+            _ => settle(facts, said, Reason::ModelNotFound),
+        },
+        500 | 502 | 504 => match strong {
+            Some(reason) => specific(reason),
+            None => settle(facts, said, Reason::Timeout),
+        },
+        503 | 499 => match strong.or(said.filter(|r| *r == Reason::Overloaded)) {
+            Some(reason) => specific(reason),
+            None => settle(facts, said, Reason::Timeout),
+        },
+        529 => match strong.filter(|r| *r != Reason::RateLimit) {
+            Some(reason) => specific(reason),
+            None => settle(facts, said, Reason::Overloaded),
+        },
+        400 | 422 => {
+            let server_error_body = said == Some(Reason::Timeout) && has_code(facts, "servererror");
+            match said.filter(|_| !server_error_body) {
+                Some(Reason::Format) => implied(Reason::Format),
+                Some(reason) => specific(reason),
+                // `ServiceQuotaExceededException` under a 400.
+                None if !server_error_body && specific_code(facts).is_some() => {
+                    specific_code(facts)?
+                }
+                // A body-less 400/422 is most often a proxy's hiccup: it
+                // says nothing about the request.
+                None if says_no_body(facts) => None,
+                None => implied(Reason::Format),
+            }
+        }
+        _ => return None,
+    };
+    Some(verdict)
+}
+
+/// Billing text under a 429 is billing — except "Insufficient account
+/// balance", which some gateways send for a rate limit; it is billing from
+/// the providers that mean it or when the body's type says so.
+fn billing_under_429(facts: &LevelFacts, said: Option<Reason>) -> bool {
+    if code_is(facts, Reason::Billing) {
+        return true;
+    }
+    if said != Some(Reason::Billing) && !message::billing(facts) {
+        return false;
+    }
+    !facts.signals.has(AmbiguousBalance) || facts.provider.billing_429
+}
+
+/// A status's reason is specific when the level's text or code says the
+/// same thing ("429 Too Many Requests"), and only implied when the status
+/// stands alone — then a nested level with real evidence speaks louder.
+fn settle(facts: &LevelFacts, said: Option<Reason>, reason: Reason) -> Verdict {
+    if said == Some(reason) || code_is(facts, reason) {
+        specific(reason)
+    } else {
+        implied(reason)
+    }
+}
+
+/// The verdict of the level's first specific code that names a failure.
+fn specific_code(facts: &LevelFacts) -> Option<Verdict> {
+    match code_reasons(facts.codes).0 {
+        Some(Some(reason)) => Some(specific(reason)),
+        _ => None,
+    }
+}
+
+/// The level's text says nothing beyond the status.
+fn says_no_body(facts: &LevelFacts) -> bool {
+    text::says_no_body_after_status(facts.message)
+}

@@ -1,0 +1,439 @@
+//! What the shape of a message says, beyond its phrases.
+//!
+//! Client libraries often put the HTTP status at the front of the text
+//! (`429 {"type":"error",…}`, `HTTP 410: No body`, `Error code: 400 - {…}`,
+//! `API Error: 524 <!DOCTYPE html>…`); gateways answer with HTML error
+//! pages; a stream wrapper says nothing but `Request failed` or
+//! `terminated`. These readings are anchored at the start of the message or
+//! compare it whole, so a number or a word in the middle of a sentence never
+//! becomes a status or a bare message.
+
+/// A status written at the start of a message, and the text after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeadingStatus<'a> {
+    pub status: u16,
+    pub rest: &'a str,
+}
+
+/// Words of a wrapper before a status, at most: `OpenAI API error code: 429`.
+const MAX_WRAPPER_WORDS: usize = 4;
+
+/// The status at the start of `message`, after an optional wrapper such as
+/// `Error:`, `API Error`, `Codex error`, `Error code:`, `HTTP`,
+/// `HTTP/1.1`, `status code` (two wrappers at most:
+/// `RateLimitError: Error code: 429 - …`).
+pub fn leading_status(message: &str) -> Option<LeadingStatus<'_>> {
+    let mut text = message.trim_start();
+    for _ in 0..2 {
+        if let Some(rest) = strip_wrapper(text) {
+            text = rest;
+        }
+    }
+    let text = strip_http(text);
+    let digits = text.as_bytes().get(..3)?;
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let after = &text[3..];
+    let delimited = match after.bytes().next() {
+        None => true,
+        Some(b) => b.is_ascii_whitespace() || matches!(b, b':' | b'-' | b')' | b','),
+    };
+    if !delimited {
+        return None;
+    }
+    let status: u16 = text[..3].parse().ok()?;
+    if !(100..=599).contains(&status) {
+        return None;
+    }
+    let rest =
+        after.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ':' | '-' | ')' | ','));
+    Some(LeadingStatus {
+        status,
+        rest: rest.trim_end(),
+    })
+}
+
+/// Strips a wrapper: up to [`MAX_WRAPPER_WORDS`] words ending in one that
+/// ends in `error` or `exception` or is `api`, then optionally `code` or
+/// `status`, then the delimiter. `None` when `text` does not start so.
+fn strip_wrapper(text: &str) -> Option<&str> {
+    let mut at = 0;
+    let mut wrapper_end = None;
+    for _ in 0..MAX_WRAPPER_WORDS {
+        let word_len = text[at..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.')))
+            .unwrap_or(text.len() - at);
+        if word_len == 0
+            || (wrapper_end.is_none() && !text[at..].starts_with(|c: char| c.is_ascii_alphabetic()))
+        {
+            // A wrapper starts with a word; `503 Internal Error` starts with its status.
+            break;
+        }
+        let word = text[at..at + word_len].to_ascii_lowercase();
+        let wrapper = word.ends_with("error") || word.ends_with("exception") || word == "api";
+        let keyword = wrapper_end.is_some() && matches!(word.as_str(), "code" | "status");
+        if wrapper || keyword {
+            wrapper_end = Some(at + word_len);
+        } else if wrapper_end.is_some() {
+            break;
+        }
+        at += word_len;
+        at = text.len() - text[at..].trim_start_matches([' ', '\t']).len();
+    }
+    let end = wrapper_end?;
+    Some(
+        text[end..].trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ':' | '-' | '(')),
+    )
+}
+
+/// Strips `HTTP`, `HTTP/1.1`, `HTTP/2` and `status code` before a status.
+fn strip_http(text: &str) -> &str {
+    let mut rest = text;
+    if starts_with_ignore_case(rest, "http") {
+        rest = &rest[4..];
+        if let Some(version) = rest.strip_prefix('/') {
+            rest = version.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+        }
+        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ':');
+    }
+    for keyword in ["status code", "status"] {
+        if starts_with_ignore_case(rest, keyword) {
+            rest =
+                rest[keyword.len()..].trim_start_matches(|c: char| c.is_whitespace() || c == ':');
+            break;
+        }
+    }
+    rest
+}
+
+/// Whether `text` starts with `prefix`, ASCII case ignored.
+pub fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
+    text.len() >= prefix.len()
+        && text.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+}
+
+fn eq_ignore_case_trimmed(text: &str, phrase: &str) -> bool {
+    let text = text.trim();
+    let text = text.strip_suffix('.').unwrap_or(text).trim_end();
+    text.eq_ignore_ascii_case(phrase)
+}
+
+/// What HTTP wrappers say when the response had no body.
+const NO_BODY: &[&str] = &[
+    "",
+    "no body",
+    "no body response",
+    "no response body",
+    "(no body)",
+    "status code (no body)",
+];
+
+/// Whether `text` is empty or only says that there was no body.
+pub fn says_no_body(text: &str) -> bool {
+    NO_BODY
+        .iter()
+        .any(|phrase| eq_ignore_case_trimmed(text, phrase))
+}
+
+/// Whether `message`, after a status it starts with, says no more than
+/// that there was no body.
+pub fn says_no_body_after_status(message: &str) -> bool {
+    says_no_body(leading_status(message).map_or(message, |lead| lead.rest))
+}
+
+/// Whether `text` is an HTML page (a gateway's or CDN's error page). A
+/// captured body may be cut, so the closing tag is not required.
+pub fn is_html_page(text: &str) -> bool {
+    let text = text.trim_start();
+    starts_with_ignore_case(text, "<!doctype html") || starts_with_ignore_case(text, "<html")
+}
+
+/// Messages that are failures only when they are the whole message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bare {
+    /// `An unknown error occurred`: a stream wrapper's message when a
+    /// stream ends aborted or in error without detail (F-5.5).
+    UnknownErrorOccurred,
+    /// `Request failed`, `terminated`, `stream_read_error`: a transport
+    /// failure with nothing else to say.
+    TransportFailure,
+    /// `Unknown error (no error details in response)` (F-5.1).
+    NoErrorDetails,
+}
+
+/// The bare message `message` is, if any; an `Error:` or `TypeError:`
+/// prefix does not count.
+pub fn bare(message: &str) -> Option<Bare> {
+    let text = message.trim();
+    let text = ["error:", "typeerror:"]
+        .iter()
+        .find(|p| starts_with_ignore_case(text, p))
+        .map_or(text, |p| &text[p.len()..]);
+    if eq_ignore_case_trimmed(text, "an unknown error occurred") {
+        return Some(Bare::UnknownErrorOccurred);
+    }
+    if eq_ignore_case_trimmed(text, "unknown error (no error details in response)") {
+        return Some(Bare::NoErrorDetails);
+    }
+    ["request failed", "terminated", "stream_read_error"]
+        .iter()
+        .any(|p| eq_ignore_case_trimmed(text, p))
+        .then_some(Bare::TransportFailure)
+}
+
+/// Whether `text` says `insufficient <one word> balance` ("Insufficient MBT
+/// balance", "insufficient account balance"); exactly one word between, so
+/// "insufficient to reconcile the final balance" is not billing.
+pub fn insufficient_word_balance(text: &str) -> bool {
+    const WORD: &str = "insufficient";
+    const BALANCE: &str = "balance";
+    let bytes = text.as_bytes();
+    let skip_spaces = |mut at: usize| {
+        while bytes.get(at) == Some(&b' ') {
+            at += 1;
+        }
+        at
+    };
+    let mut from = 0;
+    while let Some(found) = find_ignore_case(&text[from..], WORD) {
+        from += found + WORD.len();
+        let word_start = skip_spaces(from);
+        let mut at = word_start;
+        while bytes
+            .get(at)
+            .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        {
+            at += 1;
+        }
+        let balance_start = skip_spaces(at);
+        let spaced = word_start > from && at > word_start && balance_start > at;
+        let balance_end = balance_start + BALANCE.len();
+        if spaced
+            && bytes
+                .get(balance_start..balance_end)
+                .is_some_and(|b| b.eq_ignore_ascii_case(BALANCE.as_bytes()))
+            && bytes
+                .get(balance_end)
+                .is_none_or(|b| !b.is_ascii_alphanumeric())
+        {
+            return true;
+        }
+    }
+    false
+}
+
+fn find_ignore_case(text: &str, needle: &str) -> Option<usize> {
+    text.as_bytes()
+        .windows(needle.len())
+        .position(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
+/// Whether the message starts the way billing errors do (`Billing error:`,
+/// `Credit balance …`, `Payment required`, `HTTP 402`) and goes on about
+/// paying: an upgrade, credits, a payment, a purchase, a plan.
+pub fn billing_head(message: &str) -> bool {
+    let text = message.trim_start();
+    let text = strip_prefix_ignore_case(text, "error").map_or(text, trim_delimiters);
+    let head = [
+        "billing",
+        "credit balance",
+        "insufficient credit",
+        "payment required",
+        "http 402",
+        "http402",
+    ]
+    .iter()
+    .any(|p| starts_with_ignore_case(text, p));
+    head && [
+        "upgrade",
+        "credits",
+        "payment",
+        "purchase",
+        "subscription",
+        "plan",
+    ]
+    .iter()
+    .any(|w| find_ignore_case(message, w).is_some())
+}
+
+/// The message with a leading `402` / `HTTP 402 Payment Required` /
+/// `Payment required` wrapper removed: what a 402's own text says.
+pub fn without_402_wrapper(message: &str) -> &str {
+    let mut text = message.trim_start();
+    if let Some(rest) = strip_prefix_ignore_case(text, "error") {
+        text = trim_delimiters(rest);
+    }
+    let after_status = strip_prefix_ignore_case(text, "http")
+        .map_or(text, str::trim_start)
+        .strip_prefix("402");
+    let rest = match after_status {
+        Some(rest) => {
+            let rest = rest.trim_start();
+            strip_prefix_ignore_case(rest, "payment required").unwrap_or(rest)
+        }
+        None => match strip_prefix_ignore_case(text, "payment required") {
+            Some(rest) => rest,
+            None => return message.trim(),
+        },
+    };
+    trim_delimiters(rest).trim_end()
+}
+
+fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    starts_with_ignore_case(text, prefix).then(|| &text[prefix.len()..])
+}
+
+fn trim_delimiters(text: &str) -> &str {
+    text.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ':' | '-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(text: &str) -> Option<(u16, &str)> {
+        leading_status(text).map(|s| (s.status, s.rest))
+    }
+
+    #[test]
+    fn statuses_at_the_start_with_their_wrappers() {
+        assert_eq!(
+            status("429 Too Many Requests"),
+            Some((429, "Too Many Requests"))
+        );
+        assert_eq!(status("HTTP 410: No body"), Some((410, "No body")));
+        assert_eq!(status("410"), Some((410, "")));
+        assert_eq!(
+            status("Error: 529 {\"type\":\"error\"}"),
+            Some((529, "{\"type\":\"error\"}"))
+        );
+        assert_eq!(
+            status("Error code: 429 - {'error': 1}"),
+            Some((429, "{'error': 1}"))
+        );
+        assert_eq!(
+            status("API Error: 524 <!DOCTYPE html>"),
+            Some((524, "<!DOCTYPE html>"))
+        );
+        assert_eq!(
+            status("API Error (520 <!DOCTYPE html>"),
+            Some((520, "<!DOCTYPE html>"))
+        );
+        assert_eq!(status("Codex error: 500 boom"), Some((500, "boom")));
+        assert_eq!(
+            status("OpenAI API 402: {\"error\":{}}"),
+            Some((402, "{\"error\":{}}"))
+        );
+        assert_eq!(
+            status("HTTP/1.1 503 Service Unavailable"),
+            Some((503, "Service Unavailable"))
+        );
+        assert_eq!(
+            status("400 status code (no body)"),
+            Some((400, "status code (no body)"))
+        );
+        assert_eq!(status("status code 404"), Some((404, "")));
+    }
+
+    #[test]
+    fn numbers_that_are_not_leading_statuses() {
+        assert_eq!(status("4000 tokens"), None);
+        assert_eq!(status("429abc"), None);
+        assert_eq!(status("The model returned 429"), None);
+        assert_eq!(status("Request failed"), None);
+        assert_eq!(status("999 problems"), None);
+        assert_eq!(status("code: 429"), None);
+        assert_eq!(status("Error"), None);
+        assert_eq!(status(""), None);
+        assert_eq!(status("私 429"), None);
+    }
+
+    #[test]
+    fn no_body_wrappers() {
+        for text in [
+            "",
+            "No body",
+            "No body response",
+            "status code (no body)",
+            "No response body.",
+        ] {
+            assert!(says_no_body(text), "{text:?}");
+        }
+        assert!(!says_no_body("Bad Request"));
+    }
+
+    #[test]
+    fn html_pages_even_when_cut() {
+        assert!(is_html_page("<!DOCTYPE html><html><body>502"));
+        assert!(is_html_page("  <html>\n<head>"));
+        assert!(!is_html_page("{\"error\":\"<html>\"}"));
+    }
+
+    #[test]
+    fn bare_messages_are_whole_messages() {
+        assert_eq!(
+            bare("  An unknown error occurred  "),
+            Some(Bare::UnknownErrorOccurred)
+        );
+        assert_eq!(
+            bare("AN UNKNOWN ERROR OCCURRED."),
+            Some(Bare::UnknownErrorOccurred)
+        );
+        assert_eq!(bare("Request failed"), Some(Bare::TransportFailure));
+        assert_eq!(bare("TypeError: terminated"), Some(Bare::TransportFailure));
+        assert_eq!(bare("  stream_read_error  "), Some(Bare::TransportFailure));
+        assert_eq!(
+            bare("Unknown error (no error details in response)"),
+            Some(Bare::NoErrorDetails)
+        );
+        assert_eq!(bare("LLM request failed with an unknown error."), None);
+        assert_eq!(bare("The user terminated the session manually."), None);
+        assert_eq!(
+            bare("user reported that an unknown error occurred during sync"),
+            None
+        );
+    }
+
+    #[test]
+    fn insufficient_one_word_balance() {
+        assert!(insufficient_word_balance(
+            "Insufficient MBT balance. Top up."
+        ));
+        assert!(insufficient_word_balance("insufficient account balance"));
+        assert!(!insufficient_word_balance(
+            "The evidence is insufficient to reconcile the final balance"
+        ));
+        assert!(!insufficient_word_balance("insufficient balance"));
+        assert!(!insufficient_word_balance("insufficient token balances"));
+    }
+
+    #[test]
+    fn billing_heads() {
+        assert!(billing_head("Billing error: please upgrade your plan"));
+        assert!(billing_head("Payment required: buy credits"));
+        assert!(!billing_head("Billing address updated"));
+        assert!(!billing_head("Your plan: billing"));
+    }
+
+    #[test]
+    fn the_402_wrapper_comes_off() {
+        assert_eq!(
+            without_402_wrapper("HTTP 402 Payment Required: rate limit exceeded"),
+            "rate limit exceeded"
+        );
+        assert_eq!(without_402_wrapper("402 Payment Required"), "");
+        assert_eq!(
+            without_402_wrapper("Payment Required: insufficient credits"),
+            "insufficient credits"
+        );
+        assert_eq!(
+            without_402_wrapper("402 records processed"),
+            "records processed"
+        );
+        assert_eq!(
+            without_402_wrapper("Weekly usage limit exhausted."),
+            "Weekly usage limit exhausted."
+        );
+    }
+}
