@@ -20,8 +20,8 @@ use failover::auth::{
 use failover::policy::{Policy, PolicyVersion};
 use failover::replay::{replay, Trace, Unrecorded};
 use failover::runner::{
-    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
-    RotationConfig, RunStep, RunSummary, Selection, SelectionRequest, SummaryRequest,
+    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain, GateDecision,
+    ModelHealth, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest, SummaryRequest,
 };
 use failover::{
     Classification, Decider, Detail, Limits, PolicyEngine, PolicyError, ProviderError, Reason,
@@ -96,6 +96,22 @@ impl Decider for Native {
     }
     fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError> {
         Ok(native::runner::summarise(request))
+    }
+    fn model_gate(
+        &self,
+        health: &ModelHealth,
+        others_remain: bool,
+        now_ms: u64,
+    ) -> Result<GateDecision, PolicyError> {
+        Ok(native::runner::model_gate(health, others_remain, now_ms))
+    }
+    fn record_attempt_end(
+        &self,
+        health: &ModelHealth,
+        hung: bool,
+        now_ms: u64,
+    ) -> Result<ModelHealth, PolicyError> {
+        Ok(native::runner::record_attempt_end(health, hung, now_ms))
     }
 }
 

@@ -58,6 +58,7 @@ async fn main() -> anyhow::Result<()> {
     config.agents.defaults.model = ModelChoice {
         primary: Some("anthropic/claude-sonnet-4".into()),
         fallbacks: Some(vec!["openai/gpt-4o".into()]),
+        ..Default::default()
     };
 
     let engine = PolicyEngine::new()?;

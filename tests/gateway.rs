@@ -200,21 +200,29 @@ async fn an_openrouter_key_limit_is_billing_and_a_strict_run_fails_loudly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_503_html_page_advances_the_chain() {
+async fn a_503_html_page_tries_the_next_key_then_the_next_model() {
     let h = start("", ClientKeys::default()).await;
     let page = "<html><head><title>503 Service Unavailable</title></head><body>upstream down</body></html>";
-    h.up.then("claude-x", status(503, page));
+    h.up.then("claude-x", status(503, page))
+        .then("claude-x", status(503, page));
     let a = h.chat("auto", false, None).await;
     assert_eq!(a.status, 200, "{}", a.text);
     assert_eq!(a.header("x-failover-model"), FALLBACK);
-    // A 503 page is timeout-shaped: straight to the next model, and the
-    // credential is not to blame (no cooldown).
+    // A 503 page is timeout-shaped: one rotation to the provider's next key
+    // (F-12.1), then the next model; the credentials are not to blame (no
+    // cooldown).
     assert_eq!(
         h.up.chat_calls(),
-        calls(&[("claude-x", "ant-a"), ("gpt-x", "oai-a")])
+        calls(&[
+            ("claude-x", "ant-a"),
+            ("claude-x", "ant-b"),
+            ("gpt-x", "oai-a")
+        ])
     );
-    let state = h.usage("anthropic:a");
-    assert_eq!((state.cooldown_until, state.disabled_until), (None, None));
+    for profile in ["anthropic:a", "anthropic:b"] {
+        let state = h.usage(profile);
+        assert_eq!((state.cooldown_until, state.disabled_until), (None, None));
+    }
     h.stop().await;
 }
 
@@ -236,15 +244,18 @@ async fn a_slow_upstream_past_the_attempt_deadline_times_out_and_falls_back() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_connection_reset_advances_the_chain() {
+async fn a_connection_reset_tries_the_providers_next_key_before_the_next_model() {
     let h = start("", ClientKeys::default()).await;
     h.up.then("claude-x", Behaviour::Reset);
     let a = h.chat("auto", false, None).await;
     assert_eq!(a.status, 200, "{}", a.text);
-    assert_eq!(a.header("x-failover-model"), FALLBACK);
+    // F-12.1: a transient failure of one key rotates to the next key of the
+    // same provider first; it answers, the model does not change.
+    assert_eq!(a.header("x-failover-model"), PRIMARY);
+    assert_eq!(a.header("x-failover-profile"), "anthropic:b");
     assert_eq!(
         h.up.chat_calls(),
-        calls(&[("claude-x", "ant-a"), ("gpt-x", "oai-a")])
+        calls(&[("claude-x", "ant-a"), ("claude-x", "ant-b")])
     );
     h.stop().await;
 }
@@ -290,13 +301,15 @@ async fn a_stream_cut_before_content_fails_over_and_after_content_ends_with_an_e
     let h = start("", ClientKeys::default()).await;
     // Before the first text: the attempt failed (a reset is
     // timeout-shaped), the next model serves.
-    h.up.then(
-        "claude-x",
-        Behaviour::Stream {
-            pieces: vec![],
-            cut: true,
-        },
-    );
+    for _ in 0..2 {
+        h.up.then(
+            "claude-x",
+            Behaviour::Stream {
+                pieces: vec![],
+                cut: true,
+            },
+        );
+    }
     let a = h.chat("auto", true, None).await;
     assert_eq!(a.status, 200, "{}", a.text);
     assert_eq!(a.header("x-failover-model"), FALLBACK);

@@ -52,7 +52,7 @@ fn the_default_policy_passes_the_gate() {
     let (policy, report) = gate::check(engine(), DEFAULT_POLICY, Limits::default());
     assert!(policy.is_some(), "{}", report.render());
     // The count the README and BENCHMARKS.md quote.
-    assert_eq!(report.cases.len(), 92);
+    assert_eq!(report.cases.len(), 115);
     assert!(report.render().ends_with("verdict: accepted\n"));
 }
 

@@ -145,6 +145,7 @@ fn config() -> Config {
     config.agents.defaults.model = ModelChoice {
         primary: Some(PRIMARY.into()),
         fallbacks: Some(vec![FALLBACK.into(), LAST.into()]),
+        ..Default::default()
     };
     config
 }
@@ -278,6 +279,7 @@ async fn image_runs_use_their_own_chain() {
     config.agents.defaults.image_model = Some(AgentModel::Choice(ModelChoice {
         primary: Some("openai/gpt-image-1".into()),
         fallbacks: Some(vec!["google/imagen-4".into()]),
+        ..Default::default()
     }));
     let r = runner(
         &w,
@@ -425,6 +427,7 @@ async fn an_agent_primary_without_fallbacks_is_strict() {
             model: Some(AgentModel::Choice(ModelChoice {
                 primary: Some(LAST.into()),
                 fallbacks: Some(vec![FALLBACK.into()]),
+                ..Default::default()
             })),
         },
     ];
@@ -489,6 +492,7 @@ async fn one_transient_probe_per_provider_per_run() {
     config.agents.defaults.model = ModelChoice {
         primary: Some("openai/a".into()),
         fallbacks: Some(vec!["openai/b".into(), "openai/c".into()]),
+        ..Default::default()
     };
     let r = runner(
         &w,
@@ -511,13 +515,14 @@ async fn one_transient_probe_per_provider_per_run() {
 }
 
 #[tokio::test]
-async fn a_billing_disabled_primary_is_probed_only_when_due() {
+async fn a_billing_disabled_primary_is_probed_only_near_its_expiry() {
     let w = world(ALL);
+    let until = NOW + 5 * 3_600_000;
     w.store
         .update_usage(|u| {
             for id in ["anthropic:a", "anthropic:b"] {
                 let usage = u.entry(id.into()).or_default();
-                usage.disabled_until = Some(NOW + 5 * 3_600_000);
+                usage.disabled_until = Some(until);
                 usage.disabled_reason = Some(RecordedReason::Billing);
             }
             Ok(())
@@ -527,23 +532,31 @@ async fn a_billing_disabled_primary_is_probed_only_when_due() {
         .then(PRIMARY, Outcome::Fail(402, "insufficient credits"))
         .then(PRIMARY, Outcome::Fail(402, "insufficient credits"));
     let r = runner(&w, config(), provider);
+    // F-8.2: a disable hours away is never probed.
     let first = r.run(&RunOptions::default(), &()).await.unwrap();
     assert_eq!(first.model, FALLBACK);
+    assert_eq!(r.provider().models_called(), [FALLBACK], "not probed");
+    // Near its expiry: probed once.
+    w.clock.advance(until - NOW - 60_000);
+    r.run(&RunOptions::default(), &()).await.unwrap();
     assert_eq!(
         r.provider().models_called(),
-        [PRIMARY, FALLBACK],
-        "probed once"
+        [FALLBACK, PRIMARY, FALLBACK],
+        "probed near expiry"
     );
     // Within the throttle: not probed again.
     w.clock.advance(10_000);
     r.run(&RunOptions::default(), &()).await.unwrap();
-    assert_eq!(r.provider().models_called(), [PRIMARY, FALLBACK, FALLBACK]);
+    assert_eq!(
+        r.provider().models_called(),
+        [FALLBACK, PRIMARY, FALLBACK, FALLBACK]
+    );
     // After it: probed again.
     w.clock.advance(25_000);
     r.run(&RunOptions::default(), &()).await.unwrap();
     assert_eq!(
         r.provider().models_called(),
-        [PRIMARY, FALLBACK, FALLBACK, PRIMARY, FALLBACK]
+        [FALLBACK, PRIMARY, FALLBACK, FALLBACK, PRIMARY, FALLBACK]
     );
 }
 
@@ -696,6 +709,7 @@ async fn fallback_decisions_are_structured_events_with_flat_fields() {
     config.agents.defaults.model = ModelChoice {
         primary: Some("evta/one".into()),
         fallbacks: Some(vec!["evtb/two".into()]),
+        ..Default::default()
     };
     let provider = Scripted::default()
         .then("evta/one", Outcome::Fail(529, "overloaded"))
@@ -738,6 +752,7 @@ fn strict_config() -> Config {
     config.agents.defaults.model = ModelChoice {
         primary: Some(PRIMARY.into()),
         fallbacks: Some(Vec::new()),
+        ..Default::default()
     };
     config
 }

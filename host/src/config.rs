@@ -154,6 +154,12 @@ pub struct AgentDefaults {
 pub struct ModelChoice {
     pub primary: Option<String>,
     pub fallbacks: Option<Vec<String>>,
+    /// How often a session on an automatic fallback tries its configured
+    /// primary again (F-12.2), in seconds; 0 never does (default
+    /// [`DEFAULT_PRIMARY_PROBE_INTERVAL_SECONDS`]). Read from
+    /// `agents.defaults.model`.
+    #[serde(rename = "primaryProbeIntervalSeconds")]
+    pub primary_probe_interval_seconds: Option<f64>,
 }
 
 /// An agent's `model`: a string (strict) or `{primary, fallbacks?}` (F-3.7).
@@ -232,6 +238,13 @@ pub const DEFAULT_ATTEMPT_TIMEOUT_SECONDS: f64 = 120.0;
 pub const DEFAULT_RUN_TIMEOUT_SECONDS: f64 = 300.0;
 /// Longest configurable deadline: a day.
 const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
+/// How often a session on an automatic fallback tries its configured
+/// primary again (F-12.2): often enough that a recovered primary is back
+/// within minutes, rarely enough that a primary still down costs one
+/// attempt per session per five minutes.
+pub const DEFAULT_PRIMARY_PROBE_INTERVAL_SECONDS: f64 = 300.0;
+/// Longest configurable probe interval: a day.
+const MAX_PROBE_INTERVAL_SECONDS: f64 = 86_400.0;
 
 impl Config {
     /// Reads the config at `path`; errors name the file, line and column.
@@ -310,6 +323,13 @@ impl Config {
                 "agents.defaults.timeoutSeconds".to_owned(),
                 self.agents.defaults.timeout_seconds,
             )]);
+        if let Some(value) = self.agents.defaults.model.primary_probe_interval_seconds {
+            if !(value.is_finite() && (0.0..=MAX_PROBE_INTERVAL_SECONDS).contains(&value)) {
+                return Err(invalid(format!(
+                    "agents.defaults.model.primaryProbeIntervalSeconds must be a number of seconds from 0 (never) to {MAX_PROBE_INTERVAL_SECONDS}, not {value}"
+                )));
+            }
+        }
         for (key, value) in timeouts {
             if let Some(value) = value {
                 if !(value.is_finite() && value > 0.0 && value <= MAX_TIMEOUT_SECONDS) {
@@ -414,6 +434,18 @@ impl Config {
             }),
             ..defaults
         }
+    }
+
+    /// How often an auto override re-probes the configured primary
+    /// (F-12.2), in milliseconds; 0 never.
+    pub fn primary_probe_interval_ms(&self) -> u64 {
+        seconds_to_ms(
+            self.agents
+                .defaults
+                .model
+                .primary_probe_interval_seconds
+                .unwrap_or(DEFAULT_PRIMARY_PROBE_INTERVAL_SECONDS),
+        )
     }
 
     /// The whole-run deadline, in milliseconds.

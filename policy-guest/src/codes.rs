@@ -30,6 +30,8 @@ const PREFIXES: &[(&str, Reason, Weight)] = &[
     ("modelnotready", Reason::Overloaded, Weight::Specific),
     ("timeout", Reason::Timeout, Weight::Specific),
     ("serveroverloaded", Reason::Overloaded, Weight::Specific),
+    ("engineoverloaded", Reason::Overloaded, Weight::Specific),
+    ("invalidendpoint", Reason::ModelNotFound, Weight::Specific),
     ("rpmratelimit", Reason::RateLimit, Weight::Specific),
     ("tpmratelimit", Reason::RateLimit, Weight::Specific),
     ("insufficientbalance", Reason::Billing, Weight::Specific),

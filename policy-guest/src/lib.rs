@@ -52,4 +52,4 @@ pub const POLICY_NAME: &str = "failover-default";
 pub const POLICY_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The WIT contract this policy implements.
-pub const CONTRACT: &str = "failover:policy@0.3.0";
+pub const CONTRACT: &str = "failover:policy@0.4.0";

@@ -199,9 +199,9 @@ pub mod profiles {
 #[allow(dead_code)] // The benchmark includes this file but uses only `to_core`.
 pub mod runner {
     use failover::runner::{
-        CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
-        OverrideSource, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest,
-        SelectionSource, StopReason, SummaryRequest,
+        CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain, Gate,
+        GateDecision, ModelHealth, OverrideSource, RotationConfig, RunStep, RunSummary, Selection,
+        SelectionRequest, SelectionSource, StopReason, SummaryRequest,
     };
     use policy_guest::runner as core;
 
@@ -243,11 +243,15 @@ pub mod runner {
                     user: o.source.map(|s| s == OverrideSource::User),
                     origin: o.origin.clone(),
                 }),
+            primary_probe_interval_ms: request.primary_probe_interval_ms,
+            last_primary_probe_at: request.last_primary_probe_at,
+            now_ms: request.now_ms,
         });
         Selection {
             model: selection.model,
             source: source_from_core(selection.source),
             clear_override: selection.clear_override,
+            probe_primary: selection.probe_primary,
         }
     }
 
@@ -282,6 +286,7 @@ pub mod runner {
                 .collect(),
             last_probe_at: request.last_probe_at,
             transient_probe_used: request.transient_probe_used,
+            has_fallbacks: request.has_fallbacks,
             now_ms: request.now_ms,
         });
         match decision {
@@ -322,6 +327,44 @@ pub mod runner {
                 core::StopReason::Exhausted => StopReason::Exhausted,
             }),
         }
+    }
+
+    fn health_to_core(health: &ModelHealth) -> core::ModelHealth {
+        core::ModelHealth {
+            hangs: health.hangs,
+            last_hang_at: health.last_hang_at,
+            slow_until: health.slow_until,
+            trial_started_at: health.trial_started_at,
+        }
+    }
+
+    fn health_from_core(health: core::ModelHealth) -> ModelHealth {
+        ModelHealth {
+            hangs: health.hangs,
+            last_hang_at: health.last_hang_at,
+            slow_until: health.slow_until,
+            trial_started_at: health.trial_started_at,
+        }
+    }
+
+    pub fn model_gate(health: &ModelHealth, others_remain: bool, now_ms: u64) -> GateDecision {
+        let (gate, health) = core::model_gate(&health_to_core(health), others_remain, now_ms);
+        GateDecision {
+            gate: match gate {
+                core::Gate::Open => Gate::Open,
+                core::Gate::Trial => Gate::Trial,
+                core::Gate::Skip => Gate::Skip,
+            },
+            health: health_from_core(health),
+        }
+    }
+
+    pub fn record_attempt_end(health: &ModelHealth, hung: bool, now_ms: u64) -> ModelHealth {
+        health_from_core(core::record_attempt_end(
+            &health_to_core(health),
+            hung,
+            now_ms,
+        ))
     }
 
     pub fn summarise(request: &SummaryRequest) -> RunSummary {

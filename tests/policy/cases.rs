@@ -133,10 +133,10 @@ fn failures_of(cases: &[Case]) -> Vec<String> {
             Classification {
                 detail: None,
                 retry_after_ms: None,
-                ..component.clone()
+                ..component
             }
         } else {
-            component.clone()
+            component
         };
         if native != component {
             failures.push(format!(

@@ -4,8 +4,8 @@
 //! through the component, both of which must give the expected answer.
 
 use failover::runner::{
-    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
-    RotationConfig, RunStep, RunSummary, Selection, SelectionRequest, SummaryRequest,
+    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain, GateDecision,
+    ModelHealth, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest, SummaryRequest,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -74,6 +74,36 @@ fn run(case: &Value, line: usize) -> Option<String> {
                 expected,
             )
         }
+        Some("gate") => {
+            let health: ModelHealth = field(case, "health", line);
+            let others: bool = field(case, "othersRemain", line);
+            let now: u64 = field(case, "nowMs", line);
+            let component = policy.model_gate(&health, others, now).expect("model-gate");
+            let expected: GateDecision = field(case, "expect", line);
+            compare(
+                line,
+                name,
+                native::model_gate(&health, others, now),
+                component,
+                expected,
+            )
+        }
+        Some("attempt_end") => {
+            let health: ModelHealth = field(case, "health", line);
+            let hung: bool = field(case, "hung", line);
+            let now: u64 = field(case, "nowMs", line);
+            let component = policy
+                .record_attempt_end(&health, hung, now)
+                .expect("record-attempt-end");
+            let expected: ModelHealth = field(case, "expect", line);
+            compare(
+                line,
+                name,
+                native::record_attempt_end(&health, hung, now),
+                component,
+                expected,
+            )
+        }
         Some("summary") => {
             let request: SummaryRequest = field(case, "request", line);
             let component = policy.summarise(&request).expect("summarise");
@@ -89,7 +119,15 @@ fn every_runner_case_decides_as_expected_natively_and_in_the_component() {
     check_corpus(
         FILE,
         include_str!("../cases/runner.jsonl"),
-        &["selection", "chain", "decide", "step", "summary"],
+        &[
+            "selection",
+            "chain",
+            "decide",
+            "step",
+            "gate",
+            "attempt_end",
+            "summary",
+        ],
         5,
         run,
     );

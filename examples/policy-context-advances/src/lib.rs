@@ -54,6 +54,14 @@ impl runner::Guest for ContextAdvances {
     fn summarise(request: SummaryRequest) -> RunSummary {
         <DefaultPolicy as runner::Guest>::summarise(request)
     }
+
+    fn model_gate(health: ModelHealth, others_remain: bool, now_ms: u64) -> GateDecision {
+        <DefaultPolicy as runner::Guest>::model_gate(health, others_remain, now_ms)
+    }
+
+    fn record_attempt_end(health: ModelHealth, hung: bool, now_ms: u64) -> ModelHealth {
+        <DefaultPolicy as runner::Guest>::record_attempt_end(health, hung, now_ms)
+    }
 }
 
 impl classifier::Guest for ContextAdvances {

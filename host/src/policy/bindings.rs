@@ -13,13 +13,13 @@ wasmtime::component::bindgen!({
 use self::exports::failover::policy::types as wit;
 
 /// The WIT package this host speaks, with its version.
-pub const CONTRACT: &str = "failover:policy@0.3.0";
+pub const CONTRACT: &str = "failover:policy@0.4.0";
 
 /// Prefix of every interface name in the contract.
 pub const CONTRACT_PACKAGE: &str = "failover:policy";
 
 /// The contract's semantic version.
-pub const CONTRACT_VERSION: &str = "0.3.0";
+pub const CONTRACT_VERSION: &str = "0.4.0";
 
 /// Moves a flattened report into the generated types (no copies).
 pub(crate) fn report_to_wit(report: FlatReport) -> wit::ErrorReport {

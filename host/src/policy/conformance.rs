@@ -11,8 +11,9 @@ use crate::auth::{
 };
 use crate::provider_error::ProviderError;
 use crate::runner::{
-    AttemptRecord, CandidateRequest, ChainRequest, FailedAttempt, OverrideSource, ProfileBlock,
-    RotationConfig, SelectionRequest, SelectionSource, SessionOverride, SummaryRequest,
+    AttemptRecord, CandidateRequest, ChainRequest, FailedAttempt, ModelHealth, OverrideSource,
+    ProfileBlock, RotationConfig, SelectionRequest, SelectionSource, SessionOverride,
+    SummaryRequest,
 };
 
 use super::error::PolicyError;
@@ -253,6 +254,59 @@ fn profile_cases(cases: &mut Vec<Case>) {
             ));
         }
     }
+    // Inputs outside policy authors tripped over: a provider asking for a
+    // wait of centuries (the window must stay within a week), whether the
+    // profile is fresh or inside a window already.
+    for reason in [RecordedReason::RateLimit, RecordedReason::Billing] {
+        for (state, usage) in [
+            ("fresh", Usage::default()),
+            ("inside a window", three_profiles().remove(1).usage),
+        ] {
+            cases.push(case(
+                format!(
+                    "record-failure: {} with an absurd retry-after ({state})",
+                    reason.as_str()
+                ),
+                move |p| {
+                    p.record_failure(
+                        &usage,
+                        &FailureEvent {
+                            provider: "openai".into(),
+                            reason,
+                            model: Some("openai/gpt-4o".into()),
+                            retry_after_ms: Some(u64::MAX),
+                            reset_at_ms: Some(u64::MAX),
+                            now_ms: NOW,
+                        },
+                        &cooldowns(),
+                    )
+                    .map(drop)
+                },
+            ));
+        }
+    }
+    // An OAuth credential that expired and cannot be refreshed.
+    cases.push(case(
+        "order-profiles: an expired credential that cannot be refreshed",
+        |p| {
+            let mut stored = three_profiles();
+            stored.push(StoredProfile {
+                kind: CredentialKind::OAuth,
+                expires: Some(NOW - MINUTE),
+                refreshable: false,
+                ..self::stored("openai:expired", Usage::default())
+            });
+            p.order_profiles(&OrderRequest {
+                provider: "openai".into(),
+                explicit_order: Some(vec!["openai:expired".into(), "openai:a".into()]),
+                configured: Vec::new(),
+                stored,
+                model: Some("openai/gpt-4o".into()),
+                now_ms: NOW,
+            })
+            .map(drop)
+        },
+    ));
     cases.push(case("record-success: after a cooldown", |p| {
         let usage = three_profiles().remove(1).usage;
         p.record_success(&usage, Some("openai/gpt-4o"), NOW)
@@ -290,6 +344,24 @@ fn runner_cases(cases: &mut Vec<Case>) {
             .map(drop)
         }));
     }
+    cases.push(case(
+        "resolve-selection: auto override due for a primary probe",
+        |p| {
+            p.resolve_selection(&SelectionRequest {
+                configured_primary: Some(CHAIN[0].into()),
+                session_override: Some(SessionOverride {
+                    model: CHAIN[1].into(),
+                    source: Some(OverrideSource::Auto),
+                    origin: Some(CHAIN[0].into()),
+                }),
+                primary_probe_interval_ms: 5 * MINUTE,
+                last_primary_probe_at: Some(NOW - 10 * MINUTE),
+                now_ms: NOW,
+                ..SelectionRequest::default()
+            })
+            .map(drop)
+        },
+    ));
     for source in SelectionSource::ALL {
         cases.push(case(format!("candidate-chain: {source:?}"), move |p| {
             p.candidate_chain(&ChainRequest {
@@ -335,6 +407,7 @@ fn runner_cases(cases: &mut Vec<Case>) {
                         blocks,
                         last_probe_at: None,
                         transient_probe_used: false,
+                        has_fallbacks: true,
                         now_ms: NOW,
                     })
                     .map(drop)
@@ -402,6 +475,62 @@ fn runner_cases(cases: &mut Vec<Case>) {
         )
         .map(drop)
     }));
+    // A live switch to a model the run has already passed.
+    cases.push(case(
+        "next-step: live switch to an earlier candidate",
+        move |p| {
+            p.next_step(
+                &FailedAttempt {
+                    reason: RecordedReason::Unknown,
+                    aborted: false,
+                    live_switch_to: Some(CHAIN[0].into()),
+                    user_pinned_profile: false,
+                    rotations: 0,
+                    profiles_left: 0,
+                    chain: chain(),
+                    position: 2,
+                },
+                &rotation(),
+            )
+            .map(drop)
+        },
+    ));
+    let hang = ModelHealth {
+        hangs: 1,
+        last_hang_at: Some(NOW - MINUTE),
+        ..ModelHealth::default()
+    };
+    let slow = ModelHealth {
+        hangs: 2,
+        last_hang_at: Some(NOW - 2 * MINUTE),
+        slow_until: Some(NOW - MINUTE),
+        trial_started_at: None,
+    };
+    let stale = ModelHealth {
+        hangs: 2,
+        last_hang_at: Some(NOW - 30 * 24 * 60 * MINUTE),
+        slow_until: Some(NOW - 30 * 24 * 60 * MINUTE),
+        trial_started_at: Some(NOW - 30 * 24 * 60 * MINUTE),
+    };
+    for (name, health) in [
+        ("healthy", ModelHealth::default()),
+        ("one hang", hang),
+        ("slow spell over", slow),
+        ("a month-old record", stale),
+    ] {
+        for others_remain in [true, false] {
+            cases.push(case(
+                format!("model-gate: {name} (others remain {others_remain})"),
+                move |p| p.model_gate(&health, others_remain, NOW).map(drop),
+            ));
+        }
+        for hung in [true, false] {
+            cases.push(case(
+                format!("record-attempt-end: {name} (hung {hung})"),
+                move |p| p.record_attempt_end(&health, hung, NOW).map(drop),
+            ));
+        }
+    }
     cases.push(case("summarise: every model rate-limited", |p| {
         p.summarise(&SummaryRequest {
             attempts: CHAIN

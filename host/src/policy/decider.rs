@@ -12,8 +12,8 @@ use crate::auth::{
 use crate::classification::Classification;
 use crate::provider_error::ProviderError;
 use crate::runner::{
-    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
-    RotationConfig, RunStep, RunSummary, Selection, SelectionRequest, SummaryRequest,
+    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain, GateDecision,
+    ModelHealth, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest, SummaryRequest,
 };
 
 use super::error::PolicyError;
@@ -50,6 +50,18 @@ pub trait Decider: Send + Sync {
         config: &RotationConfig,
     ) -> Result<RunStep, PolicyError>;
     fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError>;
+    fn model_gate(
+        &self,
+        health: &ModelHealth,
+        others_remain: bool,
+        now_ms: u64,
+    ) -> Result<GateDecision, PolicyError>;
+    fn record_attempt_end(
+        &self,
+        health: &ModelHealth,
+        hung: bool,
+        now_ms: u64,
+    ) -> Result<ModelHealth, PolicyError>;
 }
 
 impl Decider for Policy {
@@ -102,5 +114,21 @@ impl Decider for Policy {
     }
     fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError> {
         Policy::summarise(self, request)
+    }
+    fn model_gate(
+        &self,
+        health: &ModelHealth,
+        others_remain: bool,
+        now_ms: u64,
+    ) -> Result<GateDecision, PolicyError> {
+        Policy::model_gate(self, health, others_remain, now_ms)
+    }
+    fn record_attempt_end(
+        &self,
+        health: &ModelHealth,
+        hung: bool,
+        now_ms: u64,
+    ) -> Result<ModelHealth, PolicyError> {
+        Policy::record_attempt_end(self, health, hung, now_ms)
     }
 }

@@ -24,7 +24,7 @@ pub struct PolicyVersion {
     pub name: String,
     /// The module's own version.
     pub version: String,
-    /// The contract it was built for (`failover:policy@0.3.0`).
+    /// The contract it was built for (`failover:policy@0.4.0`).
     pub contract: String,
     /// SHA-256 of the component's bytes, lowercase hex.
     pub sha256: String,

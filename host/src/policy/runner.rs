@@ -7,8 +7,8 @@ use super::module::Policy;
 use super::profiles::{ranked_to_wit, recorded_from_wit, recorded_to_wit, stored_to_wit};
 use crate::runner::{
     AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
-    OverrideSource, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest,
-    SelectionSource, StopReason, SummaryRequest,
+    Gate, GateDecision, ModelHealth, OverrideSource, RotationConfig, RunStep, RunSummary,
+    Selection, SelectionRequest, SelectionSource, StopReason, SummaryRequest,
 };
 
 /// Longest chain a policy may return: far beyond any configured list, short
@@ -35,6 +35,9 @@ impl Policy {
                     }),
                     origin: o.origin.clone(),
                 }),
+            primary_probe_interval_ms: request.primary_probe_interval_ms,
+            last_primary_probe_at: request.last_primary_probe_at,
+            now_ms: request.now_ms,
         };
         let selection = self.call("resolve-selection", |store, guest| {
             guest
@@ -57,10 +60,25 @@ impl Policy {
                 problem: "it chose a model it was not offered".into(),
             });
         }
+        let auto = request
+            .session_override
+            .as_ref()
+            .is_some_and(|o| o.source == Some(OverrideSource::Auto));
+        let probe_allowed = auto
+            && request.configured_primary.is_some()
+            && request.configured_primary != selection.model;
+        if selection.probe_primary && !probe_allowed {
+            return Err(PolicyError::InvalidOutput {
+                call: "resolve-selection",
+                problem: "it asked to probe the primary without an auto override on another model"
+                    .into(),
+            });
+        }
         Ok(Selection {
             model: selection.model,
             source: source_from_wit(selection.source),
             clear_override: selection.clear_override,
+            probe_primary: selection.probe_primary,
         })
     }
 
@@ -137,6 +155,7 @@ impl Policy {
                 .collect(),
             last_probe_at: request.last_probe_at,
             transient_probe_used: request.transient_probe_used,
+            has_fallbacks: request.has_fallbacks,
             now_ms: request.now_ms,
         };
         let decision = self.call("decide-candidate", |store, guest| {
@@ -235,6 +254,47 @@ impl Policy {
         })
     }
 
+    /// Whether a model may be attempted now (F-12.3), and its health from
+    /// now on.
+    pub fn model_gate(
+        &self,
+        health: &ModelHealth,
+        others_remain: bool,
+        now_ms: u64,
+    ) -> Result<GateDecision, PolicyError> {
+        let input = health_to_wit(health);
+        let decision = self.call("model-gate", |store, guest| {
+            guest
+                .failover_policy_runner()
+                .call_model_gate(store, input, others_remain, now_ms)
+        })?;
+        let health = checked_health("model-gate", decision.health, now_ms)?;
+        Ok(GateDecision {
+            gate: match decision.gate {
+                wit::Gate::Open => Gate::Open,
+                wit::Gate::Trial => Gate::Trial,
+                wit::Gate::Skip => Gate::Skip,
+            },
+            health,
+        })
+    }
+
+    /// A model's health after an attempt on it ended (F-12.3).
+    pub fn record_attempt_end(
+        &self,
+        health: &ModelHealth,
+        hung: bool,
+        now_ms: u64,
+    ) -> Result<ModelHealth, PolicyError> {
+        let input = health_to_wit(health);
+        let health = self.call("record-attempt-end", |store, guest| {
+            guest
+                .failover_policy_runner()
+                .call_record_attempt_end(store, input, hung, now_ms)
+        })?;
+        checked_health("record-attempt-end", health, now_ms)
+    }
+
     /// The summary of an exhausted chain.
     pub fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError> {
         let input = wit::SummaryRequest {
@@ -266,6 +326,46 @@ impl Policy {
             ready_at: summary.ready_at,
         })
     }
+}
+
+fn health_to_wit(health: &ModelHealth) -> wit::ModelHealth {
+    wit::ModelHealth {
+        hangs: health.hangs,
+        last_hang_at: health.last_hang_at,
+        slow_until: health.slow_until,
+        trial_started_at: health.trial_started_at,
+    }
+}
+
+/// A module's model health, refused when a time in it lies more than
+/// [`super::MAX_WINDOW_MS`] ahead of `now_ms` (the past is harmless: a
+/// record kept from a month ago is just old).
+fn checked_health(
+    call: &'static str,
+    health: wit::ModelHealth,
+    now_ms: u64,
+) -> Result<ModelHealth, PolicyError> {
+    let latest = now_ms.saturating_add(super::MAX_WINDOW_MS);
+    let times = [
+        ("last-hang-at", health.last_hang_at),
+        ("slow-until", health.slow_until),
+        ("trial-started-at", health.trial_started_at),
+    ];
+    if let Some((name, at)) = times
+        .iter()
+        .find_map(|(name, at)| at.filter(|at| *at > latest).map(|at| (name, at)))
+    {
+        return Err(PolicyError::InvalidOutput {
+            call,
+            problem: format!("it set {name} to {at}, more than a week after {now_ms}"),
+        });
+    }
+    Ok(ModelHealth {
+        hangs: health.hangs,
+        last_hang_at: health.last_hang_at,
+        slow_until: health.slow_until,
+        trial_started_at: health.trial_started_at,
+    })
 }
 
 /// Host and contract sources, index for index (`SelectionSource::ALL` is in

@@ -118,14 +118,23 @@ fn io_code(error: &reqwest::Error) -> Option<&'static str> {
     None
 }
 
+/// How [`timeout_error`] starts its message.
+const DEADLINE_MESSAGE_START: &str = "request timed out: no answer from ";
+
 /// No answer within the attempt's deadline.
 pub fn timeout_error(provider: &str, after_ms: u64) -> ProviderError {
     ProviderError::message(format!(
-        "request timed out: no answer from {provider} within {:.1} s",
+        "{DEADLINE_MESSAGE_START}{provider} within {:.1} s",
         after_ms as f64 / 1000.0
     ))
     .with_provider(provider)
     .with_code("ETIMEDOUT")
+}
+
+/// Whether `error` is the one [`timeout_error`] builds: the attempt ran to
+/// its deadline without an answer (F-12.3), as opposed to a fast failure.
+pub fn is_deadline(error: &ProviderError) -> bool {
+    error.code.as_deref() == Some("ETIMEDOUT") && error.message.starts_with(DEADLINE_MESSAGE_START)
 }
 
 /// A stream that ended before its reply was complete.

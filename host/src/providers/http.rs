@@ -232,6 +232,7 @@ impl Provider for HttpProvider {
         let at = now_ms();
         let started = std::time::Instant::now();
         let result = self.attempt(target, request).await;
+        let hung = result.as_ref().is_err_and(capture::is_deadline);
         if let (Some(recorder), Some(id)) = (&self.recorder, request.record_id) {
             let content = match &result {
                 Ok(ChatReply::Complete(completion)) if recorder.keeps_content() => {
@@ -247,10 +248,17 @@ impl Provider for HttpProvider {
                 profile: target.profile.clone(),
                 latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                 error: result.as_ref().err().map(ProviderError::to_json),
+                hung,
                 content,
             });
         }
-        result.map_err(|e| CallError::Failed(Box::new(e)))
+        result.map_err(|e| {
+            if hung {
+                CallError::Hung(Box::new(e))
+            } else {
+                CallError::Failed(Box::new(e))
+            }
+        })
     }
 }
 

@@ -159,6 +159,7 @@ impl Provider for ReplayProvider {
                 self.clock.advance(outcome.latency_ms);
                 let result = match outcome.failure() {
                     None => Ok(()),
+                    Some(Ok(error)) if outcome.hung => Err(CallError::Hung(Box::new(error))),
                     Some(Ok(error)) => Err(CallError::Failed(Box::new(error))),
                     // Checked when the trace was read.
                     Some(Err(e)) => Err(CallError::Failed(Box::new(ProviderError::message(

@@ -103,6 +103,9 @@ pub struct OutcomeEvent {
     /// code); absent when the call succeeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,
+    /// The call ran to its attempt deadline without an answer (F-12.3).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hung: bool,
     /// The reply text, only with `--record-content`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,

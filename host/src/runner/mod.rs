@@ -5,11 +5,13 @@
 //! - [`model`] — the inputs and outputs of the policy's runner decisions.
 //! - [`Provider`], [`Target`], [`CallError`] — what the runner calls.
 //! - [`Clock`] — real or virtual time.
+//! - [`HealthBook`] — each model's responsiveness, for slow targets (F-12.3).
 //! - [`Runner`] — the driver; [`RunOptions`] are what an agent runtime supplies.
 //! - [`RunOutcome`], [`RunError`], [`FallbackSummaryError`] — the results.
 
 pub mod clock;
 mod events;
+mod health;
 pub mod model;
 mod outcome;
 mod provider;
@@ -17,6 +19,7 @@ mod retry_env;
 mod run;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
+pub use health::HealthBook;
 pub use model::*;
 pub use outcome::{Attempt, FallbackStep, FallbackSummaryError, RunError, RunOutcome};
 pub use provider::{CallError, Provider, Target};

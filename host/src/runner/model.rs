@@ -61,6 +61,12 @@ pub struct SelectionRequest {
     pub heartbeat: bool,
     pub heartbeat_model: Option<String>,
     pub session_override: Option<SessionOverride>,
+    /// How often an auto override re-probes the configured primary
+    /// (F-12.2); 0 never does.
+    pub primary_probe_interval_ms: u64,
+    /// When the session last tried its configured primary.
+    pub last_primary_probe_at: Option<u64>,
+    pub now_ms: u64,
 }
 
 /// The model a run starts with and why.
@@ -70,6 +76,9 @@ pub struct Selection {
     pub model: Option<String>,
     pub source: SelectionSource,
     pub clear_override: bool,
+    /// Try the configured primary once before the auto override (F-12.2).
+    #[serde(default)]
+    pub probe_primary: bool,
 }
 
 /// The candidate chain of a run (F-7.3).
@@ -115,6 +124,8 @@ pub struct CandidateRequest {
     pub blocks: Vec<ProfileBlock>,
     pub last_probe_at: Option<u64>,
     pub transient_probe_used: bool,
+    /// The chain has other candidates (F-8.2).
+    pub has_fallbacks: bool,
     pub now_ms: u64,
 }
 
@@ -129,6 +140,36 @@ pub enum CandidateDecision {
     Probe { profile: String, transient: bool },
     /// Skip it, with the reason of its soonest-free profile.
     Skip(RecordedReason),
+}
+
+/// A model's recent responsiveness (F-12.3), kept per `provider/model`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ModelHealth {
+    /// Attempts in a row that ended on the attempt deadline.
+    pub hangs: u32,
+    pub last_hang_at: Option<u64>,
+    /// Skipped until then while other candidates remain.
+    pub slow_until: Option<u64>,
+    /// A half-open trial started then and has not ended.
+    pub trial_started_at: Option<u64>,
+}
+
+/// Whether a model may be attempted now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gate {
+    Open,
+    Trial,
+    Skip,
+}
+
+/// A gate and the health to keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GateDecision {
+    pub gate: Gate,
+    pub health: ModelHealth,
 }
 
 /// The profile-rotation caps of `auth.cooldowns.*` (F-6.7).

@@ -23,6 +23,9 @@ pub struct Target {
 pub enum CallError {
     /// The provider failed; the policy classifies the error.
     Failed(Box<ProviderError>),
+    /// The attempt ran to its deadline without an answer: classified like
+    /// any failure, and evidence that the model is slow (F-12.3).
+    Hung(Box<ProviderError>),
     /// The caller aborted the call. A timeout-shaped abort (its message
     /// says so) counts as a timeout (F-7.5).
     Aborted(Box<ProviderError>),

@@ -18,8 +18,9 @@ use crate::state::{
 
 use super::clock::Clock;
 use super::events;
+use super::health::HealthBook;
 use super::model::{
-    AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt,
+    AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, Gate,
     OverrideSource, ProfileBlock, RotationConfig, RunStep, Selection, SelectionRequest,
     SelectionSource, SessionOverride, StopReason, SummaryRequest,
 };
@@ -108,6 +109,8 @@ pub struct Runner<P, C> {
     /// Successes not yet written (see [`LAST_USED_WRITE_INTERVAL_MS`]):
     /// profile id → when it last served.
     recent_use: Mutex<HashMap<String, u64>>,
+    /// Each model's responsiveness (F-12.3), kept across runs.
+    health: HealthBook,
 }
 
 /// A failed call, classified and recorded.
@@ -132,6 +135,9 @@ struct Written {
     session: String,
     before: SessionEntry,
     after: SessionEntry,
+    /// The profile the fallback attempt pinned on the session, if it
+    /// pinned one: a failed fallback drops it too (F-12.5).
+    pinned: Option<String>,
 }
 
 impl<P: Provider, C: Clock> Runner<P, C> {
@@ -154,6 +160,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             probes: Mutex::new(HashMap::new()),
             retry_wait_cap_ms: DEFAULT_RETRY_WAIT_CAP_MS,
             recent_use: Mutex::new(HashMap::new()),
+            health: HealthBook::default(),
         }
     }
 
@@ -200,6 +207,11 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         &self.provider
     }
 
+    /// What the runner knows of each model's responsiveness (F-12.3).
+    pub fn model_health(&self) -> &HealthBook {
+        &self.health
+    }
+
     /// Runs `request` through the chain with the active policy.
     pub async fn run(
         &self,
@@ -238,7 +250,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             image_defaults = match &self.config.agents.defaults.image_model {
                 Some(AgentModel::Name(model)) => crate::config::ModelChoice {
                     primary: Some(model.clone()),
-                    fallbacks: None,
+                    ..Default::default()
                 },
                 Some(AgentModel::Choice(choice)) => choice.clone(),
                 None => crate::config::ModelChoice::default(),
@@ -253,6 +265,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
                 model: Some(model.clone()),
                 source: SelectionSource::UserOverride,
                 clear_override: false,
+                probe_primary: false,
             },
             None => policy.resolve_selection(&SelectionRequest {
                 configured_primary: defaults.primary.clone(),
@@ -267,6 +280,11 @@ impl<P: Provider, C: Clock> Runner<P, C> {
                         origin: s.origin(),
                     })
                 }),
+                primary_probe_interval_ms: self.config.primary_probe_interval_ms(),
+                last_primary_probe_at: session
+                    .as_ref()
+                    .and_then(|s| s.model_override_primary_probe_at),
+                now_ms: self.clock.now_ms(),
             })?,
         };
         if selection.clear_override {
@@ -281,7 +299,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             SelectionSource::CronJob => options.cron.as_ref().and_then(|c| c.fallbacks.clone()),
             _ => None,
         };
-        let chain = policy
+        let mut chain = policy
             .candidate_chain(&ChainRequest {
                 requested: requested.clone(),
                 source: selection.source,
@@ -291,6 +309,19 @@ impl<P: Provider, C: Clock> Runner<P, C> {
                 fallbacks_override: options.fallbacks_override.clone(),
             })?
             .candidates;
+        // F-12.2: the configured primary first, once, then the override's chain.
+        let probing_primary = match (&defaults.primary, &options.session) {
+            (Some(primary), Some(id)) if selection.probe_primary => {
+                chain.retain(|model| model != primary);
+                chain.insert(0, primary.clone());
+                let now = self.clock.now_ms();
+                self.sessions.update(id, |e| {
+                    e.model_override_primary_probe_at = Some(now);
+                })?;
+                true
+            }
+            _ => false,
+        };
 
         let cooldowns = self.config.cooldown_config();
         let rotation = RotationConfig {
@@ -313,6 +344,22 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             let model = chain[position].clone();
             let provider = canonical_provider(split_model(&model).0).to_owned();
             let now = self.clock.now_ms();
+            let others_remain = position + 1 < chain.len();
+            if self.health.gate(policy, &model, others_remain, now)? == Gate::Skip {
+                // F-12.3: a slow model is skipped while others remain.
+                let summary =
+                    format!("skipped: {model} is slow (its attempts hang to the deadline)");
+                self.skip(
+                    &chain,
+                    position,
+                    RecordedReason::Timeout,
+                    summary,
+                    &mut attempts,
+                    &mut steps,
+                );
+                position += 1;
+                continue;
+            }
             let stored = self.stored()?;
             let ranked = policy.order_profiles(&OrderRequest {
                 provider: provider.clone(),
@@ -339,6 +386,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
                 blocks,
                 last_probe_at,
                 transient_probe_used: transient_probed.contains(&provider),
+                has_fallbacks: chain.len() > 1,
                 now_ms: now,
             })?;
             let mut profiles = match decision {
@@ -354,43 +402,32 @@ impl<P: Provider, C: Clock> Runner<P, C> {
                     vec![profile]
                 }
                 CandidateDecision::Skip(reason) => {
-                    attempts.push(Attempt {
-                        model: model.clone(),
-                        provider: provider.clone(),
-                        profile: None,
-                        reason,
-                        detail: None,
-                        status: None,
-                        code: None,
-                        summary: format!(
-                            "skipped: every profile of {provider} is blocked ({})",
-                            reason.as_str()
-                        ),
-                    });
-                    if let Some(next) = chain.get(position + 1) {
-                        steps.push(step(
-                            &model,
-                            Some(next.clone()),
-                            reason,
-                            None,
-                            position,
-                            "next_fallback",
-                        ));
-                        events::emit(steps.last().expect("just pushed"));
-                    }
+                    let summary = format!(
+                        "skipped: every profile of {provider} is blocked ({})",
+                        reason.as_str()
+                    );
+                    self.skip(&chain, position, reason, summary, &mut attempts, &mut steps);
                     position += 1;
                     continue;
                 }
             };
+            // F-12.2: the primary probe is one attempt with one profile.
+            let probe_only = probing_primary && position == 0;
+            if probe_only {
+                profiles.truncate(1);
+            }
             // F-9.3: the fallback override is on the session before the attempt starts.
             if position > 0 {
                 if let Some(id) = &options.session {
                     let reason = attempts.last().map(|a| a.reason);
-                    written = Some(self.persist_fallback(id, &model, &requested, reason)?);
+                    written = self.persist_fallback(id, &model, &chain[0], reason)?;
                 }
             }
-            let user_pinned =
+            let (user_pinned, pinned) =
                 self.apply_pin(policy, options, session.as_ref(), &ranked, &mut profiles)?;
+            if let Some(w) = written.as_mut() {
+                w.pinned = pinned;
+            }
 
             let mut rotations = 0u32;
             let mut index = 0usize;
@@ -408,17 +445,16 @@ impl<P: Provider, C: Clock> Runner<P, C> {
                 }
                 let failure = match self.call_once(policy, &target, request, &cooldowns).await? {
                     Ok(reply) => {
+                        let source = if probe_only {
+                            self.primary_answered(options, &requested)?;
+                            SelectionSource::ConfiguredDefault
+                        } else {
+                            selection.source
+                        };
                         return self.succeeded(
-                            policy,
-                            options,
-                            target,
-                            reply,
-                            selection.source,
-                            attempts,
-                            steps,
-                            position,
+                            policy, options, target, reply, source, attempts, steps, position,
                             written,
-                        )
+                        );
                     }
                     Err(failure) => failure,
                 };
@@ -435,20 +471,26 @@ impl<P: Provider, C: Clock> Runner<P, C> {
                     }
                 }
                 attempts.push(failure.attempt);
-                let next = policy.next_step(
-                    &FailedAttempt {
-                        reason,
-                        aborted: failure.aborted,
-                        live_switch_to: failure.live_switch_to,
-                        user_pinned_profile: user_pinned,
-                        rotations,
-                        profiles_left: u32::try_from(profiles.len() - index - 1)
-                            .unwrap_or(u32::MAX),
-                        chain: chain.clone(),
-                        position: u32::try_from(position).unwrap_or(u32::MAX),
-                    },
-                    &rotation,
-                )?;
+                let next = if probe_only && !failure.aborted {
+                    // F-12.2: a failed probe costs nothing else; the run goes
+                    // on with the auto override.
+                    RunStep::Candidate(1)
+                } else {
+                    policy.next_step(
+                        &FailedAttempt {
+                            reason,
+                            aborted: failure.aborted,
+                            live_switch_to: failure.live_switch_to,
+                            user_pinned_profile: user_pinned,
+                            rotations,
+                            profiles_left: u32::try_from(profiles.len() - index - 1)
+                                .unwrap_or(u32::MAX),
+                            chain: chain.clone(),
+                            position: u32::try_from(position).unwrap_or(u32::MAX),
+                        },
+                        &rotation,
+                    )?
+                };
                 match next {
                     RunStep::RotateProfile(wait_ms) => {
                         let wait_ms = self.within_deadline(options, wait_ms);
@@ -509,12 +551,8 @@ impl<P: Provider, C: Clock> Runner<P, C> {
                 if wait.position > 0 {
                     if let Some(id) = &options.session {
                         let reason = attempts.last().map(|a| a.reason);
-                        written = Some(self.persist_fallback(
-                            id,
-                            &wait.target.model,
-                            &requested,
-                            reason,
-                        )?);
+                        written =
+                            self.persist_fallback(id, &wait.target.model, &chain[0], reason)?;
                     }
                 }
                 match self
@@ -585,12 +623,23 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         cooldowns: &crate::auth::CooldownConfig,
     ) -> Result<Result<P::Reply, Failure>, RunError> {
         let failure = match self.provider.call(target, request).await {
-            Ok(reply) => return Ok(Ok(reply)),
+            Ok(reply) => {
+                let now = self.clock.now_ms();
+                self.health
+                    .attempt_ended(policy, &target.model, false, now)?;
+                return Ok(Ok(reply));
+            }
             Err(failure) => failure,
         };
         let now = self.clock.now_ms();
+        if let CallError::Failed(_) | CallError::Hung(_) = &failure {
+            // F-12.3: an answer, even a fast error, is not a hang.
+            let hung = matches!(failure, CallError::Hung(_));
+            self.health
+                .attempt_ended(policy, &target.model, hung, now)?;
+        }
         let (error, aborted, live_switch_to) = match failure {
-            CallError::Failed(error) => (*error, false, None),
+            CallError::Failed(error) | CallError::Hung(error) => (*error, false, None),
             CallError::Aborted(error) => (*error, true, None),
             CallError::LiveSwitch { model } => (
                 ProviderError::message(format!("live session model switch to {model}")),
@@ -691,7 +740,8 @@ impl<P: Provider, C: Clock> Runner<P, C> {
     }
 
     /// Orders `profiles` by the session's pin (F-4.4 … F-4.6); returns
-    /// whether the user pinned one (then only that profile is tried).
+    /// whether the user pinned one (then only that profile is tried) and
+    /// the profile it pinned on the session, if it wrote one.
     fn apply_pin(
         &self,
         policy: &dyn Decider,
@@ -699,9 +749,9 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         session: Option<&SessionEntry>,
         ranked: &[crate::auth::RankedProfile],
         profiles: &mut Vec<String>,
-    ) -> Result<bool, RunError> {
+    ) -> Result<(bool, Option<String>), RunError> {
         let (Some(id), Some(entry)) = (&options.session, session) else {
-            return Ok(false);
+            return Ok((false, None));
         };
         // A user's pin on another provider's profile stays as it is (F-4.5:
         // never rotated away until the session starts over); this candidate
@@ -711,7 +761,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             .as_deref()
             .is_some_and(|pinned| !ranked.iter().any(|r| r.id == pinned));
         if entry.auth_profile_override_source == Some(PinSource::User) && pinned_elsewhere {
-            return Ok(false);
+            return Ok((false, None));
         }
         let decision = policy.pin_profile(&PinRequest {
             ranked: ranked.to_vec(),
@@ -722,14 +772,14 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             session_reset: entry.auth_profile_override_session_reset,
         })?;
         let Some(pinned) = decision.profile else {
-            return Ok(false);
+            return Ok((false, None));
         };
         if decision.source == PinSource::User {
             profiles.retain(|p| *p == pinned);
             if profiles.is_empty() {
                 profiles.push(pinned);
             }
-            return Ok(true);
+            return Ok((true, None));
         }
         if let Some(at) = profiles.iter().position(|p| *p == pinned) {
             let pinned = profiles.remove(at);
@@ -738,16 +788,17 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         let changed = entry.auth_profile_override.as_deref() != Some(profiles[0].as_str())
             || entry.auth_profile_override_compaction_count != Some(decision.compaction_count)
             || entry.auth_profile_override_session_reset;
-        if changed {
-            let first = profiles[0].clone();
-            self.sessions.update(id, |e| {
-                e.auth_profile_override = Some(first);
-                e.auth_profile_override_source = Some(PinSource::Auto);
-                e.auth_profile_override_compaction_count = Some(decision.compaction_count);
-                e.auth_profile_override_session_reset = false;
-            })?;
+        if !changed {
+            return Ok((false, None));
         }
-        Ok(false)
+        let first = profiles[0].clone();
+        self.sessions.update(id, |e| {
+            e.auth_profile_override = Some(first.clone());
+            e.auth_profile_override_source = Some(PinSource::Auto);
+            e.auth_profile_override_compaction_count = Some(decision.compaction_count);
+            e.auth_profile_override_session_reset = false;
+        })?;
+        Ok((false, Some(first)))
     }
 
     fn record_failure(
@@ -824,31 +875,59 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         })
     }
 
-    /// Writes the auto fallback override for `model` (F-3.3, F-9.3).
+    /// Writes the auto fallback override for `model` (F-3.3, F-9.3); the
+    /// fallback counts as the session's last try of its primary (F-12.2).
+    /// Writes nothing when the session already holds that auto override
+    /// (a run that probed its primary and goes on with the override).
     fn persist_fallback(
         &self,
         session: &str,
         model: &str,
         origin: &str,
         reason: Option<RecordedReason>,
-    ) -> Result<Written, RunError> {
+    ) -> Result<Option<Written>, RunError> {
         let (provider, name) = split_model(model);
         let (origin_provider, origin_model) = split_model(origin);
+        let now = self.clock.now_ms();
         let (before, after) = self.sessions.update(session, |entry| {
             let before = entry.clone();
-            entry.provider_override = Some(provider.to_owned());
-            entry.model_override = Some(name.to_owned());
-            entry.model_override_source = Some(OverrideSource::Auto);
-            entry.model_override_fallback_origin_provider = Some(origin_provider.to_owned());
-            entry.model_override_fallback_origin_model = Some(origin_model.to_owned());
-            entry.model_override_fallback_reason = reason;
+            let held = entry.model_override_source == Some(OverrideSource::Auto)
+                && entry.model().as_deref() == Some(model);
+            if !held {
+                entry.provider_override = Some(provider.to_owned());
+                entry.model_override = Some(name.to_owned());
+                entry.model_override_source = Some(OverrideSource::Auto);
+                entry.model_override_fallback_origin_provider = Some(origin_provider.to_owned());
+                entry.model_override_fallback_origin_model = Some(origin_model.to_owned());
+                entry.model_override_fallback_reason = reason;
+                entry.model_override_primary_probe_at = Some(now);
+            }
             (before, entry.clone())
         })?;
-        Ok(Written {
+        if before == after {
+            return Ok(None);
+        }
+        Ok(Some(Written {
             session: session.to_owned(),
             before,
             after,
-        })
+            pinned: None,
+        }))
+    }
+
+    /// The configured primary answered a probe (F-12.2): the session's auto
+    /// override on `model` goes, unless someone changed it meanwhile.
+    fn primary_answered(&self, options: &RunOptions, model: &str) -> Result<(), RunError> {
+        if let Some(id) = &options.session {
+            self.sessions.update(id, |e| {
+                let ours = e.model_override_source == Some(OverrideSource::Auto)
+                    && e.model().as_deref() == Some(model);
+                if ours {
+                    e.clear_model_override();
+                }
+            })?;
+        }
+        Ok(())
     }
 
     /// F-9.7: restores the model-override fields the runner wrote, only if
@@ -874,9 +953,59 @@ impl<P: Provider, C: Clock> Runner<P, C> {
                 entry.model_override_fallback_origin_model =
                     w.before.model_override_fallback_origin_model.clone();
                 entry.model_override_fallback_reason = w.before.model_override_fallback_reason;
+                entry.model_override_primary_probe_at = w.before.model_override_primary_probe_at;
+            }
+            // F-12.5: the profile pinned for the failed fallback goes too,
+            // if it is still the one this run pinned.
+            let pin_ours = w.pinned.is_some()
+                && entry.auth_profile_override == w.pinned
+                && entry.auth_profile_override_source == Some(PinSource::Auto);
+            if pin_ours {
+                entry.auth_profile_override = w.before.auth_profile_override.clone();
+                entry.auth_profile_override_source = w.before.auth_profile_override_source;
+                entry.auth_profile_override_compaction_count =
+                    w.before.auth_profile_override_compaction_count;
+                entry.auth_profile_override_session_reset =
+                    w.before.auth_profile_override_session_reset;
             }
         })?;
         Ok(())
+    }
+}
+
+impl<P: Provider, C: Clock> Runner<P, C> {
+    /// Records a skipped candidate and the step to the next one.
+    fn skip(
+        &self,
+        chain: &[String],
+        position: usize,
+        reason: RecordedReason,
+        summary: String,
+        attempts: &mut Vec<Attempt>,
+        steps: &mut Vec<FallbackStep>,
+    ) {
+        let model = &chain[position];
+        attempts.push(Attempt {
+            model: model.clone(),
+            provider: canonical_provider(split_model(model).0).to_owned(),
+            profile: None,
+            reason,
+            detail: None,
+            status: None,
+            code: None,
+            summary,
+        });
+        if let Some(next) = chain.get(position + 1) {
+            steps.push(step(
+                model,
+                Some(next.clone()),
+                reason,
+                None,
+                position,
+                "next_fallback",
+            ));
+            events::emit(steps.last().expect("just pushed"));
+        }
     }
 }
 

@@ -46,6 +46,10 @@ pub struct SessionEntry {
     /// Why the run fell back, for `/status` (F-9.5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_override_fallback_reason: Option<RecordedReason>,
+    /// When the session last tried its configured primary while on an auto
+    /// override: the fallback itself, then each re-probe (F-12.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_override_primary_probe_at: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_profile_override: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,6 +100,7 @@ impl SessionEntry {
         self.model_override_fallback_origin_provider = None;
         self.model_override_fallback_origin_model = None;
         self.model_override_fallback_reason = None;
+        self.model_override_primary_probe_at = None;
     }
 
     /// Starts the session over (`/new`, `/reset`, F-9.4): the model

@@ -1,9 +1,9 @@
 //! Glue for the `runner` interface.
 
 use super::exports::failover::policy::types::{
-    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
-    OverrideSource, Probe, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest,
-    SelectionSource, StopReason, SummaryRequest,
+    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain, Gate,
+    GateDecision, ModelHealth, OverrideSource, Probe, RotationConfig, RunStep, RunSummary,
+    Selection, SelectionRequest, SelectionSource, StopReason, SummaryRequest,
 };
 use super::profiles::{ranked_from_wit, recorded_from_wit, recorded_to_wit, stored_from_wit};
 use super::{exports, DefaultPolicy};
@@ -22,12 +22,16 @@ impl exports::failover::policy::runner::Guest for DefaultPolicy {
                 user: o.source.map(|s| s == OverrideSource::User),
                 origin: o.origin,
             }),
+            primary_probe_interval_ms: request.primary_probe_interval_ms,
+            last_primary_probe_at: request.last_primary_probe_at,
+            now_ms: request.now_ms,
         };
         let selection = core::resolve_selection(&request);
         Selection {
             model: selection.model,
             source: source_to_wit(selection.source),
             clear_override: selection.clear_override,
+            probe_primary: selection.probe_primary,
         }
     }
 
@@ -62,6 +66,7 @@ impl exports::failover::policy::runner::Guest for DefaultPolicy {
                 .collect(),
             last_probe_at: request.last_probe_at,
             transient_probe_used: request.transient_probe_used,
+            has_fallbacks: request.has_fallbacks,
             now_ms: request.now_ms,
         });
         match decision {
@@ -106,6 +111,26 @@ impl exports::failover::policy::runner::Guest for DefaultPolicy {
         }
     }
 
+    fn model_gate(health: ModelHealth, others_remain: bool, now_ms: u64) -> GateDecision {
+        let (gate, health) = core::model_gate(&health_from_wit(health), others_remain, now_ms);
+        GateDecision {
+            gate: match gate {
+                core::Gate::Open => Gate::Open,
+                core::Gate::Trial => Gate::Trial,
+                core::Gate::Skip => Gate::Skip,
+            },
+            health: health_to_wit(health),
+        }
+    }
+
+    fn record_attempt_end(health: ModelHealth, hung: bool, now_ms: u64) -> ModelHealth {
+        health_to_wit(core::record_attempt_end(
+            &health_from_wit(health),
+            hung,
+            now_ms,
+        ))
+    }
+
     fn summarise(request: SummaryRequest) -> RunSummary {
         let attempts: Vec<core::AttemptRecord> = request
             .attempts
@@ -122,6 +147,24 @@ impl exports::failover::policy::runner::Guest for DefaultPolicy {
             common_reason: summary.common_reason.map(recorded_to_wit),
             ready_at: summary.ready_at,
         }
+    }
+}
+
+fn health_from_wit(health: ModelHealth) -> core::ModelHealth {
+    core::ModelHealth {
+        hangs: health.hangs,
+        last_hang_at: health.last_hang_at,
+        slow_until: health.slow_until,
+        trial_started_at: health.trial_started_at,
+    }
+}
+
+fn health_to_wit(health: core::ModelHealth) -> ModelHealth {
+    ModelHealth {
+        hangs: health.hangs,
+        last_hang_at: health.last_hang_at,
+        slow_until: health.slow_until,
+        trial_started_at: health.trial_started_at,
     }
 }
 

@@ -1,6 +1,7 @@
 //! How failures and successes change a profile's routing state (spec §6).
 
 use super::{CooldownConfig, FailureEvent, RecordedReason, Usage};
+use crate::retry_after::MAX_RETRY_AFTER_MS;
 
 /// First cooldown step (F-6.2): one minute.
 pub const COOLDOWN_BASE_MS: u64 = 60_000;
@@ -43,9 +44,11 @@ fn lane(reason: RecordedReason) -> Lane {
 /// provider's base doubled per billing failure, capped at
 /// `billing_max_ms` (F-6.5); `auth_permanent` likewise from 10 min to 1 h.
 /// The provider's `retry-after` and exact reset time are floors for the new
-/// window (F-6.8a, F-4.7). Inside an active window nothing is extended or
-/// recomputed (F-6.9): the failure is only counted — and a cooldown scoped
-/// to one model that now fails for another widens to the whole profile.
+/// window (F-6.8a, F-4.7), at most [`MAX_RETRY_AFTER_MS`] away. Inside an
+/// active window nothing is recomputed (F-6.9): the failure is only counted
+/// — a cooldown scoped to one model that now fails for another widens to
+/// the whole profile — except that an explicit wait reaching past the
+/// window extends it to that wait (F-12.6).
 pub fn record_failure(usage: &Usage, event: &FailureEvent, config: &CooldownConfig) -> Usage {
     let lane = lane(event.reason);
     if lane == Lane::Untouched {
@@ -71,11 +74,14 @@ pub fn record_failure(usage: &Usage, event: &FailureEvent, config: &CooldownConf
     }
     next.last_failure_at = Some(now);
 
+    // An absurd wait (a year, `u64::MAX`) is a provider's bug: the floor
+    // stops at the longest wait a provider is believed.
+    let latest = now.saturating_add(MAX_RETRY_AFTER_MS);
     let floor = event
         .retry_after_ms
         .map(|ms| now.saturating_add(ms))
         .max(event.reset_at_ms)
-        .unwrap_or(0);
+        .map_or(0, |at| at.min(latest));
     match lane {
         Lane::Cooldown => {
             let scope = if event.reason == RecordedReason::RateLimit {
@@ -83,10 +89,11 @@ pub fn record_failure(usage: &Usage, event: &FailureEvent, config: &CooldownConf
             } else {
                 None
             };
-            if next.cooldown_until.is_some_and(|until| until > now) {
+            if let Some(until) = next.cooldown_until.filter(|until| *until > now) {
                 if next.cooldown_model != scope {
                     next.cooldown_model = None;
                 }
+                next.cooldown_until = Some(until.max(floor));
             } else {
                 let step = ladder(
                     COOLDOWN_BASE_MS,
@@ -100,7 +107,9 @@ pub fn record_failure(usage: &Usage, event: &FailureEvent, config: &CooldownConf
             }
         }
         Lane::Disable => {
-            if next.disabled_until.is_none_or(|until| until <= now) {
+            if let Some(until) = next.disabled_until.filter(|until| *until > now) {
+                next.disabled_until = Some(until.max(floor));
+            } else {
                 let (base, cap) = if event.reason == RecordedReason::Billing {
                     let base = config
                         .billing_backoff_ms_by_provider

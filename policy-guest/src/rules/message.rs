@@ -27,7 +27,9 @@ fn is_transient_leading_status(status: u16) -> bool {
 /// The reason the text names, if any.
 pub fn reason(facts: &LevelFacts) -> Option<Reason> {
     let s = facts.signals;
-    if s.has(SessionExpired) {
+    if s.has(SessionExpired)
+        || (s.has(ConversationTerm) && (s.has(NotFoundTerm) || s.has(ExpiredTerm)))
+    {
         return Some(Reason::SessionExpired);
     }
     if model_not_found(s) {
@@ -144,6 +146,9 @@ pub fn billing(facts: &LevelFacts) -> bool {
     }
     s.has(Billing)
         || s.has(SoftMarker402)
+        // OpenAI's empty account; Gemini's free tier says the same with a
+        // link to its rate-limit docs.
+        || (s.has(PlanAndBilling) && !s.has(GeminiDocs))
         || s.has(SpendLimit)
         || (s.has(InsufficientWord) && text::insufficient_word_balance(facts.message))
         || text::billing_head(facts.message)
@@ -152,6 +157,7 @@ pub fn billing(facts: &LevelFacts) -> bool {
 /// Rate limits, throttling and limits that reset on their own.
 pub fn rate_limit(s: Signals) -> bool {
     s.has(RateLimit)
+        || s.has(Word429)
         || s.has(TpmHint)
         || (s.has(LimitTerm) && (s.has(PeriodTerm) || s.has(ResetHint)))
 }

@@ -14,7 +14,7 @@
 use super::message::{self, permanent};
 use super::{code_is, code_reasons, has_code, implied, payment, specific, LevelFacts, Verdict};
 use crate::model::Reason;
-use crate::signals::Signal::{AmbiguousBalance, Busy, RateLimit};
+use crate::signals::Signal::{AmbiguousBalance, Busy, Overloaded, RateLimit, TpmHint};
 use crate::text;
 
 /// The verdict a decisive status gives; `None` when the status does not
@@ -34,8 +34,9 @@ pub fn decide(status: u16, said: Option<Reason>, facts: &LevelFacts) -> Option<V
                 specific(Reason::ContextOverflow)
             } else if billing_under_429(facts, said) {
                 specific(Reason::Billing)
-            } else if facts.signals.has(Busy) {
-                // ModelNotReadyException arrives as a 429 (F-5.8).
+            } else if busy_under_429(facts) {
+                // ModelNotReadyException, "the engine is currently
+                // overloaded" arrive as 429s (F-5.8).
                 specific(Reason::Overloaded)
             } else {
                 settle(facts, said, Reason::RateLimit)
@@ -84,6 +85,12 @@ pub fn decide(status: u16, said: Option<Reason>, facts: &LevelFacts) -> Option<V
             Some(reason) => specific(reason),
             None => settle(facts, said, Reason::Timeout),
         },
+        // Cloudflare's origin errors: a timeout when there is text; with
+        // none at all the status alone says nothing.
+        520..=524 if !facts.message.is_empty() => match strong {
+            Some(reason) => specific(reason),
+            None => settle(facts, said, Reason::Timeout),
+        },
         503 | 499 => match strong.or(said.filter(|r| *r == Reason::Overloaded)) {
             Some(reason) => specific(reason),
             None => settle(facts, said, Reason::Timeout),
@@ -123,6 +130,13 @@ fn billing_under_429(facts: &LevelFacts, said: Option<Reason>) -> bool {
         return false;
     }
     !facts.signals.has(AmbiguousBalance) || facts.provider.billing_429
+}
+
+/// A busy provider under a 429: a model that is not ready, or overload
+/// words with no rate-limit words beside them.
+fn busy_under_429(facts: &LevelFacts) -> bool {
+    let s = facts.signals;
+    s.has(Busy) || (s.has(Overloaded) && !s.has(RateLimit) && !s.has(TpmHint))
 }
 
 /// A status's reason is specific when the level's text or code says the

@@ -3,6 +3,12 @@
 
 use crate::profiles::RecordedReason;
 
+/// Same-provider profile rotations after a transient timeout before the
+/// next model (F-12.1): one tells a stuck connection of one credential from
+/// a provider that is down, and a second hang makes the model slow
+/// (F-12.3) anyway.
+pub const TIMEOUT_PROFILE_ROTATIONS: u32 = 1;
+
 /// The profile-rotation caps of `auth.cooldowns.*` (F-6.7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RotationConfig {
@@ -70,9 +76,10 @@ pub enum NextStep {
 /// jumps straight to it; otherwise it is treated as any failover error.
 /// Credential failures (auth, revoked keys, billing) rotate through every
 /// profile of the provider; rate limits and overloads rotate at most the
-/// configured number of times (overloads after the configured wait); other
-/// failures — timeouts, missing models, unrecognised errors — move to the
-/// next model. A profile the user pinned is never rotated away from: the
+/// configured number of times (overloads after the configured wait);
+/// transient timeouts rotate [`TIMEOUT_PROFILE_ROTATIONS`] times (F-12.1);
+/// other failures — missing models, unrecognised errors — move to the next
+/// model. A profile the user pinned is never rotated away from: the
 /// run moves to the next model instead. With no candidate left, the run
 /// stops.
 pub fn next_step(attempt: &FailedAttempt, config: &RotationConfig) -> NextStep {
@@ -107,6 +114,7 @@ pub fn next_step(attempt: &FailedAttempt, config: &RotationConfig) -> NextStep {
             config.overloaded_profile_rotations,
             config.overloaded_backoff_ms,
         )),
+        Timeout => Some((TIMEOUT_PROFILE_ROTATIONS, 0)),
         _ => None,
     };
     if let Some((cap, wait_ms)) = rotation {

@@ -129,6 +129,13 @@ pub struct SelectionRequest {
     pub heartbeat: bool,
     pub heartbeat_model: Option<String>,
     pub session_override: Option<SessionOverride>,
+    /// How often an auto override re-probes the configured primary
+    /// (F-12.2); 0 never does.
+    pub primary_probe_interval_ms: u64,
+    /// When the session last tried its configured primary: its last probe,
+    /// or the fallback that wrote the override.
+    pub last_primary_probe_at: Option<u64>,
+    pub now_ms: u64,
 }
 
 /// The model a run starts with and why.
@@ -140,6 +147,10 @@ pub struct Selection {
     /// without its own model, whose override's origin is no longer the
     /// configured default).
     pub clear_override: bool,
+    /// Try the configured primary once before the auto override's model
+    /// (F-12.2): it answered, the override goes; it failed, the run goes
+    /// on with the override as if nothing happened.
+    pub probe_primary: bool,
 }
 
 /// The starting model of a run (spec §3).
@@ -148,12 +159,14 @@ pub struct Selection {
 /// it. Otherwise a session override decides (user, auto, or legacy when it
 /// has no source) — except that a heartbeat drops an auto override whose
 /// origin no longer matches the configured default. Then the agent's own
-/// model, then the configured default.
+/// model, then the configured default. An auto override that stays
+/// re-probes the configured primary at most once per interval (F-12.2).
 pub fn resolve_selection(request: &SelectionRequest) -> Selection {
     let pick = |model: &Option<String>, source| Selection {
         model: model.clone(),
         source,
         clear_override: false,
+        probe_primary: false,
     };
     if request.cron_model.is_some() {
         return pick(&request.cron_model, SelectionSource::CronJob);
@@ -180,12 +193,31 @@ pub fn resolve_selection(request: &SelectionRequest) -> Selection {
                         ..fallback_default()
                     }
                 } else {
-                    pick(&Some(over.model.clone()), SelectionSource::AutoOverride)
+                    Selection {
+                        probe_primary: primary_probe_due(request, &over.model),
+                        ..pick(&Some(over.model.clone()), SelectionSource::AutoOverride)
+                    }
                 }
             }
         },
         None => fallback_default(),
     }
+}
+
+/// Whether an auto override on `model` should try the configured primary
+/// first in this run: probing is on, the primary is another model, and the
+/// interval has passed since the session last tried it.
+fn primary_probe_due(request: &SelectionRequest, model: &str) -> bool {
+    let interval = request.primary_probe_interval_ms;
+    let other_primary = request
+        .configured_primary
+        .as_deref()
+        .is_some_and(|primary| primary != model);
+    interval > 0
+        && other_primary
+        && request
+            .last_primary_probe_at
+            .is_none_or(|at| request.now_ms.saturating_sub(at) >= interval)
 }
 
 #[cfg(test)]

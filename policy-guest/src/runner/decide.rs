@@ -32,6 +32,9 @@ pub struct CandidateRequest {
     pub last_probe_at: Option<u64>,
     /// This run already made its transient probe of this provider (F-8.5).
     pub transient_probe_used: bool,
+    /// The chain has candidates besides this one: a billing-disabled primary
+    /// is probed only then (F-8.2).
+    pub has_fallbacks: bool,
     pub now_ms: u64,
 }
 
@@ -50,11 +53,12 @@ pub enum CandidateDecision {
 ///
 /// With any profile available, attempt the available ones. With all
 /// blocked: persistent auth failures skip the provider (F-8.1); the
-/// primary is probed — throttled per provider — when a billing disable
-/// blocks it (F-8.2) or when its soonest cooldown ends within the margin
-/// (F-8.3); a primary or a same-provider sibling may be tried despite a
-/// transient cooldown (rate limit, overload, unknown: F-8.4), at most once
-/// per provider per run (F-8.5). Everything else is skipped.
+/// primary is probed — throttled per provider — when its soonest window
+/// ends within the margin: a billing disable only when the chain has
+/// fallbacks, never hours ahead (F-8.2), a cooldown (F-8.3); a primary or a
+/// same-provider sibling may be tried despite a transient cooldown (rate
+/// limit, overload, unknown: F-8.4), at most once per provider per run
+/// (F-8.5). Everything else is skipped.
 pub fn decide_candidate(request: &CandidateRequest) -> CandidateDecision {
     let available: Vec<String> = request
         .ranked
@@ -85,10 +89,14 @@ pub fn decide_candidate(request: &CandidateRequest) -> CandidateDecision {
         profile: soonest.id.clone(),
         transient,
     };
+    let near_end = until.saturating_sub(request.now_ms) <= PROBE_MARGIN_MS;
     match reason {
-        RecordedReason::Billing if request.primary && throttle_open => probe(false),
+        RecordedReason::Billing
+            if request.primary && near_end && throttle_open && request.has_fallbacks =>
+        {
+            probe(false)
+        }
         RecordedReason::RateLimit | RecordedReason::Overloaded | RecordedReason::Unknown => {
-            let near_end = until.saturating_sub(request.now_ms) <= PROBE_MARGIN_MS;
             let may_probe = (request.primary && near_end && throttle_open) || request.sibling;
             if may_probe && !request.transient_probe_used {
                 probe(true)

@@ -1,14 +1,18 @@
-//! The fallback runner's decisions (spec §3, §7, §8, §10): the candidate
-//! chain, where a run starts, whether to attempt, probe or skip a candidate,
-//! what to do after a failure, and the summary of an exhausted chain. The
-//! host's runner drives these and re-implements none of them.
+//! The fallback runner's decisions (spec §3, §7, §8, §10, §12): the
+//! candidate chain, where a run starts, whether to attempt, probe or skip a
+//! candidate, whether a slow model may be tried, what to do after a
+//! failure, and the summary of an exhausted chain. The host's runner drives
+//! these and re-implements none of them.
 
 mod advance;
 mod chain;
 mod decide;
+mod health;
 mod summary;
 
-pub use advance::{next_step, FailedAttempt, NextStep, RotationConfig, StopReason};
+pub use advance::{
+    next_step, FailedAttempt, NextStep, RotationConfig, StopReason, TIMEOUT_PROFILE_ROTATIONS,
+};
 pub use chain::{
     candidate_chain, resolve_selection, Chain, ChainRequest, Selection, SelectionRequest,
     SelectionSource, SessionOverride,
@@ -16,5 +20,9 @@ pub use chain::{
 pub use decide::{
     decide_candidate, Block, CandidateDecision, CandidateRequest, PROBE_MARGIN_MS,
     PROBE_THROTTLE_MS,
+};
+pub use health::{
+    model_gate, record_attempt_end, Gate, ModelHealth, HANG_WINDOW_MS, SLOW_AFTER_HANGS,
+    SLOW_FOR_MS, TRIAL_EXPIRY_MS,
 };
 pub use summary::{summarise, AttemptRecord, Summary};
