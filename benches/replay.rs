@@ -18,7 +18,7 @@ use failover::auth::{
     CooldownConfig, FailureEvent, OrderRequest, PinDecision, PinRequest, RankedProfile, Usage,
 };
 use failover::policy::{Policy, PolicyVersion};
-use failover::replay::{replay, Trace, Unrecorded};
+use failover::replay::{replay, ReplayOptions, Trace};
 use failover::runner::{
     CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain, GateDecision,
     ModelHealth, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest, SummaryRequest,
@@ -178,7 +178,7 @@ fn timed(
     let started = Instant::now();
     let result =
         tracing::subscriber::with_default(tracing::subscriber::NoSubscriber::default(), || {
-            replay(trace, path, policy, Unrecorded::Error, |_, _| {}).unwrap()
+            replay(trace, path, policy, &ReplayOptions::default(), |_, _| {}).unwrap()
         });
     (started.elapsed(), result.json_lines())
 }

@@ -15,7 +15,7 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 
 use failover::gateway::ClientKeys;
-use failover::replay::{replay, Decision, Trace, Unrecorded};
+use failover::replay::{replay, Decision, ReplayOptions, Trace, Unrecorded};
 use harness::*;
 use upstream::Behaviour;
 
@@ -45,7 +45,17 @@ fn golden(trace: &Path) -> PathBuf {
 
 fn replayed(trace: &Path, unrecorded: Unrecorded) -> failover::replay::Replay {
     let parsed = Trace::read(trace, false).unwrap();
-    replay(&parsed, trace, policy(), unrecorded, |_, _| {}).unwrap()
+    replay(
+        &parsed,
+        trace,
+        policy(),
+        &ReplayOptions {
+            unrecorded,
+            ..ReplayOptions::default()
+        },
+        |_, _| {},
+    )
+    .unwrap()
 }
 
 #[test]
@@ -236,12 +246,12 @@ fn bad_traces_name_the_line_and_lenient_skips_them() {
     let newer = dir.path().join("newer.jsonl");
     std::fs::write(
         &newer,
-        r#"{"type":"header","version":2,"clockStart":0,"agent":"main","config":{}}"#,
+        r#"{"type":"header","version":3,"clockStart":0,"agent":"main","config":{}}"#,
     )
     .unwrap();
     let refused = cli(&["replay", newer.to_str().unwrap(), "--lenient"]);
     assert_eq!(refused.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("trace format version 2"));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("trace format version 3"));
 }
 
 #[test]
@@ -329,7 +339,14 @@ async fn recorded_gateway_traffic_replays_faithfully_and_keeps_no_secrets() {
     let trace = Trace::read(&path, false).unwrap();
     assert_eq!(trace.requests.len(), 4);
     let replay = tokio::task::spawn_blocking(move || {
-        replay(&trace, &path, policy(), Unrecorded::Error, |_, _| {}).unwrap()
+        replay(
+            &trace,
+            &path,
+            policy(),
+            &ReplayOptions::default(),
+            |_, _| {},
+        )
+        .unwrap()
     })
     .await
     .unwrap();

@@ -155,6 +155,11 @@ const EXACT: &[(&str, Option<Reason>, Weight)] = &[
         Weight::Specific,
     ),
     (
+        "tokenrevoked",
+        Some(Reason::AuthPermanent),
+        Weight::Specific,
+    ),
+    (
         "invalidgrant",
         Some(Reason::AuthPermanent),
         Weight::Specific,

@@ -283,7 +283,7 @@ mod tests {
         assert!(s.has(RateLimit) && s.has(LimitTerm) && s.has(PeriodTerm));
         // A phrase that is a suffix of another's prefix path (failure links).
         assert!(scan("xxinternal server errorxx").has(InternalServerError));
-        assert!(scan("resource_exhausted").has(RateLimit));
+        assert!(scan("resource_exhausted").has(ResourceExhausted));
     }
 
     #[test]

@@ -176,10 +176,15 @@ pub fn bare(message: &str) -> Option<Bare> {
     if eq_ignore_case_trimmed(text, "unknown error (no error details in response)") {
         return Some(Bare::NoErrorDetails);
     }
-    ["request failed", "terminated", "stream_read_error"]
-        .iter()
-        .any(|p| eq_ignore_case_trimmed(text, p))
-        .then_some(Bare::TransportFailure)
+    [
+        "request failed",
+        "terminated",
+        "stream_read_error",
+        "load failed",
+    ]
+    .iter()
+    .any(|p| eq_ignore_case_trimmed(text, p))
+    .then_some(Bare::TransportFailure)
 }
 
 /// Whether `text` says `insufficient <one word> balance` ("Insufficient MBT

@@ -114,7 +114,7 @@ pub async fn start_with(extra: &str, keys: ClientKeys, record: Option<bool>) -> 
     let recorder = record.map(|content| {
         let sessions = SessionStore::for_agent(&paths.dir);
         let now = failover::runner::clock::now_ms();
-        let header = record::header_for(&config, "main", &store, &sessions, now).unwrap();
+        let header = record::header_for(&config, "main", &store, &sessions, now, 60_000).unwrap();
         let dir = dir.path().join("traces");
         Arc::new(record::Recorder::start(&dir, &header, content).unwrap())
     });

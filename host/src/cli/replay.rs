@@ -12,7 +12,7 @@ use anyhow::{anyhow, Context as _};
 use super::Context;
 use crate::policy::gate;
 use crate::replay::compare::{diverge, first_difference};
-use crate::replay::{replay, Replay, Trace, Unrecorded};
+use crate::replay::{replay, Replay, ReplayOptions, Trace, Unrecorded};
 use crate::Decider;
 
 /// Exit status when `--expect` or `--against` found a difference.
@@ -41,6 +41,14 @@ pub struct ReplayArgs {
     /// What a call the recording does not cover gets.
     #[arg(long, value_enum, default_value = "error")]
     unrecorded: Unrecorded,
+    /// The longest wait on a provider's Retry-After when nothing else
+    /// remains, in ms (0: never wait). Default: what the trace recorded.
+    #[arg(long, value_name = "MS")]
+    retry_wait_cap_ms: Option<u64>,
+    /// The whole-run deadline of each request, in ms. Default: what the
+    /// trace recorded (none for a version 1 trace).
+    #[arg(long, value_name = "MS")]
+    run_timeout_ms: Option<u64>,
 }
 
 pub fn run(context: &Context, args: ReplayArgs) -> anyhow::Result<ExitCode> {
@@ -138,7 +146,12 @@ fn run_one(trace: &Trace, args: &ReplayArgs, policy: Arc<dyn Decider>) -> anyhow
     // events would only repeat them on stderr.
     let result =
         tracing::subscriber::with_default(tracing::subscriber::NoSubscriber::default(), || {
-            replay(trace, &args.trace, policy, args.unrecorded, |done, _| {
+            let options = ReplayOptions {
+                unrecorded: args.unrecorded,
+                retry_wait_cap_ms: args.retry_wait_cap_ms,
+                run_timeout_ms: args.run_timeout_ms,
+            };
+            replay(trace, &args.trace, policy, &options, |done, _| {
                 if let Some(bar) = &bar {
                     bar.set_position(done as u64);
                 }

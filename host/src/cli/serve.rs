@@ -42,6 +42,7 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(path) => ClientKeys::from_file(path)?,
         None => ClientKeys::default(),
     };
+    let retry_wait_cap_ms = retry_wait_cap_from_env().map_err(|e| anyhow!(e))?;
     let recorder = match &args.record {
         None => None,
         Some(dir) => {
@@ -53,6 +54,7 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
                 &store,
                 &sessions,
                 crate::runner::clock::now_ms(),
+                retry_wait_cap_ms,
             )?;
             let recorder = record::Recorder::start(dir, &header, args.record_content)?;
             eprintln!("failover: recording to {}", recorder.path().display());
@@ -62,7 +64,7 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let options = GatewayOptions {
         agent: context.agent().to_owned(),
         client_keys,
-        retry_wait_cap_ms: retry_wait_cap_from_env().map_err(|e| anyhow!(e))?,
+        retry_wait_cap_ms,
         recorder,
     };
     let policy = context.shared_policy()?;

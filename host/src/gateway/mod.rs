@@ -99,8 +99,14 @@ impl Gateway {
                 continue;
             }
             let paths = state_dir.agent(&agent)?;
-            let store = AuthStore::open(paths.clone())?;
-            let sessions = SessionStore::for_agent(&paths.dir);
+            let mut store = AuthStore::open(paths.clone())?;
+            let mut sessions = SessionStore::for_agent(&paths.dir);
+            // A recording covers the default agent: it watches that agent's
+            // state for changes other processes make (F-12.4).
+            if let (Some(recorder), true) = (&options.recorder, agent == options.agent) {
+                store = store.with_watch(recorder.clone());
+                sessions = sessions.with_watch(recorder.clone());
+            }
             let provider = HttpProvider::new(config.clone(), store.clone())?
                 .with_recorder(options.recorder.clone());
             let runner = Runner::new(

@@ -21,8 +21,16 @@
 //! - **outcome**: one provider call — provider, model, profile, start time,
 //!   latency, and, when it failed, the error as captured (the
 //!   `failover classify` input form: status, headers, body preview,
-//!   transport code). Outcomes are keyed by provider, model, profile and
-//!   time (see [`provider`]).
+//!   transport code) and whether it ran to the attempt deadline (`hung`).
+//!   Outcomes are keyed by provider, model, profile and time (see
+//!   [`provider`]);
+//! - **state** (version 2): a change of a profile's routing state or of a
+//!   session that another process made while recording (F-12.4), applied
+//!   when the replay's clock reaches it.
+//!
+//! A version 2 header also carries the run settings the traffic was
+//! decided under (retry-wait cap, run deadline, rotation caps, primary
+//! probe interval); replay uses them unless a flag overrides them.
 //!
 //! [`replay`] runs a trace through a policy; [`compare`] compares two
 //! replays or a replay and a golden output; [`record::Recorder`] writes
@@ -32,8 +40,9 @@ pub mod compare;
 pub mod provider;
 pub mod record;
 mod replayer;
+mod state_feed;
 pub mod trace;
 
 pub use provider::{Answered, Unrecorded, COVER_WINDOW_MS};
-pub use replayer::{replay, Decision, Replay, ReplayError};
-pub use trace::{Trace, TraceError, TRACE_VERSION};
+pub use replayer::{replay, Decision, Replay, ReplayError, ReplayOptions};
+pub use trace::{RunSettings, StateChange, StateEvent, Trace, TraceError, TRACE_VERSION};

@@ -13,11 +13,12 @@
 //! The virtual clock moves by the recorded latency of each answer.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::provider_error::ProviderError;
 use crate::runner::{CallError, Provider, Target, VirtualClock};
 
+use super::state_feed::StateFeed;
 use super::trace::OutcomeEvent;
 
 /// How far from a call a recorded outcome of the same target still
@@ -64,6 +65,8 @@ pub struct ReplayProvider {
     clock: VirtualClock,
     unrecorded: Unrecorded,
     calls: Mutex<Vec<Call>>,
+    /// Changes other processes made, applied as the clock reaches them.
+    feed: Option<Arc<StateFeed>>,
 }
 
 impl ReplayProvider {
@@ -88,7 +91,15 @@ impl ReplayProvider {
             clock,
             unrecorded,
             calls: Mutex::new(Vec::new()),
+            feed: None,
         }
+    }
+
+    /// The same provider, applying `feed`'s changes after each call as the
+    /// recorded latency moves the clock past them (F-12.4).
+    pub fn with_feed(mut self, feed: Arc<StateFeed>) -> Self {
+        self.feed = Some(feed);
+        self
     }
 
     /// Every call so far, in order.
@@ -182,6 +193,11 @@ impl Provider for ReplayProvider {
                 (result, Answered::Unrecorded)
             }
         };
+        if let Some(feed) = &self.feed {
+            // A change that cannot be applied stays pending; the replay
+            // reports it at the next request.
+            let _ = feed.catch_up(self.clock.now_ms());
+        }
         self.calls
             .lock()
             .unwrap_or_else(|e| e.into_inner())

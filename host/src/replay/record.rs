@@ -1,8 +1,10 @@
 //! Recording real traffic (`failover serve --record DIR`) as a trace that
-//! replays faithfully: the header (config, profiles without secrets, their
-//! state, the sessions, the clock), then each request and each provider
-//! call's outcome as they happen. Prompt and reply text are written only
-//! with `--record-content`.
+//! replays faithfully: the header (config, the run settings, profiles
+//! without secrets, their state, the sessions, the clock), then each
+//! request and each provider call's outcome as they happen, and every
+//! change of routing state another process makes meanwhile (F-12.4: the
+//! recorder watches the default agent's stores). Prompt and reply text are
+//! written only with `--record-content`.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -12,9 +14,15 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use super::trace::{Header, OutcomeEvent, RequestEvent, TraceLine, TraceProfile, TRACE_VERSION};
+use super::trace::{
+    Header, OutcomeEvent, RequestEvent, RunSettings, StateChange, StateEvent, TraceLine,
+    TraceProfile, TRACE_VERSION,
+};
+use crate::auth::Usage;
 use crate::config::Config;
-use crate::state::{files, AuthStore, SessionStore, StateError};
+use crate::runner::clock::now_ms;
+use crate::state::watch::ChangeLog;
+use crate::state::{files, AuthStore, SessionEntry, SessionStore, StateError, StateWatch};
 
 /// Writes one trace file.
 pub struct Recorder {
@@ -22,6 +30,10 @@ pub struct Recorder {
     file: Mutex<BufWriter<File>>,
     next_id: AtomicU64,
     content: bool,
+    /// Routing state this process saw or wrote, per profile.
+    usage: ChangeLog<Usage>,
+    /// Sessions this process saw or wrote.
+    sessions: ChangeLog<SessionEntry>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -32,6 +44,20 @@ impl std::fmt::Debug for Recorder {
     }
 }
 
+/// The settings a run under `config` decides with, `retry_wait_cap_ms`
+/// coming from the environment.
+pub fn settings_for(config: &Config, retry_wait_cap_ms: u64) -> RunSettings {
+    let cooldowns = &config.auth.cooldowns;
+    RunSettings {
+        retry_wait_cap_ms,
+        run_timeout_ms: config.run_timeout_ms(),
+        rate_limited_profile_rotations: cooldowns.rate_limited_profile_rotations,
+        overloaded_profile_rotations: cooldowns.overloaded_profile_rotations,
+        overloaded_backoff_ms: cooldowns.overloaded_backoff_ms,
+        primary_probe_interval_ms: config.primary_probe_interval_ms(),
+    }
+}
+
 /// The header of a recording starting now.
 pub fn header_for(
     config: &Config,
@@ -39,6 +65,7 @@ pub fn header_for(
     store: &AuthStore,
     sessions: &SessionStore,
     now: u64,
+    retry_wait_cap_ms: u64,
 ) -> Result<Header, StateError> {
     let usage = store.usage()?;
     let profiles = store
@@ -60,6 +87,7 @@ pub fn header_for(
         config: serde_json::to_value(config).unwrap_or(Value::Null),
         profiles,
         sessions: sessions.all()?,
+        settings: Some(settings_for(config, retry_wait_cap_ms)),
     })
 }
 
@@ -83,6 +111,13 @@ impl Recorder {
             file: Mutex::new(BufWriter::new(file)),
             next_id: AtomicU64::new(1),
             content,
+            usage: ChangeLog::starting_from(
+                header
+                    .profiles
+                    .iter()
+                    .map(|p| (p.id.clone(), p.usage.clone())),
+            ),
+            sessions: ChangeLog::starting_from(header.sessions.clone()),
         };
         recorder.write(&TraceLine::Header(Box::new(header.clone())));
         Ok(recorder)
@@ -117,6 +152,13 @@ impl Recorder {
         self.write(&TraceLine::Outcome(event));
     }
 
+    fn state(&self, change: StateChange) {
+        self.write(&TraceLine::State(StateEvent {
+            at: now_ms(),
+            change,
+        }));
+    }
+
     /// One line, flushed: a crash loses at most the line being written, and
     /// a reader skips a torn last line with `--lenient`.
     fn write(&self, line: &TraceLine) {
@@ -128,5 +170,35 @@ impl Recorder {
         if let Err(error) = written {
             tracing::warn!(path = %self.path.display(), %error, "cannot write the trace");
         }
+    }
+}
+
+/// Changes of routing state that this process did not make are recorded
+/// as `state` lines, so replay sees what the live gateway saw.
+impl StateWatch for Recorder {
+    fn usage_seen(&self, profile: &str, usage: &Usage) {
+        if self.usage.seen(profile, usage) {
+            self.state(StateChange::Profile {
+                profile: profile.to_owned(),
+                usage: usage.clone(),
+            });
+        }
+    }
+
+    fn usage_written(&self, profile: &str, usage: &Usage) {
+        self.usage.written(profile, usage);
+    }
+
+    fn session_seen(&self, session: &str, entry: &SessionEntry) {
+        if self.sessions.seen(session, entry) {
+            self.state(StateChange::Session {
+                session: session.to_owned(),
+                entry: entry.clone(),
+            });
+        }
+    }
+
+    fn session_written(&self, session: &str, entry: &SessionEntry) {
+        self.sessions.written(session, entry);
     }
 }

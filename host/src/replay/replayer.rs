@@ -16,7 +16,8 @@ use crate::state::{AuthStore, SessionStore, StateDir, StateError};
 use crate::status::state_json;
 
 use super::provider::{Answered, ReplayProvider, Unrecorded};
-use super::trace::{Header, Trace};
+use super::state_feed::StateFeed;
+use super::trace::{Header, RunSettings, StateChange, StateEvent, Trace};
 
 /// The secret every replayed profile gets: replay calls no provider, and a
 /// trace never holds a real one.
@@ -78,6 +79,39 @@ pub enum Decision {
         error: String,
         message: String,
     },
+    /// Another process changed a profile's state or a session (F-12.4).
+    State {
+        at: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        profile: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
+        /// The profile's state or the session entry from then on.
+        value: Value,
+    },
+}
+
+impl From<StateEvent> for Decision {
+    fn from(event: StateEvent) -> Self {
+        let (profile, session, value) = match event.change {
+            StateChange::Profile { profile, usage } => (
+                Some(profile),
+                None,
+                serde_json::to_value(usage).unwrap_or_default(),
+            ),
+            StateChange::Session { session, entry } => (
+                None,
+                Some(session),
+                serde_json::to_value(entry).unwrap_or_default(),
+            ),
+        };
+        Decision::State {
+            at: event.at,
+            profile,
+            session,
+            value,
+        }
+    }
 }
 
 impl Decision {
@@ -90,6 +124,7 @@ impl Decision {
             Decision::Fallback { .. } => "fallback",
             Decision::Served { .. } => "served",
             Decision::Failed { .. } => "failed",
+            Decision::State { .. } => "state",
         }
     }
 
@@ -166,6 +201,19 @@ impl Decision {
                 message,
             } => {
                 format!("{} #{request} FAILED ({error}): {message}", t(at))
+            }
+            Decision::State {
+                at,
+                profile,
+                session,
+                value,
+            } => {
+                let what = match (profile, session) {
+                    (Some(profile), _) => format!("profile {profile}"),
+                    (None, Some(session)) => format!("session {session}"),
+                    (None, None) => String::new(),
+                };
+                format!("{} changed by another process: {what} = {value}", t(at))
             }
         }
     }
@@ -268,19 +316,70 @@ pub enum ReplayError {
     },
 }
 
+/// How to replay, beyond the trace itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplayOptions {
+    /// What a call the recording does not cover gets.
+    pub unrecorded: Unrecorded,
+    /// Overrides the recorded retry-wait cap (F-6.8), in ms.
+    pub retry_wait_cap_ms: Option<u64>,
+    /// Overrides the recorded whole-run deadline, in ms.
+    pub run_timeout_ms: Option<u64>,
+}
+
+/// The settings a replay runs under: the recorded ones (F-12.4), with the
+/// options' overrides; a version 1 trace recorded none, and replays with
+/// the built-in retry-wait cap and no run deadline.
+fn settings_of(header: &Header, options: &ReplayOptions) -> (u64, Option<u64>) {
+    let recorded = header.settings.as_ref();
+    let retry_wait_cap_ms = options
+        .retry_wait_cap_ms
+        .or(recorded.map(|s| s.retry_wait_cap_ms))
+        .unwrap_or(crate::runner::DEFAULT_RETRY_WAIT_CAP_MS);
+    let run_timeout_ms = options
+        .run_timeout_ms
+        .or(recorded.map(|s| s.run_timeout_ms));
+    (retry_wait_cap_ms, run_timeout_ms)
+}
+
+/// The header's config, with the resolved settings it was recorded under.
+fn recorded_config(header: &Header, trace_path: &Path) -> Result<Config, StateError> {
+    let mut config = Config::from_value(header.config.clone(), trace_path)?;
+    if let Some(settings) = &header.settings {
+        apply(&mut config, settings);
+    }
+    Ok(config)
+}
+
+fn apply(config: &mut Config, settings: &RunSettings) {
+    let cooldowns = &mut config.auth.cooldowns;
+    cooldowns.rate_limited_profile_rotations = settings.rate_limited_profile_rotations;
+    cooldowns.overloaded_profile_rotations = settings.overloaded_profile_rotations;
+    cooldowns.overloaded_backoff_ms = settings.overloaded_backoff_ms;
+    config.agents.defaults.model.primary_probe_interval_seconds =
+        Some(settings.primary_probe_interval_ms as f64 / 1000.0);
+}
+
 /// Replays `trace` through `policy`; `progress` is told after each request.
 pub fn replay(
     trace: &Trace,
     trace_path: &Path,
     policy: Arc<dyn Decider>,
-    unrecorded: Unrecorded,
+    options: &ReplayOptions,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Replay, ReplayError> {
     let header = &trace.header;
-    let config = Config::from_value(header.config.clone(), trace_path)?;
+    let config = recorded_config(header, trace_path)?;
+    let (retry_wait_cap_ms, run_timeout_ms) = settings_of(header, options);
     let (store, sessions) = seed_state(header)?;
     let clock = VirtualClock::at(header.clock_start);
-    let provider = ReplayProvider::new(trace.outcomes.clone(), clock.clone(), unrecorded);
+    let feed = Arc::new(StateFeed::new(
+        trace.states.clone(),
+        store.clone(),
+        sessions.clone(),
+    ));
+    let provider = ReplayProvider::new(trace.outcomes.clone(), clock.clone(), options.unrecorded)
+        .with_feed(feed.clone());
     let runner = Runner::new(
         policy,
         config,
@@ -288,7 +387,8 @@ pub fn replay(
         sessions.clone(),
         provider,
         clock.clone(),
-    );
+    )
+    .with_retry_wait_cap(retry_wait_cap_ms);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -301,17 +401,23 @@ pub fn replay(
         if request.at > now {
             clock.advance(request.at - now);
         }
+        feed.catch_up(clock.now_ms())?;
+        decisions.extend(feed.take_applied().into_iter().map(Decision::from));
+        let started = clock.now_ms();
         decisions.push(Decision::Request {
             request: request.id,
-            at: clock.now_ms(),
+            at: started,
             session: request.session.clone(),
             model: request.model.clone(),
         });
-        let options = options_for(&header.agent, request);
+        let mut run_options = options_for(&header.agent, request);
+        run_options.deadline_ms = run_timeout_ms.map(|ms| started.saturating_add(ms));
         let first_call = runner.provider().call_count();
-        let result = runtime.block_on(runner.run(&options, &request.id));
+        let result = runtime.block_on(runner.run(&run_options, &request.id));
         let calls = runner.provider().calls_from(first_call);
         let at = clock.now_ms();
+        // Changes another process made while this request ran.
+        decisions.extend(feed.take_applied().into_iter().map(Decision::from));
         let (attempts, steps) = match &result {
             Ok(outcome) => (outcome.attempts.clone(), outcome.steps.clone()),
             Err(RunError::Exhausted(summary)) => (summary.attempts.clone(), summary.steps.clone()),

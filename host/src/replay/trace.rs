@@ -13,7 +13,8 @@ use crate::provider_error::ProviderError;
 use crate::state::SessionEntry;
 
 /// The format version this build writes; it reads this one and older.
-pub const TRACE_VERSION: u32 = 1;
+/// Version 2 added the header's run settings and `state` lines (F-12.4).
+pub const TRACE_VERSION: u32 = 2;
 
 /// Longest trace line read: a header with thousands of profiles and
 /// sessions fits; a line past this is not a trace.
@@ -26,6 +27,7 @@ pub enum TraceLine {
     Header(Box<Header>),
     Request(RequestEvent),
     Outcome(OutcomeEvent),
+    State(StateEvent),
 }
 
 /// The first line: what the run started from.
@@ -45,6 +47,55 @@ pub struct Header {
     /// The sessions, by id.
     #[serde(default)]
     pub sessions: BTreeMap<String, SessionEntry>,
+    /// The run settings in force when the traffic was recorded, resolved
+    /// (F-12.4); absent in version 1 traces, which replay with the
+    /// built-in defaults and no run deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<RunSettings>,
+}
+
+/// What a recorded run was decided under beyond the config file: the
+/// environment's retry-wait cap, and the config's deadlines and rotation
+/// caps as they resolved then (a later default changes nothing here).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSettings {
+    /// F-6.8's cap on waiting for a `Retry-After`; 0 never waits.
+    pub retry_wait_cap_ms: u64,
+    /// The whole-run deadline (`agents.defaults.timeoutSeconds`).
+    pub run_timeout_ms: u64,
+    /// `auth.cooldowns.rateLimitedProfileRotations`.
+    pub rate_limited_profile_rotations: u32,
+    /// `auth.cooldowns.overloadedProfileRotations`.
+    pub overloaded_profile_rotations: u32,
+    /// `auth.cooldowns.overloadedBackoffMs`.
+    pub overloaded_backoff_ms: u64,
+    /// `agents.defaults.model.primaryProbeIntervalSeconds`, in ms.
+    pub primary_probe_interval_ms: u64,
+}
+
+/// A change of routing state that another process made while the traffic
+/// was recorded (F-12.4): from `at` on, the profile's state or the
+/// session is what it holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateEvent {
+    pub at: u64,
+    #[serde(flatten)]
+    pub change: StateChange,
+}
+
+/// What a [`StateEvent`] changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum StateChange {
+    /// A profile's routing state (`usageStats`).
+    Profile { profile: String, usage: Usage },
+    /// A session entry.
+    Session {
+        session: String,
+        entry: SessionEntry,
+    },
 }
 
 /// A stored profile without its secret.
@@ -125,6 +176,8 @@ pub struct Trace {
     /// In file order (recording order: by start time).
     pub requests: Vec<RequestEvent>,
     pub outcomes: Vec<OutcomeEvent>,
+    /// Changes other processes made, in file order.
+    pub states: Vec<StateEvent>,
     /// Lines skipped by `--lenient`.
     pub skipped: Vec<(usize, String)>,
 }
@@ -168,6 +221,7 @@ impl Trace {
         let mut header: Option<Header> = None;
         let mut requests = Vec::new();
         let mut outcomes = Vec::new();
+        let mut states = Vec::new();
         let mut skipped = Vec::new();
         let mut ids = std::collections::HashSet::new();
         for (index, line) in reader.split(b'\n').enumerate() {
@@ -207,6 +261,10 @@ impl Trace {
                     outcomes.push(o);
                     Ok(None)
                 }
+                (Some(_), TraceLine::State(event)) => {
+                    states.push(event);
+                    Ok(None)
+                }
             });
             match parsed {
                 Ok(Some(h)) => header = Some(h),
@@ -237,6 +295,7 @@ impl Trace {
             header,
             requests,
             outcomes,
+            states,
             skipped,
         })
     }
@@ -295,6 +354,33 @@ mod tests {
     }
 
     #[test]
+    fn state_lines_carry_a_profile_or_a_session() {
+        let text = format!(
+            "{HEADER}\n{}\n{}\n",
+            r#"{"type":"state","at":1500,"profile":"openai:a","usage":{"cooldownUntil":9000,"cooldownReason":"rate_limit","errorCount":1}}"#,
+            r#"{"type":"state","at":1600,"session":"s1","entry":{"modelOverride":"gpt-4o","providerOverride":"openai","modelOverrideSource":"user"}}"#
+        );
+        let trace = parse(&text, false).unwrap();
+        assert_eq!(trace.states.len(), 2);
+        assert!(matches!(
+            &trace.states[0].change,
+            StateChange::Profile { profile, usage } if profile == "openai:a" && usage.cooldown_until == Some(9000)
+        ));
+        assert!(matches!(
+            &trace.states[1].change,
+            StateChange::Session { session, entry } if session == "s1" && entry.model().as_deref() == Some("openai/gpt-4o")
+        ));
+        let bad = format!(
+            "{HEADER}\n{}\n",
+            r#"{"type":"state","at":1,"profile":"p:a"}"#
+        );
+        assert!(parse(&bad, false)
+            .unwrap_err()
+            .to_string()
+            .contains("line 2"));
+    }
+
+    #[test]
     fn an_outcome_before_its_request_names_its_line() {
         let text = format!(
             "{HEADER}\n{}\n",
@@ -316,7 +402,7 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(
-            newer.contains("version 9") && newer.contains("reads version 1"),
+            newer.contains("version 9") && newer.contains("reads version 2"),
             "{newer}"
         );
         let headless = parse(r#"{"type":"request","id":1,"at":0,"model":"auto"}"#, true)

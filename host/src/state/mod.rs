@@ -8,9 +8,11 @@ pub mod secrets;
 pub mod sessions;
 pub mod store;
 pub mod usage_file;
+pub mod watch;
 
 pub use error::StateError;
 pub use paths::{AgentPaths, StateDir, AGENT_ENV, DEFAULT_AGENT, STATE_DIR_ENV};
 pub use secrets::{canonical_provider, Credential, ProfileSummary, ProfilesFile, Secret};
 pub use sessions::{split_model, SessionEntry, SessionStore};
 pub use store::{stored_profiles, AuthStore, ProfilesGuard};
+pub use watch::StateWatch;

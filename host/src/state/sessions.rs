@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 
 use super::error::StateError;
 use super::files::{self, StateLock};
+use super::watch::StateWatch;
 use crate::auth::{PinSource, RecordedReason};
 use crate::runner::OverrideSource;
 
@@ -138,6 +139,8 @@ pub struct SessionStore {
     path: PathBuf,
     lock: PathBuf,
     memory: Option<Arc<Mutex<SessionsFile>>>,
+    /// Told what sessions are read and written (a recording, F-12.4).
+    watch: Option<Arc<dyn StateWatch>>,
 }
 
 impl SessionStore {
@@ -149,6 +152,7 @@ impl SessionStore {
             path: dir.join("sessions.json"),
             lock: dir.join(".lock"),
             memory: None,
+            watch: None,
         }
     }
 
@@ -158,7 +162,15 @@ impl SessionStore {
             path: PathBuf::from("<memory>"),
             lock: PathBuf::from("<memory>"),
             memory: Some(Arc::new(Mutex::new(SessionsFile::default()))),
+            watch: None,
         }
+    }
+
+    /// The same store, telling `watch` every session it reads and every one
+    /// this process writes.
+    pub fn with_watch(mut self, watch: Arc<dyn StateWatch>) -> SessionStore {
+        self.watch = Some(watch);
+        self
     }
 
     /// The sessions file.
@@ -180,7 +192,11 @@ impl SessionStore {
 
     /// One session (empty if it has never been written).
     pub fn get(&self, id: &str) -> Result<SessionEntry, StateError> {
-        Ok(self.read()?.sessions.remove(id).unwrap_or_default())
+        let entry = self.read()?.sessions.remove(id);
+        if let (Some(watch), Some(entry)) = (&self.watch, &entry) {
+            watch.session_seen(id, entry);
+        }
+        Ok(entry.unwrap_or_default())
     }
 
     /// Changes one session under the lock: re-read, change, atomic write.
@@ -199,6 +215,9 @@ impl SessionStore {
         let _lock = StateLock::acquire(&self.lock)?;
         let mut file = self.read()?;
         let before = file.sessions.get(id).cloned();
+        if let (Some(watch), Some(before)) = (&self.watch, &before) {
+            watch.session_seen(id, before);
+        }
         let entry = file.sessions.entry(id.to_owned()).or_default();
         let result = change(entry);
         if before.as_ref().unwrap_or(&SessionEntry::default()) == entry {
@@ -207,8 +226,12 @@ impl SessionStore {
             }
             return Ok(result);
         }
+        let written = entry.clone();
         file.version = 1;
         files::write_json_atomic(&self.path, &file)?;
+        if let Some(watch) = &self.watch {
+            watch.session_written(id, &written);
+        }
         Ok(result)
     }
 }

@@ -11,6 +11,7 @@ use super::files::{self, StateLock};
 use super::paths::AgentPaths;
 use super::secrets::{canonical_provider, ProfileSummary, ProfilesFile};
 use super::usage_file::UsageFile;
+use super::watch::{report_usage_seen, StateWatch};
 use crate::auth::Usage;
 
 /// An agent's `auth-profiles.json` and `auth-state.json` — or, for replay,
@@ -19,6 +20,8 @@ use crate::auth::Usage;
 pub struct AuthStore {
     paths: AgentPaths,
     memory: Option<Arc<Mutex<Memory>>>,
+    /// Told what routing state is read and written (a recording, F-12.4).
+    watch: Option<Arc<dyn StateWatch>>,
 }
 
 /// The in-memory documents.
@@ -37,6 +40,7 @@ impl AuthStore {
         let store = AuthStore {
             paths,
             memory: None,
+            watch: None,
         };
         if !store.paths.profiles.exists()
             && !store.paths.legacy_profiles.exists()
@@ -58,7 +62,15 @@ impl AuthStore {
         AuthStore {
             paths,
             memory: Some(Arc::new(Mutex::new(Memory::default()))),
+            watch: None,
         }
+    }
+
+    /// The same store, telling `watch` every routing state it reads and
+    /// every one this process writes.
+    pub fn with_watch(mut self, watch: Arc<dyn StateWatch>) -> AuthStore {
+        self.watch = Some(watch);
+        self
     }
 
     fn memory(&self) -> Option<std::sync::MutexGuard<'_, Memory>> {
@@ -129,7 +141,11 @@ impl AuthStore {
     /// Routing state of every profile. Without `auth-state.json`, the
     /// `usageStats` older versions kept inside `auth-profiles.json`.
     pub fn usage(&self) -> Result<BTreeMap<String, Usage>, StateError> {
-        Ok(self.usage_file()?.usage_stats)
+        let usage = self.usage_file()?.usage_stats;
+        if let Some(watch) = &self.watch {
+            report_usage_seen(watch.as_ref(), &usage);
+        }
+        Ok(usage)
     }
 
     fn usage_file(&self) -> Result<UsageFile, StateError> {
@@ -154,15 +170,47 @@ impl AuthStore {
     ) -> Result<T, StateError> {
         if let Some(mut memory) = self.memory() {
             let mut usage = memory.usage.usage_stats.clone();
+            self.report_change(&memory.usage.usage_stats, None);
             let result = change(&mut usage)?;
+            self.report_change(&memory.usage.usage_stats, Some(&usage));
             memory.usage.usage_stats = usage;
             return Ok(result);
         }
         let _lock = self.lock()?;
         let mut file = self.usage_file()?;
+        let before = self.watch.as_ref().map(|_| file.usage_stats.clone());
+        if let Some(before) = &before {
+            self.report_change(before, None);
+        }
         let result = change(&mut file.usage_stats)?;
+        let written = before.as_ref().map(|_| file.usage_stats.clone());
         files::write_json_atomic(&self.paths.usage, &file.stamped())?;
+        if let (Some(before), Some(written)) = (&before, &written) {
+            self.report_change(before, Some(written));
+        }
         Ok(result)
+    }
+
+    /// Tells the watch the state found under the lock (`after` is `None`),
+    /// or the profiles this change wrote.
+    fn report_change(
+        &self,
+        before: &BTreeMap<String, Usage>,
+        after: Option<&BTreeMap<String, Usage>>,
+    ) {
+        let Some(watch) = &self.watch else {
+            return;
+        };
+        match after {
+            None => report_usage_seen(watch.as_ref(), before),
+            Some(after) => {
+                for (profile, usage) in after {
+                    if before.get(profile) != Some(usage) {
+                        watch.usage_written(profile, usage);
+                    }
+                }
+            }
+        }
     }
 
     /// Changes one profile's routing state under the lock: `next` gets its

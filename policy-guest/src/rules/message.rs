@@ -56,10 +56,11 @@ pub fn reason(facts: &LevelFacts) -> Option<Reason> {
             Reason::RateLimit
         });
     }
-    if rate_limit(s) {
+    let overloaded = s.has(Overloaded) || (s.has(ServiceUnavailable) && s.has(CapacityTerm));
+    if rate_limit(s) && !(overloaded && only_generic_rate_limit(s)) {
         return Some(Reason::RateLimit);
     }
-    if s.has(Overloaded) || (s.has(ServiceUnavailable) && s.has(CapacityTerm)) {
+    if overloaded {
         return Some(Reason::Overloaded);
     }
     if has_code(facts, "servererror") && !billing && !s.has(Auth) && !s.has(AuthPermanent) {
@@ -158,8 +159,18 @@ pub fn billing(facts: &LevelFacts) -> bool {
 pub fn rate_limit(s: Signals) -> bool {
     s.has(RateLimit)
         || s.has(Word429)
+        || s.has(ResourceExhausted)
         || s.has(TpmHint)
         || (s.has(LimitTerm) && (s.has(PeriodTerm) || s.has(ResetHint)))
+}
+
+/// The only rate-limit evidence is a generic status word (`RESOURCE_EXHAUSTED`,
+/// a 429, an SDK's `RateLimitError` class): the provider's own words about
+/// capacity speak louder.
+fn only_generic_rate_limit(s: Signals) -> bool {
+    !s.has(RateLimit)
+        && !s.has(TpmHint)
+        && !(s.has(LimitTerm) && (s.has(PeriodTerm) || s.has(ResetHint)))
 }
 
 /// An OAuth refresh the provider refused: a person must sign in again.
