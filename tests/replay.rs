@@ -61,7 +61,7 @@ fn replayed(trace: &Path, unrecorded: Unrecorded) -> failover::replay::Replay {
 #[test]
 fn every_example_incident_replays_to_its_golden_output() {
     let traces = traces();
-    assert_eq!(traces.len(), 7, "{traces:?}");
+    assert_eq!(traces.len(), 14, "{traces:?}");
     for trace in traces {
         let expected = std::fs::read_to_string(golden(&trace)).unwrap();
         let actual = replayed(&trace, Unrecorded::Error).json_lines().join("\n") + "\n";
@@ -125,6 +125,162 @@ fn the_incidents_show_what_they_are_about() {
     ] {
         assert_eq!(run(name).unrecorded, 0, "{name}");
     }
+}
+
+/// The (model, profile) each request was served by, by request id.
+fn served_by(replay: &failover::replay::Replay) -> Vec<(u64, String, String)> {
+    replay
+        .decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Served {
+                request,
+                model,
+                profile,
+                ..
+            } => Some((*request, model.clone(), profile.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The models request `id` called, in order.
+fn attempted(replay: &failover::replay::Replay, id: u64) -> Vec<String> {
+    replay
+        .decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Attempt { request, model, .. } if *request == id => Some(model.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn final_line<'a>(
+    replay: &'a failover::replay::Replay,
+    kind: &str,
+    id: &str,
+) -> &'a serde_json::Value {
+    replay
+        .profiles
+        .iter()
+        .chain(&replay.sessions)
+        .find(|line| line["kind"] == kind && line["id"] == id)
+        .unwrap_or_else(|| panic!("no final {kind} {id}"))
+}
+
+const A: &str = "anthropic/claude-sonnet-4";
+const O: &str = "openai/gpt-4o";
+const T0: u64 = 1_767_225_600_000;
+
+#[test]
+fn the_project_rules_show_in_their_incidents() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/traces");
+    let path = |name: &str| dir.join(format!("{name}.jsonl"));
+    let run = |name: &str| replayed(&path(name), Unrecorded::Error);
+
+    // F-12.1: a timeout tries the provider's next key before the next model.
+    let timeouts = run("timeout-rotation");
+    assert_eq!(served_by(&timeouts)[0], (1, A.into(), "anthropic:b".into()));
+    assert_eq!(
+        attempted(&timeouts, 2),
+        [A, A, O],
+        "one rotation, then the next model"
+    );
+
+    // F-8.2: a billing disable hours away is never probed; near its end it is.
+    let billing = run("billing-probe-near-expiry");
+    assert!(attempted(&billing, 1).iter().all(|m| m == O));
+    assert!(attempted(&billing, 2).iter().all(|m| m == O));
+    assert_eq!(served_by(&billing)[2], (3, A.into(), "anthropic:a".into()));
+
+    // F-12.2: the override re-probes the primary once per interval.
+    let reprobe = run("primary-reprobe");
+    assert_eq!(attempted(&reprobe, 1), [O], "inside the interval: no probe");
+    assert_eq!(
+        attempted(&reprobe, 2),
+        [A, O],
+        "one probe, then the override"
+    );
+    assert_eq!(served_by(&reprobe)[2].1, A, "the probe answered");
+    assert!(final_line(&reprobe, "session", "chat-1")
+        .get("modelOverride")
+        .is_none());
+
+    // F-12.3: after two hangs the model is skipped, then a trial decides.
+    let slow = run("slow-target");
+    assert_eq!(attempted(&slow, 2), [O]);
+    assert!(slow.decisions.iter().any(|d| matches!(
+        d,
+        Decision::Skip { request: 2, model, reason } if model == A && reason == "timeout"
+    )));
+    assert_eq!(served_by(&slow)[2].1, A);
+
+    // F-12.6: a Retry-After reaching past the open cooldown extends it.
+    let extends = run("retry-after-extends");
+    assert_eq!(
+        final_line(&extends, "profile", "anthropic:a")["cooldownUntil"],
+        T0 + 10_200 + 3_600_000
+    );
+    assert_eq!(attempted(&extends, 2), [O], "still cooling down at t+120 s");
+
+    // F-12.5: the failed fallbacks' pins go with their model override.
+    let pin = run("failed-fallback-pin");
+    let session = final_line(&pin, "session", "chat-9");
+    assert_eq!(session["authProfileOverride"], "anthropic:a");
+    assert!(session.get("modelOverride").is_none());
+}
+
+#[test]
+fn a_replay_sees_other_processes_changes_and_the_recorded_settings() {
+    // F-12.4.
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/traces/external-state-change.jsonl");
+    let with = replayed(&path, Unrecorded::Error);
+    assert!(with.decisions.iter().any(|d| matches!(
+        d,
+        Decision::State { profile: Some(p), .. } if p == "anthropic:a"
+    )));
+    assert_eq!(served_by(&with)[1], (2, A.into(), "anthropic:b".into()));
+    // Without the state line the replay decides on a state the live
+    // gateway never had.
+    let dir = tempfile::tempdir().unwrap();
+    let stripped = dir.path().join("stripped.jsonl");
+    let text: String = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .filter(|line| !line.contains(r#""type":"state""#))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    std::fs::write(&stripped, text).unwrap();
+    let without = replayed(&stripped, Unrecorded::Error);
+    assert_eq!(served_by(&without)[1], (2, A.into(), "anthropic:a".into()));
+    // The recorded retry-wait cap (0) is replayed: request 3 fails at once;
+    // a flag overrides it, and the wait serves it.
+    assert!(with
+        .decisions
+        .iter()
+        .any(|d| matches!(d, Decision::Failed { request: 3, .. })));
+    let parsed = Trace::read(&path, false).unwrap();
+    let waited = replay(
+        &parsed,
+        &path,
+        policy(),
+        &ReplayOptions {
+            retry_wait_cap_ms: Some(60_000),
+            ..ReplayOptions::default()
+        },
+        |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(served_by(&waited)[2], (3, A.into(), "anthropic:b".into()));
+    let out = cli(&[
+        "replay",
+        path.to_str().unwrap(),
+        "--retry-wait-cap-ms",
+        "60000",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("#3 served by"));
 }
 
 fn cli(args: &[&str]) -> Output {
@@ -389,5 +545,63 @@ async fn record_content_keeps_prompts_and_replies() {
         // a test fixture, so only check the header line holds none.
         assert!(!text.lines().next().unwrap().contains(key));
     }
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_captures_what_another_process_changes_meanwhile() {
+    // F-12.4: `failover profiles mark` (here: another store on the same
+    // files, as another process has) cools a key while the gateway records.
+    let h = start_with("", ClientKeys::default(), Some(false)).await;
+    let first = h.chat("auto", false, None).await;
+    assert_eq!(first.header("x-failover-profile"), "anthropic:a");
+    let until = failover::runner::clock::now_ms() + 3_600_000;
+    h.store
+        .update_profile_usage("anthropic:a", |u| {
+            Ok::<_, std::convert::Infallible>(failover::auth::Usage {
+                cooldown_until: Some(until),
+                cooldown_reason: Some(failover::auth::RecordedReason::RateLimit),
+                error_count: 1,
+                ..u.clone()
+            })
+        })
+        .unwrap();
+    let second = h.chat("auto", false, None).await;
+    assert_eq!(second.header("x-failover-profile"), "anthropic:b");
+    let path = h.trace.clone().unwrap();
+    let trace = Trace::read(&path, false).unwrap();
+    assert_eq!(
+        trace.states.len(),
+        1,
+        "exactly the foreign change, none of the gateway's own: {:?}",
+        trace.states
+    );
+    assert!(matches!(
+        &trace.states[0].change,
+        failover::replay::StateChange::Profile { profile, usage }
+            if profile == "anthropic:a" && usage.cooldown_until == Some(until)
+    ));
+    assert!(
+        trace.header.settings.is_some(),
+        "the run settings are recorded"
+    );
+    let replayed = tokio::task::spawn_blocking(move || {
+        replay(
+            &trace,
+            &path,
+            policy(),
+            &ReplayOptions::default(),
+            |_, _| {},
+        )
+        .unwrap()
+    })
+    .await
+    .unwrap();
+    let profiles: Vec<String> = served_by(&replayed).into_iter().map(|s| s.2).collect();
+    assert_eq!(
+        profiles,
+        ["anthropic:a", "anthropic:b"],
+        "replay saw what the gateway saw"
+    );
     h.stop().await;
 }

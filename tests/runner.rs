@@ -39,6 +39,8 @@ enum Outcome {
     LiveSwitch(&'static str),
     /// Runs a side effect (a concurrent session edit), then fails.
     EditThenFail(Arc<dyn Fn() + Send + Sync>, u16, &'static str),
+    /// Runs to the attempt deadline without an answer (F-12.3).
+    Hang,
 }
 
 /// A provider whose answers are scripted per model; unscripted calls reply.
@@ -106,6 +108,10 @@ impl Provider for Scripted {
                 edit();
                 fail(status, message)
             }
+            Outcome::Hang => Err(CallError::Hung(Box::new(
+                ProviderError::message("request timed out: no answer within 120.0 s")
+                    .with_code("ETIMEDOUT"),
+            ))),
         }
     }
 }
@@ -847,4 +853,208 @@ async fn round_robin_holds_while_last_used_writes_are_coalesced() {
     let next = r.run(&RunOptions::default(), &()).await.unwrap().profile;
     let now = failover::runner::Clock::now_ms(&w.clock);
     assert_eq!(w.store.usage().unwrap()[&next].last_used, Some(now));
+}
+
+// Project rules beyond the seeds (spec §12).
+
+#[tokio::test]
+async fn a_timeout_tries_the_providers_next_profile_before_the_next_model() {
+    // F-12.1: one key's timeout may be its own stuck connection.
+    let w = world(ALL);
+    let provider = Scripted::default().then(PRIMARY, Outcome::Fail(504, "gateway timeout"));
+    let r = runner(&w, config(), provider);
+    let outcome = r.run(&RunOptions::default(), &()).await.unwrap();
+    assert_eq!(outcome.model, PRIMARY);
+    assert_eq!(outcome.profile, "anthropic:b");
+    let usage = w.store.usage().unwrap();
+    let a = usage.get("anthropic:a").cloned().unwrap_or_default();
+    assert_eq!(
+        a.cooldown_until, None,
+        "a timeout does not cool the key (F-6.1)"
+    );
+    // Both keys time out: one rotation, then the next model.
+    let provider = Scripted::default()
+        .then(PRIMARY, Outcome::Fail(504, "gateway timeout"))
+        .then(PRIMARY, Outcome::Fail(504, "gateway timeout"))
+        .then(PRIMARY, Outcome::Fail(504, "gateway timeout"));
+    let w = world(&["anthropic:a", "anthropic:b", "anthropic:c", "openai:a"]);
+    let r = runner(&w, config(), provider);
+    let outcome = r.run(&RunOptions::default(), &()).await.unwrap();
+    assert_eq!(outcome.model, FALLBACK);
+    assert_eq!(
+        r.provider().models_called(),
+        [PRIMARY, PRIMARY, FALLBACK],
+        "one rotation, not three"
+    );
+}
+
+#[tokio::test]
+async fn a_model_that_hangs_twice_is_skipped_for_a_minute_then_one_trial_decides() {
+    // F-12.3.
+    let w = world(ALL);
+    let provider = Scripted::default()
+        .then(PRIMARY, Outcome::Hang)
+        .then(PRIMARY, Outcome::Hang);
+    let r = runner(&w, config(), provider);
+    let first = r.run(&RunOptions::default(), &()).await.unwrap();
+    assert_eq!(first.model, FALLBACK);
+    assert_eq!(r.provider().models_called(), [PRIMARY, PRIMARY, FALLBACK]);
+    assert_eq!(r.model_health().of(PRIMARY).hangs, 2);
+    // Slow: skipped without a call while others remain.
+    w.clock.advance(1_000);
+    let second = r.run(&RunOptions::default(), &()).await.unwrap();
+    assert_eq!(second.model, FALLBACK);
+    assert_eq!(
+        r.provider().models_called().len(),
+        4,
+        "no call to the slow model"
+    );
+    let skipped = &second.attempts[0];
+    assert_eq!(
+        (
+            skipped.model.as_str(),
+            skipped.profile.as_deref(),
+            skipped.reason
+        ),
+        (PRIMARY, None, RecordedReason::Timeout)
+    );
+    assert!(skipped.summary.contains("slow"), "{}", skipped.summary);
+    // Nothing else to try: a slow model is still tried.
+    let strict = RunOptions {
+        model: Some(PRIMARY.into()),
+        ..RunOptions::default()
+    };
+    assert_eq!(r.run(&strict, &()).await.unwrap().model, PRIMARY);
+    // That answer cleared it; make it slow again and wait out the minute.
+    let provider = Scripted::default()
+        .then(PRIMARY, Outcome::Hang)
+        .then(PRIMARY, Outcome::Hang);
+    let r = runner(&w, config(), provider);
+    r.run(&RunOptions::default(), &()).await.unwrap();
+    w.clock.advance(61_000);
+    // The half-open trial answers: healthy again.
+    let trial = r.run(&RunOptions::default(), &()).await.unwrap();
+    assert_eq!(trial.model, PRIMARY);
+    assert_eq!(r.model_health().of(PRIMARY), Default::default());
+}
+
+#[tokio::test]
+async fn an_auto_override_reprobes_the_primary_once_per_interval() {
+    // F-12.2.
+    let w = world(ALL);
+    let provider = Scripted::default()
+        .then(PRIMARY, Outcome::Fail(429, "rate limited"))
+        .then(PRIMARY, Outcome::Fail(429, "rate limited"))
+        .then(PRIMARY, Outcome::Fail(503, "overloaded"));
+    let r = runner(&w, config(), provider);
+    let fell_back = r.run(&session("s1"), &()).await.unwrap();
+    assert_eq!(fell_back.model, FALLBACK);
+    let entry = w.sessions.get("s1").unwrap();
+    assert_eq!(entry.model().as_deref(), Some(FALLBACK));
+    assert_eq!(entry.model_override_primary_probe_at, Some(NOW));
+    // Inside the interval: the override, no probe.
+    w.clock.advance(60_000);
+    r.run(&session("s1"), &()).await.unwrap();
+    assert_eq!(
+        r.provider().models_called(),
+        [PRIMARY, PRIMARY, FALLBACK, FALLBACK]
+    );
+    // Five minutes after the fallback: one attempt on the primary, which
+    // fails; the run goes on with the override, which stays.
+    w.clock.advance(240_000);
+    let probed = r.run(&session("s1"), &()).await.unwrap();
+    assert_eq!(probed.model, FALLBACK);
+    assert_eq!(probed.source, SelectionSource::AutoOverride);
+    assert_eq!(
+        r.provider().models_called()[4..],
+        [PRIMARY.to_owned(), FALLBACK.to_owned()],
+        "one probe with one profile"
+    );
+    let entry = w.sessions.get("s1").unwrap();
+    assert_eq!(
+        entry.model().as_deref(),
+        Some(FALLBACK),
+        "a failed probe keeps the override"
+    );
+    assert_eq!(entry.model_override_primary_probe_at, Some(NOW + 300_000));
+    // Five minutes later the primary answers: the override goes.
+    w.clock.advance(300_000);
+    let back = r.run(&session("s1"), &()).await.unwrap();
+    assert_eq!(back.model, PRIMARY);
+    assert_eq!(back.source, SelectionSource::ConfiguredDefault);
+    let entry = w.sessions.get("s1").unwrap();
+    assert_eq!(
+        entry.model(),
+        None,
+        "a successful probe clears the override"
+    );
+    // An interval of 0 never probes.
+    let mut never = config();
+    never.agents.defaults.model.primary_probe_interval_seconds = Some(0.0);
+    let w = world(ALL);
+    w.sessions
+        .update("s2", |e| {
+            e.provider_override = Some("openai".into());
+            e.model_override = Some("gpt-4o".into());
+            e.model_override_source = Some(OverrideSource::Auto);
+        })
+        .unwrap();
+    let r = runner(&w, never, Scripted::default());
+    assert_eq!(r.run(&session("s2"), &()).await.unwrap().model, FALLBACK);
+    assert_eq!(r.provider().models_called(), [FALLBACK]);
+}
+
+#[tokio::test]
+async fn a_failed_cross_provider_fallback_drops_its_profile_pin() {
+    // F-12.5: the pin written for the fallback's provider goes with the
+    // model override when that fallback fails.
+    let w = world(ALL);
+    let provider = Scripted::default()
+        .then(PRIMARY, Outcome::Fail(429, "rate limited"))
+        .then(PRIMARY, Outcome::Fail(429, "rate limited"))
+        .then(FALLBACK, Outcome::Fail(401, "unauthorized"))
+        .then(LAST, Outcome::Fail(401, "unauthorized"));
+    let r = runner(&w, config(), provider);
+    assert!(r.run(&session("s1"), &()).await.is_err());
+    let entry = w.sessions.get("s1").unwrap();
+    assert_eq!(entry.model(), None, "the model override is rolled back");
+    let pin = entry.auth_profile_override.unwrap_or_default();
+    assert!(
+        pin.starts_with("anthropic:"),
+        "the failed fallbacks' pins are gone, the primary's stays: {pin:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_retry_after_past_an_open_cooldown_extends_it() {
+    // F-12.6: the primary is probed near the end of its cooldown and the
+    // provider asks for an hour: the window now ends in an hour.
+    let w = world(&["anthropic:a", "openai:a", "google:a"]);
+    w.store
+        .update_usage(|u| {
+            let usage = u.entry("anthropic:a".into()).or_default();
+            usage.cooldown_until = Some(NOW + 60_000);
+            usage.cooldown_reason = Some(RecordedReason::RateLimit);
+            usage.error_count = 1;
+            usage.last_failure_at = Some(NOW - 1_000);
+            Ok(())
+        })
+        .unwrap();
+    let provider = Scripted::default().then(
+        PRIMARY,
+        Outcome::Error(
+            ProviderError::message("rate limited")
+                .with_status(429)
+                .with_header("retry-after", "3600"),
+        ),
+    );
+    let r = runner(&w, config(), provider);
+    assert_eq!(
+        r.run(&RunOptions::default(), &()).await.unwrap().model,
+        FALLBACK
+    );
+    assert_eq!(r.provider().models_called(), [PRIMARY, FALLBACK], "probed");
+    let usage = w.store.usage().unwrap()["anthropic:a"].clone();
+    assert_eq!(usage.cooldown_until, Some(NOW + 3_600_000));
+    assert_eq!(usage.error_count, 2);
 }
