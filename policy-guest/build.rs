@@ -95,6 +95,7 @@ impl Dfa {
         let mut delta = vec![vec![0u32; raw_count]; states];
         let mut fail = vec![0usize; states];
         let mut queue = VecDeque::new();
+        let mut breadth_first = vec![0usize];
         for class in 0..raw_count {
             let child = goto[0][class];
             if child != NONE {
@@ -103,6 +104,7 @@ impl Dfa {
             }
         }
         while let Some(state) = queue.pop_front() {
+            breadth_first.push(state);
             let own = outputs[fail[state]].clone();
             outputs[state].extend(own);
             for class in 0..raw_count {
@@ -136,10 +138,23 @@ impl Dfa {
             classes[usize::from(byte)] =
                 u8::try_from(merged_of_raw[raw]).expect("at most 256 classes");
         }
-        // Number states without output first (the root stays 0: no phrase is empty).
-        let mut order: Vec<usize> = (0..states).filter(|&s| outputs[s].is_empty()).collect();
+        // Number states without output first (the root stays 0: no phrase is
+        // empty), each group shallowest first: a scan spends nearly all its
+        // steps in the few shallow states, and numbering them together keeps
+        // their rows in a few cache lines however large the table grows.
+        let mut order: Vec<usize> = breadth_first
+            .iter()
+            .copied()
+            .filter(|&s| outputs[s].is_empty())
+            .collect();
         let first_match_state = order.len();
-        order.extend((0..states).filter(|&s| !outputs[s].is_empty()));
+        order.extend(
+            breadth_first
+                .iter()
+                .copied()
+                .filter(|&s| !outputs[s].is_empty()),
+        );
+        assert_eq!(order.len(), states, "every state numbered once");
         let mut new_id = vec![0usize; states];
         for (new, &old) in order.iter().enumerate() {
             new_id[old] = new;

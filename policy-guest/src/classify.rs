@@ -50,7 +50,8 @@ pub fn classify(report: &ErrorReport) -> Classification {
         let message = level.message.trim();
         let has_code = level.code.as_deref().is_some_and(|c| !c.trim().is_empty());
         anything_said |= !message.is_empty() || level.status.is_some() || has_code;
-        no_error_details |= text::bare(message) == Some(Bare::NoErrorDetails);
+        let bare = text::bare(message);
+        no_error_details |= bare == Some(Bare::NoErrorDetails);
         if retry_after_ms.is_none() {
             retry_after_ms = retry_after::from_headers(&level.headers, report.now_ms);
         }
@@ -58,12 +59,15 @@ pub fn classify(report: &ErrorReport) -> Classification {
             // The reason is settled; a later body matters only for a retry
             // delay that no header gave.
             if retry_after_ms.is_none() && body_retry_ms.is_none() {
-                body_retry_ms = read_body(message).and_then(|b| b.retry_delay_ms);
+                let leading = text::leading_status(message);
+                body_retry_ms =
+                    read_body(message, leading.is_some()).and_then(|b| b.retry_delay_ms);
             }
             continue;
         }
 
-        let body = read_body(message);
+        let leading = text::leading_status(message);
+        let body = read_body(message, leading.is_some());
         if body_retry_ms.is_none() {
             body_retry_ms = body.as_ref().and_then(|b| b.retry_delay_ms);
         }
@@ -80,7 +84,7 @@ pub fn classify(report: &ErrorReport) -> Classification {
             .or(body.as_ref().and_then(|b| b.status));
         let text_status = given_status
             .is_none()
-            .then(|| text::leading_status(message).map(|lead| lead.status))
+            .then(|| leading.map(|lead| lead.status))
             .flatten();
         let own_status = given_status.or(text_status);
         while enclosing
@@ -93,12 +97,14 @@ pub fn classify(report: &ErrorReport) -> Classification {
         if let Some(status) = own_status {
             enclosing.push((level.depth, status));
         }
+        let signals = signals::scan(message);
         if format_pending.is_some_and(|depth| level.depth > depth) && !message.is_empty() {
             let status = own_status.or(inherited);
-            if matches!(status, Some(400 | 422)) && text::says_no_body_after_status(message) {
+            let rest = leading.map_or(message, |lead| lead.rest);
+            if matches!(status, Some(400 | 422)) && text::says_no_body(rest) {
                 format_cleared = true;
                 format_pending = None;
-            } else if own_status.is_some() || has_code || !signals::scan(message).is_empty() {
+            } else if own_status.is_some() || has_code || !signals.is_empty() {
                 // A nested level that says something keeps the format verdict.
                 format_pending = None;
             }
@@ -112,8 +118,10 @@ pub fn classify(report: &ErrorReport) -> Classification {
             status: own_status.or(inherited),
             status_from_text: text_status.is_some(),
             message,
+            leading,
+            bare,
             codes: &codes,
-            signals: signals::scan(message),
+            signals,
             provider,
             upstream_body: body.as_ref().is_some_and(|b| b.upstream),
         };
@@ -151,14 +159,18 @@ pub fn classify(report: &ErrorReport) -> Classification {
 }
 
 fn provider_scope(provider: Option<&str>) -> ProviderScope {
-    let Some(provider) = provider.map(|p| p.trim().to_ascii_lowercase()) else {
+    let Some(provider) = provider.map(str::trim) else {
         return ProviderScope::default();
     };
+    let bytes = provider.as_bytes();
+    let contains = |name: &str| {
+        bytes
+            .windows(name.len())
+            .any(|w| w.eq_ignore_ascii_case(name.as_bytes()))
+    };
     ProviderScope {
-        openrouter: provider == "openrouter",
-        billing_429: BILLING_429_PROVIDERS
-            .iter()
-            .any(|name| provider.contains(name)),
+        openrouter: provider.eq_ignore_ascii_case("openrouter"),
+        billing_429: BILLING_429_PROVIDERS.iter().any(|name| contains(name)),
     }
 }
 
@@ -167,11 +179,9 @@ fn provider_scope(provider: Option<&str>) -> ProviderScope {
 /// `Codex error: {…}`). A body quoted inside a sentence ("got status:
 /// INTERNAL. {…"code":400…}") is only text: its codes and status are not
 /// the response's.
-fn read_body(message: &str) -> Option<BodyFacts> {
+fn read_body(message: &str, status_first: bool) -> Option<BodyFacts> {
     let body = body::parse(message)?;
     let prefix = message[..body.offset].trim_end();
-    let wrapped = prefix.is_empty()
-        || prefix.ends_with([':', '-'])
-        || text::leading_status(message).is_some();
+    let wrapped = prefix.is_empty() || prefix.ends_with([':', '-']) || status_first;
     wrapped.then_some(body)
 }

@@ -18,15 +18,30 @@ pub struct LeadingStatus<'a> {
 /// Words of a wrapper before a status, at most: `OpenAI API error code: 429`.
 const MAX_WRAPPER_WORDS: usize = 4;
 
+/// How far into a message a leading status may start: the longest
+/// wrappers seen are SDK exception names with a second wrapper
+/// (`openai.APIConnectionError: Error code: 503`, 46 bytes).
+const MAX_STATUS_OFFSET: usize = 52;
+
+/// The longest bare message, with room for an `Error:` prefix and spaces.
+const MAX_BARE_BYTES: usize = 64;
+
 /// The status at the start of `message`, after an optional wrapper such as
 /// `Error:`, `API Error`, `Codex error`, `Error code:`, `HTTP`,
 /// `HTTP/1.1`, `status code` (two wrappers at most:
 /// `RateLimitError: Error code: 429 - …`).
 pub fn leading_status(message: &str) -> Option<LeadingStatus<'_>> {
     let mut text = message.trim_start();
+    // A status within reach of the start: most messages have no digit there
+    // and are done with at once.
+    let head = &text.as_bytes()[..text.len().min(MAX_STATUS_OFFSET)];
+    if !head.iter().any(u8::is_ascii_digit) {
+        return None;
+    }
     for _ in 0..2 {
-        if let Some(rest) = strip_wrapper(text) {
-            text = rest;
+        match strip_wrapper(text) {
+            Some(rest) => text = rest,
+            None => break,
         }
     }
     let text = strip_http(text);
@@ -70,9 +85,12 @@ fn strip_wrapper(text: &str) -> Option<&str> {
             // A wrapper starts with a word; `503 Internal Error` starts with its status.
             break;
         }
-        let word = text[at..at + word_len].to_ascii_lowercase();
-        let wrapper = word.ends_with("error") || word.ends_with("exception") || word == "api";
-        let keyword = wrapper_end.is_some() && matches!(word.as_str(), "code" | "status");
+        let word = &text.as_bytes()[at..at + word_len];
+        let wrapper = ends_with_ignore_case(word, b"error")
+            || ends_with_ignore_case(word, b"exception")
+            || word.eq_ignore_ascii_case(b"api");
+        let keyword = wrapper_end.is_some()
+            && (word.eq_ignore_ascii_case(b"code") || word.eq_ignore_ascii_case(b"status"));
         if wrapper || keyword {
             wrapper_end = Some(at + word_len);
         } else if wrapper_end.is_some() {
@@ -107,6 +125,10 @@ fn strip_http(text: &str) -> &str {
     rest
 }
 
+fn ends_with_ignore_case(word: &[u8], suffix: &[u8]) -> bool {
+    word.len() >= suffix.len() && word[word.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+}
+
 /// Whether `text` starts with `prefix`, ASCII case ignored.
 pub fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
     text.len() >= prefix.len()
@@ -136,12 +158,6 @@ pub fn says_no_body(text: &str) -> bool {
         .any(|phrase| eq_ignore_case_trimmed(text, phrase))
 }
 
-/// Whether `message`, after a status it starts with, says no more than
-/// that there was no body.
-pub fn says_no_body_after_status(message: &str) -> bool {
-    says_no_body(leading_status(message).map_or(message, |lead| lead.rest))
-}
-
 /// Whether `text` is an HTML page (a gateway's or CDN's error page). A
 /// captured body may be cut, so the closing tag is not required.
 pub fn is_html_page(text: &str) -> bool {
@@ -165,6 +181,9 @@ pub enum Bare {
 /// The bare message `message` is, if any; an `Error:` or `TypeError:`
 /// prefix does not count.
 pub fn bare(message: &str) -> Option<Bare> {
+    if message.len() > MAX_BARE_BYTES {
+        return None;
+    }
     let text = message.trim();
     let text = ["error:", "typeerror:"]
         .iter()

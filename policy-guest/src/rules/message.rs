@@ -45,7 +45,7 @@ pub fn reason(facts: &LevelFacts) -> Option<Reason> {
         return Some(Reason::Billing);
     }
     let billing = billing(facts);
-    let leading = text::leading_status(facts.message).map(|lead| lead.status);
+    let leading = facts.leading.map(|lead| lead.status);
     if billing && leading != Some(429) {
         return Some(Reason::Billing);
     }
@@ -79,7 +79,7 @@ pub fn reason(facts: &LevelFacts) -> Option<Reason> {
     if auth(s) {
         return Some(Reason::Auth);
     }
-    let bare = text::bare(facts.message);
+    let bare = facts.bare;
     if bare == Some(Bare::UnknownErrorOccurred)
         // OpenRouter's bare wrapper; with the upstream's own body inside,
         // that body is what is read (F-5.6).

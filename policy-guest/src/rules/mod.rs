@@ -22,7 +22,7 @@ mod status;
 use crate::codes::{self, Weight};
 use crate::model::Reason;
 use crate::signals::{Signal, Signals};
-use crate::text;
+use crate::text::{self, Bare, LeadingStatus};
 
 /// Providers whose own wording changes a rule (F-5.6).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -44,6 +44,10 @@ pub struct LevelFacts<'a> {
     /// The status was read from the text (`402 …`), not given.
     pub status_from_text: bool,
     pub message: &'a str,
+    /// The status the message starts with, and the text after it.
+    pub leading: Option<LeadingStatus<'a>>,
+    /// The message is one of the bare messages that say nothing else.
+    pub bare: Option<Bare>,
     /// The level's own code followed by its body's codes.
     pub codes: &'a [&'a str],
     pub signals: Signals,
@@ -110,8 +114,7 @@ pub fn classify_level(facts: &LevelFacts) -> Verdict {
         // Format is the catch-all of 4xx text ("Bad Request") and a bare
         // "Request failed" the catch-all of transports: a nested level with
         // a specific reason speaks louder.
-        let catch_all = reason == Reason::Format
-            || text::bare(facts.message) == Some(text::Bare::TransportFailure);
+        let catch_all = reason == Reason::Format || facts.bare == Some(Bare::TransportFailure);
         return if catch_all {
             implied(reason)
         } else {
@@ -138,7 +141,7 @@ fn is_transport_status(status: u16) -> bool {
 
 /// The text of the level after a status it starts with.
 fn page<'a>(facts: &LevelFacts<'a>) -> &'a str {
-    text::leading_status(facts.message).map_or(facts.message, |lead| lead.rest)
+    facts.leading.map_or(facts.message, |lead| lead.rest)
 }
 
 /// What a status that is not decisive implies when nothing else speaks.

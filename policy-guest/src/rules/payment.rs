@@ -35,7 +35,7 @@ pub fn decide(facts: &LevelFacts) -> Option<Verdict> {
 /// that reads as a payment failure.
 pub fn from_text(facts: &LevelFacts) -> Option<Reason> {
     let s = facts.signals;
-    let leading = text::leading_status(facts.message).filter(|lead| lead.status == 402);
+    let leading = facts.leading.filter(|lead| lead.status == 402);
     let marked = s.has(Marker402)
         || (s.has(SoftMarker402) && !message::is_prose(facts))
         || leading.is_some_and(|lead| {

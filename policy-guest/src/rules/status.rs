@@ -15,7 +15,6 @@ use super::message::{self, permanent};
 use super::{code_is, code_reasons, has_code, implied, payment, specific, LevelFacts, Verdict};
 use crate::model::Reason;
 use crate::signals::Signal::{AmbiguousBalance, Busy, Overloaded, RateLimit, TpmHint};
-use crate::text;
 
 /// The verdict a decisive status gives; `None` when the status does not
 /// decide and the rest of the evidence is read.
@@ -160,5 +159,5 @@ fn specific_code(facts: &LevelFacts) -> Option<Verdict> {
 
 /// The level's text says nothing beyond the status.
 fn says_no_body(facts: &LevelFacts) -> bool {
-    text::says_no_body_after_status(facts.message)
+    crate::text::says_no_body(super::page(facts))
 }
