@@ -283,6 +283,23 @@ fn a_replay_sees_other_processes_changes_and_the_recorded_settings() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("#3 served by"));
 }
 
+/// Replays `trace` with default options on a blocking thread (replay runs
+/// its own runtime, which may not start inside a test's).
+async fn replay_off_the_runtime(trace: Trace, path: PathBuf) -> failover::replay::Replay {
+    tokio::task::spawn_blocking(move || {
+        replay(
+            &trace,
+            &path,
+            policy(),
+            &ReplayOptions::default(),
+            |_, _| {},
+        )
+        .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
 fn cli(args: &[&str]) -> Output {
     failover().args(args).output().unwrap()
 }
@@ -494,18 +511,7 @@ async fn recorded_gateway_traffic_replays_faithfully_and_keeps_no_secrets() {
     }
     let trace = Trace::read(&path, false).unwrap();
     assert_eq!(trace.requests.len(), 4);
-    let replay = tokio::task::spawn_blocking(move || {
-        replay(
-            &trace,
-            &path,
-            policy(),
-            &ReplayOptions::default(),
-            |_, _| {},
-        )
-        .unwrap()
-    })
-    .await
-    .unwrap();
+    let replay = replay_off_the_runtime(trace, path).await;
     assert_eq!(replay.unrecorded, 0, "{}", replay.render());
     let mut outcomes = Vec::new();
     for decision in &replay.decisions {
@@ -585,18 +591,7 @@ async fn a_recording_captures_what_another_process_changes_meanwhile() {
         trace.header.settings.is_some(),
         "the run settings are recorded"
     );
-    let replayed = tokio::task::spawn_blocking(move || {
-        replay(
-            &trace,
-            &path,
-            policy(),
-            &ReplayOptions::default(),
-            |_, _| {},
-        )
-        .unwrap()
-    })
-    .await
-    .unwrap();
+    let replayed = replay_off_the_runtime(trace, path).await;
     let profiles: Vec<String> = served_by(&replayed).into_iter().map(|s| s.2).collect();
     assert_eq!(
         profiles,

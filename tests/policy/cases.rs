@@ -168,18 +168,23 @@ fn load_cases() -> Vec<Case> {
     load_named("classify.jsonl", OWN)
 }
 
+fn assert_names_unique(cases: &[Case]) {
+    let mut names = std::collections::HashSet::new();
+    for case in cases {
+        assert!(
+            names.insert(case.name.as_str()),
+            "{}: duplicate case name {:?}",
+            case.file,
+            case.name
+        );
+    }
+}
+
 #[test]
 fn corpus_is_large_and_names_are_unique() {
     let cases = load_cases();
     assert!(cases.len() >= 150, "only {} cases", cases.len());
-    let mut names = std::collections::HashSet::new();
-    for case in &cases {
-        assert!(
-            names.insert(case.name.as_str()),
-            "duplicate case name {:?}",
-            case.name
-        );
-    }
+    assert_names_unique(&cases);
 }
 
 #[test]
@@ -191,13 +196,8 @@ fn every_case_classifies_as_expected_natively_and_in_the_component() {
 fn real_errors_are_many_sourced_and_classify_as_labelled() {
     let cases = load_named("classify-real.jsonl", REAL);
     assert!(cases.len() >= 150, "only {} real cases", cases.len());
-    let mut names = std::collections::HashSet::new();
+    assert_names_unique(&cases);
     for case in &cases {
-        assert!(
-            names.insert(case.name.as_str()),
-            "duplicate case name {:?}",
-            case.name
-        );
         let source = case.source.as_deref().unwrap_or_default();
         assert!(
             source.starts_with("https://") || source.starts_with("http://"),

@@ -228,14 +228,30 @@ fn profile_cases(cases: &mut Vec<Case>) {
             .map(drop)
         }));
     }
-    for reason in RecordedReason::ALL {
+    // Every reason on a fresh profile and inside a window, with an ordinary
+    // Retry-After; and the input outside policy authors tripped over: a
+    // provider asking for a wait of centuries (the window must stay within
+    // a week).
+    let waits = RecordedReason::ALL
+        .into_iter()
+        .map(|reason| (reason, "", Some(30_000), None))
+        .chain(
+            [RecordedReason::RateLimit, RecordedReason::Billing].map(|reason| {
+                (
+                    reason,
+                    " with an absurd retry-after",
+                    Some(u64::MAX),
+                    Some(u64::MAX),
+                )
+            }),
+        );
+    for (reason, what, retry_after_ms, reset_at_ms) in waits {
         for (state, usage) in [
             ("fresh", Usage::default()),
             ("inside a window", three_profiles().remove(1).usage),
         ] {
-            let usage = usage.clone();
             cases.push(case(
-                format!("record-failure: {} ({state})", reason.as_str()),
+                format!("record-failure: {}{what} ({state})", reason.as_str()),
                 move |p| {
                     p.record_failure(
                         &usage,
@@ -243,39 +259,8 @@ fn profile_cases(cases: &mut Vec<Case>) {
                             provider: "openai".into(),
                             reason,
                             model: Some("openai/gpt-4o".into()),
-                            retry_after_ms: Some(30_000),
-                            reset_at_ms: None,
-                            now_ms: NOW,
-                        },
-                        &cooldowns(),
-                    )
-                    .map(drop)
-                },
-            ));
-        }
-    }
-    // Inputs outside policy authors tripped over: a provider asking for a
-    // wait of centuries (the window must stay within a week), whether the
-    // profile is fresh or inside a window already.
-    for reason in [RecordedReason::RateLimit, RecordedReason::Billing] {
-        for (state, usage) in [
-            ("fresh", Usage::default()),
-            ("inside a window", three_profiles().remove(1).usage),
-        ] {
-            cases.push(case(
-                format!(
-                    "record-failure: {} with an absurd retry-after ({state})",
-                    reason.as_str()
-                ),
-                move |p| {
-                    p.record_failure(
-                        &usage,
-                        &FailureEvent {
-                            provider: "openai".into(),
-                            reason,
-                            model: Some("openai/gpt-4o".into()),
-                            retry_after_ms: Some(u64::MAX),
-                            reset_at_ms: Some(u64::MAX),
+                            retry_after_ms,
+                            reset_at_ms,
                             now_ms: NOW,
                         },
                         &cooldowns(),
