@@ -171,6 +171,9 @@ pub enum Signal {
 
     /// A provider-side session or conversation is gone.
     SessionExpired,
+    /// "expected an ID that contains": a malformed session id is a bad
+    /// request, not a gone session.
+    MalformedIdVeto,
     /// The word "conversation": with "not found" or "has expired", gone.
     ConversationTerm,
     /// "has expired".
@@ -248,6 +251,8 @@ pub const PHRASES: &[(&str, &[Signal], Edge)] = &[
     ("inputs` tokens + `max_new_tokens", &[ContextOverflow], Anywhere),
     ("inputs tokens + max_new_tokens", &[ContextOverflow], Anywhere),
     ("context_overflow", &[ContextOverflow], Anywhere),
+    ("contextwindowexceedederror", &[ContextOverflow], Anywhere),
+    ("tokens exceed the configured limit", &[ContextOverflow], Anywhere),
     ("上下文过长", &[ContextOverflow], Anywhere),
     ("上下文超出", &[ContextOverflow], Anywhere),
     ("上下文长度超", &[ContextOverflow], Anywhere),
@@ -341,6 +346,7 @@ pub const PHRASES: &[(&str, &[Signal], Edge)] = &[
     ("billing account", &[Billing], Anywhere),
     ("purchase credits", &[Billing], Anywhere),
     ("check your plan and billing details", &[PlanAndBilling], Anywhere),
+    ("check your billing details", &[Billing], Anywhere),
     ("ai.google.dev", &[GeminiDocs], Anywhere),
     ("用户额度不足", &[Billing], Anywhere),
     ("剩余额度", &[Billing], Anywhere),
@@ -869,6 +875,7 @@ pub const PHRASES: &[(&str, &[Signal], Edge)] = &[
     ("has expired", &[ExpiredTerm], Anywhere),
     ("previous response with id", &[SessionExpired], Anywhere),
     ("previous_response_id", &[SessionExpired], Anywhere),
+    ("expected an id that", &[MalformedIdVeto, Format], Anywhere),
     // Malformed requests (F-5.3): the same payload fails the same way.
     ("invalid request format", &[Format], Anywhere),
     ("invalid request", &[Format], Anywhere),

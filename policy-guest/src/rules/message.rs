@@ -27,7 +27,7 @@ fn is_transient_leading_status(status: u16) -> bool {
 /// The reason the text names, if any.
 pub fn reason(facts: &LevelFacts) -> Option<Reason> {
     let s = facts.signals;
-    if s.has(SessionExpired)
+    if (s.has(SessionExpired) && !s.has(MalformedIdVeto))
         || (s.has(ConversationTerm) && (s.has(NotFoundTerm) || s.has(ExpiredTerm)))
     {
         return Some(Reason::SessionExpired);
