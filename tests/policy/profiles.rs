@@ -91,3 +91,56 @@ fn every_profile_case_decides_as_expected_natively_and_in_the_component() {
         run,
     );
 }
+
+/// A provider with thousands of profiles (a key pool, an OAuth farm) orders
+/// within the default fuel, and the same way natively: the guest's lookups
+/// are indexed, not a search per profile.
+#[test]
+fn thousands_of_profiles_order_within_the_fuel() {
+    use failover::auth::{ConfiguredProfile, CredentialKind, StoredProfile};
+    const COUNT: usize = 5_000;
+    let stored: Vec<StoredProfile> = (0..COUNT)
+        .map(|i| StoredProfile {
+            id: format!("openai:key-{i:05}"),
+            provider: "openai".into(),
+            kind: CredentialKind::ApiKey,
+            expires: None,
+            refreshable: false,
+            usage: Usage {
+                last_used: Some((COUNT - i) as u64),
+                cooldown_until: (i % 7 == 0).then_some(2_000_000 + i as u64),
+                ..Usage::default()
+            },
+        })
+        .collect();
+    let configured: Vec<ConfiguredProfile> = stored
+        .iter()
+        .step_by(2)
+        .map(|p| ConfiguredProfile {
+            id: p.id.clone(),
+            provider: "openai".into(),
+            mode: Some(CredentialKind::ApiKey),
+        })
+        .collect();
+    let explicit: Vec<String> = stored.iter().rev().map(|p| p.id.clone()).collect();
+    let policy = default_policy();
+    for (configured, explicit_order) in [
+        (Vec::new(), None),
+        (configured.clone(), None),
+        (configured, Some(explicit)),
+    ] {
+        let request = OrderRequest {
+            provider: "openai".into(),
+            stored: stored.clone(),
+            configured,
+            explicit_order,
+            now_ms: 1_000_000,
+            ..OrderRequest::default()
+        };
+        let component = policy
+            .order_profiles(&request)
+            .expect("order-profiles within the fuel");
+        assert!(component.len() >= COUNT / 2, "{}", component.len());
+        assert_eq!(component, native::order_profiles(&request));
+    }
+}

@@ -1,6 +1,8 @@
 //! Profile rotation order (spec F-4.1 … F-4.3).
 
-use super::{OrderRequest, RankedProfile, StoredProfile};
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{CredentialKind, OrderRequest, RankedProfile, StoredProfile};
 
 /// The profiles to try for `request.provider`, best first.
 ///
@@ -13,9 +15,17 @@ use super::{OrderRequest, RankedProfile, StoredProfile};
 /// list is sorted OAuth → token → API key, least recently used first within a
 /// kind (F-4.2). Blocked profiles go last, soonest free first (F-4.3), with
 /// an explicit order too.
+///
+/// Lookups go through ordered indexes, so thousands of profiles order in
+/// O(n log n) — well inside the per-call fuel.
 pub fn order_profiles(request: &OrderRequest) -> Vec<RankedProfile> {
     let provider = request.provider.as_str();
-    let stored = |id: &str| request.stored.iter().find(|p| p.id == id);
+    // The first stored profile of each id, as a linear search would find it.
+    let mut by_id: BTreeMap<&str, &StoredProfile> = BTreeMap::new();
+    for profile in &request.stored {
+        by_id.entry(profile.id.as_str()).or_insert(profile);
+    }
+    let stored = |id: &str| by_id.get(id).copied();
     let explicit = request
         .explicit_order
         .as_deref()
@@ -43,13 +53,15 @@ pub fn order_profiles(request: &OrderRequest) -> Vec<RankedProfile> {
             .filter(|p| p.provider == provider)
             .collect(),
     };
-    profiles.retain(|p| usable(request, p));
-    let mut seen = Vec::with_capacity(profiles.len());
-    profiles.retain(|p| {
-        let fresh = !seen.contains(&p.id.as_str());
-        seen.push(p.id.as_str());
-        fresh
-    });
+    let mut modes: BTreeMap<&str, Option<CredentialKind>> = BTreeMap::new();
+    for configured in &request.configured {
+        modes
+            .entry(configured.id.as_str())
+            .or_insert(configured.mode);
+    }
+    profiles.retain(|p| usable(request, &modes, p));
+    let mut seen = BTreeSet::new();
+    profiles.retain(|p| seen.insert(p.id.as_str()));
     if explicit.is_none() {
         profiles.sort_by_key(|p| (p.kind, p.usage.last_used.unwrap_or(0)));
     }
@@ -72,16 +84,17 @@ pub fn order_profiles(request: &OrderRequest) -> Vec<RankedProfile> {
     ranked
 }
 
-/// Whether a stored profile may serve this provider at all.
-fn usable(request: &OrderRequest, profile: &StoredProfile) -> bool {
+/// Whether a stored profile may serve this provider at all; `modes` are
+/// the configured profiles' expected kinds.
+fn usable(
+    request: &OrderRequest,
+    modes: &BTreeMap<&str, Option<CredentialKind>>,
+    profile: &StoredProfile,
+) -> bool {
     if profile.provider != request.provider {
         return false;
     }
-    let expected_mode = request
-        .configured
-        .iter()
-        .find(|c| c.id == profile.id)
-        .and_then(|c| c.mode);
+    let expected_mode = modes.get(profile.id.as_str()).copied().flatten();
     if expected_mode.is_some_and(|mode| mode != profile.kind) {
         return false;
     }
@@ -91,7 +104,7 @@ fn usable(request: &OrderRequest, profile: &StoredProfile) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{ConfiguredProfile, CredentialKind, Usage};
+    use super::super::{ConfiguredProfile, Usage};
     use super::*;
 
     fn profile(id: &str, kind: CredentialKind, last_used: Option<u64>) -> StoredProfile {
