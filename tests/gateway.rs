@@ -333,26 +333,8 @@ async fn a_stream_cut_before_content_fails_over_and_after_content_ends_with_an_e
 
 /// (text, saw [DONE], error object) of an SSE body.
 fn read_sse(body: &str) -> (String, bool, Option<Value>) {
-    let mut text = String::new();
-    let mut done = false;
-    let mut error = None;
-    for line in body.lines() {
-        let Some(data) = line.strip_prefix("data: ") else {
-            continue;
-        };
-        if data == "[DONE]" {
-            done = true;
-            continue;
-        }
-        let chunk: Value = serde_json::from_str(data).unwrap();
-        if let Some(e) = chunk.get("error") {
-            error = Some(e.clone());
-        }
-        if let Some(piece) = chunk["choices"][0]["delta"]["content"].as_str() {
-            text.push_str(piece);
-        }
-    }
-    (text, done, error)
+    let streamed = read_stream(body);
+    (streamed.text, streamed.done, streamed.error)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -406,15 +388,16 @@ async fn bad_requests_get_openai_errors() {
     assert_eq!(d.status, 404);
     let e = h.chat("auto", false, Some(&"x".repeat(300))).await;
     assert_eq!(e.status, 400, "{}", e.text);
-    // Tools cannot be translated to Anthropic: a 400 that says so, no call.
-    let tools = json!({"model": PRIMARY, "tools": [{"type": "function", "function": {"name": "f"}}],
+    // A response format cannot be translated to Anthropic: a 400 that says
+    // so, no call.
+    let tools = json!({"model": PRIMARY, "response_format": {"type": "json_object"},
                        "messages": [{"role": "user", "content": "hi"}]});
     let f = h
         .post("/v1/chat/completions", &tools.to_string(), None)
         .await;
     assert_eq!(f.status, 400, "{}", f.text);
     assert!(
-        f.text.contains("cannot be translated") && f.text.contains("tools"),
+        f.text.contains("cannot be translated") && f.text.contains("response_format"),
         "{}",
         f.text
     );
@@ -622,6 +605,35 @@ async fn a_refused_refresh_disables_that_profile() {
     assert_eq!(
         h.usage("acme:me").disabled_reason,
         Some(RecordedReason::AuthPermanent)
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_utf8_session_id_is_a_session_like_any_other() {
+    let h = start("", ClientKeys::default()).await;
+    let chat = |id: &[u8]| {
+        h.client
+            .post(format!("{}/v1/chat/completions", h.base))
+            .header("content-type", "application/json")
+            .header(
+                "x-session-id",
+                reqwest::header::HeaderValue::from_bytes(id).unwrap(),
+            )
+            .body(r#"{"model":"auto","messages":[{"role":"user","content":"hi"}]}"#)
+            .send()
+    };
+    let served = answer(chat("café-über-会话".as_bytes()).await.unwrap()).await;
+    assert_eq!(served.status, 200, "{}", served.text);
+    let entry = h.sessions.get("café-über-会话").unwrap();
+    assert_eq!(entry.auth_profile_override.as_deref(), Some("anthropic:a"));
+    // Bytes that are not UTF-8: refused, shown as they came.
+    let refused = answer(chat(b"caf\xe9").await.unwrap()).await;
+    assert_eq!(refused.status, 400);
+    assert!(
+        refused.text.contains("caf") && refused.text.contains("not UTF-8"),
+        "{}",
+        refused.text
     );
     h.stop().await;
 }

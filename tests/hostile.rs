@@ -6,6 +6,10 @@
 
 #[path = "support/guests.rs"]
 mod guests;
+#[path = "gateway/harness.rs"]
+mod harness;
+#[path = "gateway/upstream.rs"]
+mod upstream;
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -62,7 +66,7 @@ fn traps_at_run_time_are_contained() {
     for (provider, expected) in [
         ("hostile-loop", Some(TrapKind::OutOfFuel)),
         ("hostile-recursion", Some(TrapKind::StackOverflow)),
-        ("hostile-memory", None),
+        ("hostile-memory", Some(TrapKind::Memory)),
         ("hostile-panic", None),
     ] {
         let error = policy.classify(&error_from(provider), 0).unwrap_err();
@@ -74,6 +78,8 @@ fn traps_at_run_time_are_contained() {
             _ => panic!("{provider}: {error:?}"),
         }
         assert!(error.to_string().contains("classify"), "{error}");
+        // A sentence, not a backtrace.
+        assert!(!error.to_string().contains('\n'), "{error}");
         assert_healthy(&policy);
     }
     assert!(policy.stats().traps >= 4);
@@ -204,4 +210,35 @@ fn a_module_importing_wasi_is_refused_before_the_corpus() {
         text.contains("wasi:cli/environment") && text.contains("refused"),
         "{text}"
     );
+}
+
+/// A policy that traps while recording a success: the upstream answered,
+/// so the client gets the answer; the trap is logged and counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_trap_after_a_good_answer_still_serves_it() {
+    let h = harness::start_setup(harness::Setup {
+        providers: r#""hostile-success": { baseUrl: "BASE/hs/v1", models: ["m1"] },"#,
+        policy: Some(std::sync::Arc::new(hostile())),
+        ..harness::Setup::default()
+    })
+    .await;
+    h.store
+        .update_profiles(|file| {
+            file.put_static(
+                "hostile-success:a",
+                "hostile-success",
+                CredentialKind::ApiKey,
+                "hs-key-0123456789",
+            )
+        })
+        .unwrap();
+    let answer = h.chat("hostile-success/m1", false, None).await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    assert_eq!(answer.content(), "hello from m1 with hs-key-0123456789");
+    let status = h.get("/status").await.json();
+    assert_eq!(
+        status["counters"]["policyErrorsAfterSuccess"], 1,
+        "{status}"
+    );
+    h.stop().await;
 }

@@ -4,7 +4,6 @@
 #[path = "support/guests.rs"]
 mod guests;
 #[path = "gateway/upstream.rs"]
-#[allow(dead_code)]
 mod upstream;
 
 use std::io::{BufRead, BufReader, Write};
@@ -316,10 +315,53 @@ async fn policy_check_swap_rollback_and_show_against_a_running_gateway() {
     assert!(String::from_utf8_lossy(&junk_swap.stdout)
         .contains("still active: failover-context-advances"));
 
-    let rolled = output(base(&["policy", "rollback"]), "").await;
-    assert!(String::from_utf8_lossy(&rolled.stdout).contains("active: failover-default"));
+    // A second swap: rollbacks go back one swap at a time, down to the
+    // module the gateway started with.
+    let again = output(base(&["policy", "swap", &module]), "").await;
+    assert!(again.status.success());
     let shown = output(base(&["policy", "show"]), "").await;
-    assert!(String::from_utf8_lossy(&shown.stdout).contains("previous: failover-context-advances"));
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        text.contains("previous: failover-context-advances")
+            && text.contains("rollbacks possible: 2"),
+        "{text}"
+    );
+    let rolled = output(base(&["policy", "rollback"]), "").await;
+    let text = String::from_utf8_lossy(&rolled.stdout);
+    assert!(
+        text.contains("active: failover-context-advances")
+            && text.contains("previous: failover-default"),
+        "{text}"
+    );
+    let rolled = output(base(&["policy", "rollback"]), "").await;
+    let text = String::from_utf8_lossy(&rolled.stdout);
+    assert!(
+        text.contains("active: failover-default") && text.contains("previous: none"),
+        "{text}"
+    );
+    let past_the_start = output(base(&["policy", "rollback"]), "").await;
+    assert_eq!(past_the_start.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&past_the_start.stderr).contains("no previous policy"));
+
+    // Output into a pipe whose reader has gone (`policy show | head -0`):
+    // the command ends quietly, without a panic.
+    let closed = tokio::task::spawn_blocking({
+        let mut command = base(&["policy", "show"]);
+        move || {
+            let mut child = command
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            drop(child.stdout.take());
+            child.wait_with_output().unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&closed.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_ne!(closed.status.code(), Some(101), "{stderr}");
 
     let pid = child.id().to_string();
     assert!(Command::new("kill")

@@ -666,3 +666,63 @@ fn session_set_model_show_and_reset() {
     let output = cli(&["session", "set-model", "--session", "x", "no-slash"]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+// ---------------------------------------------------------------- leftovers and newer files
+
+#[test]
+fn copies_left_by_killed_writes_are_removed_when_the_store_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    run_ok(
+        state,
+        &["profiles", "add", "openai:work"],
+        "sk-live-0123456789abcdef\n",
+    );
+    let agent = agent_dir(state);
+    let sessions = agent.parent().unwrap().join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    // What a write killed between its temporary file and the rename leaves:
+    // a full copy of the secrets, under a temporary name.
+    let copy = agent.join(".tmp-killed01");
+    std::fs::copy(agent.join("auth-profiles.json"), &copy).unwrap();
+    let session_copy = sessions.join(".tmp-killed02");
+    std::fs::write(&session_copy, "{}").unwrap();
+    let in_flight = agent.join(".tmp-writing");
+    std::fs::write(&in_flight, "{}").unwrap();
+    let long_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    for path in [&copy, &session_copy] {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+    }
+    run_ok(state, &["profiles", "list"], "");
+    assert!(!copy.exists(), "the stale copy of the secrets is gone");
+    assert!(!session_copy.exists());
+    assert!(
+        in_flight.exists(),
+        "a write that may still be running is left alone"
+    );
+}
+
+#[test]
+fn a_newer_sessions_file_is_refused_not_downgraded() {
+    use failover::state::SessionStore;
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = SessionStore::for_agent(&agent_dir(dir.path()));
+    std::fs::create_dir_all(sessions.path().parent().unwrap()).unwrap();
+    let newer = r#"{"version": 2, "sessions": {"chat-1": {"modelOverride": "x"}}, "future": true}"#;
+    std::fs::write(sessions.path(), newer).unwrap();
+    let error = sessions
+        .update("chat-1", |e| e.model_override = None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("sessions.json") && error.contains("newer"),
+        "{error}"
+    );
+    assert!(sessions.get("chat-1").is_err());
+    assert_eq!(std::fs::read_to_string(sessions.path()).unwrap(), newer);
+}

@@ -7,7 +7,6 @@ mod guests;
 #[path = "gateway/harness.rs"]
 mod harness;
 #[path = "gateway/upstream.rs"]
-#[allow(dead_code)]
 mod upstream;
 
 use std::sync::{Arc, Mutex, OnceLock};

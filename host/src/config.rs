@@ -20,6 +20,7 @@
 //!     anthropic: { api: "anthropic-messages", models: ["claude-sonnet-4"],
 //!                  oauth: { tokenUrl: "https://…/oauth/token", clientId: "…" } },
 //!   } },
+//!   gateway: { maxConnections: 1024, maxRequestBytes: 16777216 },  // gateway::limits
 //! }
 //! ```
 //!
@@ -61,6 +62,8 @@ pub struct Config {
     pub agents: AgentsConfig,
     pub models: ModelsConfig,
     pub policy: PolicyConfig,
+    /// `gateway.*`: what `failover serve` bounds (see `gateway::limits`).
+    pub gateway: crate::gateway::GatewayConfig,
 }
 
 /// `policy.*`: the sandbox limits every policy call runs under, overriding
@@ -362,7 +365,7 @@ impl Config {
             crate::state::secrets::check_id(id)
                 .map_err(|e| invalid(format!("auth.profiles: {e}")))?;
         }
-        Ok(())
+        self.gateway.validate(path)
     }
 
     /// The `auth.cooldowns.*` numbers the policy takes, in milliseconds.

@@ -11,6 +11,7 @@ use failover::config::Config;
 use failover::gateway::{self, ClientKeys, Gateway, GatewayOptions};
 use failover::replay::record;
 use failover::state::{AuthStore, SessionStore, StateDir};
+use failover::Decider;
 use failover::{Policy, PolicyEngine};
 use serde_json::{json, Value};
 
@@ -56,13 +57,13 @@ pub struct Harness {
 
 /// The config: anthropic primary, openai fallback, every provider on the
 /// fake upstream; `extra` adds `models.providers` entries (`BASE` in it
-/// stands for the upstream's address).
-pub fn config_text(base: &str, extra: &str) -> String {
+/// stands for the upstream's address), `top` top-level sections.
+pub fn config_text(base: &str, extra: &str, top: &str, timeout_seconds: f64) -> String {
     format!(
         r#"{{
           auth: {{ order: {{ anthropic: ["anthropic:a", "anthropic:b"] }} }},
           agents: {{ defaults: {{ model: {{ primary: "{PRIMARY}", fallbacks: ["{FALLBACK}"] }},
-                                  timeoutSeconds: 20 }},
+                                  timeoutSeconds: {timeout_seconds} }},
                     list: [{{ id: "ops", model: "openrouter/meta/llama-x" }}] }},
           models: {{ providers: {{
             anthropic: {{ baseUrl: "{base}/anthropic", api: "anthropic-messages" }},
@@ -72,8 +73,25 @@ pub fn config_text(base: &str, extra: &str) -> String {
             nowhere: {{ baseUrl: "http://no-such-host.invalid/v1" }},
             {extra}
           }} }},
+          {top}
         }}"#
     )
+}
+
+/// What a harness starts with beyond the defaults.
+#[derive(Default)]
+pub struct Setup<'a> {
+    /// More `models.providers` entries.
+    pub providers: &'a str,
+    /// More top-level config sections (`gateway: {…}`).
+    pub top: &'a str,
+    pub keys: ClientKeys,
+    /// Record the traffic (with content or not).
+    pub record: Option<bool>,
+    /// Another policy than the default one.
+    pub policy: Option<Arc<dyn Decider>>,
+    /// The run's deadline (`agents.defaults.timeoutSeconds`); 20 s if unset.
+    pub timeout_seconds: Option<f64>,
 }
 
 pub async fn start(extra: &str, keys: ClientKeys) -> Harness {
@@ -83,11 +101,34 @@ pub async fn start(extra: &str, keys: ClientKeys) -> Harness {
 /// Like [`start`]; `record` records the traffic (with content or not) to a
 /// trace whose path is `Harness::trace`.
 pub async fn start_with(extra: &str, keys: ClientKeys, record: Option<bool>) -> Harness {
+    start_setup(Setup {
+        providers: extra,
+        keys,
+        record,
+        ..Setup::default()
+    })
+    .await
+}
+
+/// A harness as `setup` says.
+pub async fn start_setup(setup: Setup<'_>) -> Harness {
+    let Setup {
+        providers: extra,
+        top,
+        keys,
+        record,
+        policy: chosen,
+        timeout_seconds,
+    } = setup;
     let up = Upstream::start().await;
     let dir = tempfile::tempdir().unwrap();
     let config_path = dir.path().join("failover.json5");
     let extra = extra.replace("BASE", &up.base);
-    std::fs::write(&config_path, config_text(&up.base, &extra)).unwrap();
+    std::fs::write(
+        &config_path,
+        config_text(&up.base, &extra, top, timeout_seconds.unwrap_or(20.0)),
+    )
+    .unwrap();
     let config = Config::load(&config_path).expect("config");
     let state = StateDir::at(dir.path().join("state"));
     let paths = state.agent("main").unwrap();
@@ -121,7 +162,7 @@ pub async fn start_with(extra: &str, keys: ClientKeys, record: Option<bool>) -> 
     let trace = recorder.as_ref().map(|r| r.path().to_owned());
     let gateway = Arc::new(
         Gateway::new(
-            policy(),
+            chosen.unwrap_or_else(|| policy()),
             config,
             &state,
             GatewayOptions {
@@ -243,4 +284,84 @@ pub fn calls(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 
 pub fn status(code: u16, body: &str) -> Behaviour {
     Behaviour::Status(code, Vec::new(), body.to_owned())
+}
+
+/// A streamed reply as a client reads it.
+#[derive(Debug, Default)]
+pub struct Streamed {
+    /// The text deltas joined.
+    pub text: String,
+    /// `[DONE]` arrived.
+    pub done: bool,
+    /// An error event's `error` object.
+    pub error: Option<Value>,
+    /// Tool calls accumulated by index, as `{id, type, function: {name,
+    /// arguments}}`.
+    pub tool_calls: Vec<Value>,
+    pub finish: Option<String>,
+    /// Every chunk, in order.
+    pub chunks: Vec<Value>,
+}
+
+/// Reads an SSE body the way the OpenAI SDKs do, and as strictly: every
+/// chunk is a `chat.completion.chunk` with an id, a creation time, a model
+/// and indexed choices; a tool call's first delta carries its id, type and
+/// function name, later ones only argument fragments at the same index.
+pub fn read_stream(body: &str) -> Streamed {
+    let mut streamed = Streamed::default();
+    for line in body.lines() {
+        let Some(data) = line.strip_prefix("data: ") else {
+            assert!(line.is_empty(), "not an SSE data line: {line:?}");
+            continue;
+        };
+        assert!(!streamed.done, "data after [DONE]: {data}");
+        if data == "[DONE]" {
+            streamed.done = true;
+            continue;
+        }
+        let chunk: Value = serde_json::from_str(data).unwrap();
+        if let Some(error) = chunk.get("error") {
+            streamed.error = Some(error.clone());
+            continue;
+        }
+        assert_eq!(chunk["object"], "chat.completion.chunk", "{chunk}");
+        assert!(
+            chunk["id"].is_string() && chunk["model"].is_string(),
+            "{chunk}"
+        );
+        assert!(chunk["created"].is_u64(), "{chunk}");
+        let choice = &chunk["choices"][0];
+        assert_eq!(choice["index"], 0, "{chunk}");
+        let delta = &choice["delta"];
+        if let Some(piece) = delta["content"].as_str() {
+            streamed.text.push_str(piece);
+        }
+        for call in delta["tool_calls"].as_array().into_iter().flatten() {
+            let index = call["index"]
+                .as_u64()
+                .expect("a tool call delta has an index") as usize;
+            if index == streamed.tool_calls.len() {
+                assert!(call["id"].is_string(), "a new call has an id: {call}");
+                assert_eq!(call["type"], "function", "{call}");
+                assert!(call["function"]["name"].is_string(), "{call}");
+                streamed
+                    .tool_calls
+                    .push(json!({"id": call["id"], "type": "function",
+                    "function": {"name": call["function"]["name"], "arguments": ""}}));
+            }
+            let known = streamed
+                .tool_calls
+                .get_mut(index)
+                .unwrap_or_else(|| panic!("tool call index {index} skips one: {call}"));
+            if let Some(fragment) = call["function"]["arguments"].as_str() {
+                let arguments = known["function"]["arguments"].as_str().unwrap().to_owned();
+                known["function"]["arguments"] = format!("{arguments}{fragment}").into();
+            }
+        }
+        if let Some(finish) = choice["finish_reason"].as_str() {
+            streamed.finish = Some(finish.to_owned());
+        }
+        streamed.chunks.push(chunk);
+    }
+    streamed
 }

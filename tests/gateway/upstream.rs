@@ -2,6 +2,8 @@
 //! shapes. Each call is recorded; what it does is scripted per model (a
 //! queue of behaviours, then plain success).
 
+#![allow(dead_code)]
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -29,6 +31,21 @@ pub enum Behaviour {
     },
     /// A raw body with status 200 and this content type.
     Raw(&'static str, String),
+    /// A 200 event stream of these raw pieces (each written as it is, then
+    /// a blank line), ended by `end`. `{KEY}` in a piece is the key the
+    /// caller presented (an upstream that echoes it).
+    Sse { pieces: Vec<String>, end: End },
+}
+
+/// How a scripted event stream ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// A clean close (FIN) right after the last piece.
+    Close,
+    /// A reset (RST).
+    Reset,
+    /// Nothing more, ever: the connection stays open and silent.
+    Stall,
 }
 
 /// One call as the upstream saw it.
@@ -46,6 +63,10 @@ struct Shared {
     script: HashMap<String, VecDeque<Behaviour>>,
     calls: Vec<Call>,
 }
+
+/// Released by the test: a token endpoint asked with a refresh token
+/// containing `held` answers only after [`Upstream::release_token_endpoint`].
+static TOKEN_GATE: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
 /// The running upstream.
 #[derive(Clone)]
@@ -84,6 +105,12 @@ impl Upstream {
             .or_default()
             .push_back(behaviour);
         self
+    }
+
+    /// Lets a held token request answer.
+    pub fn release_token_endpoint(&self) {
+        TOKEN_GATE.notify_waiters();
+        TOKEN_GATE.notify_one();
     }
 
     pub fn calls(&self) -> Vec<Call> {
@@ -125,16 +152,27 @@ impl Upstream {
                 key,
                 body: body.clone(),
             });
-            let reply = if body.contains("refresh_token=good-refresh") {
+            let token = body
+                .split('&')
+                .find_map(|pair| pair.strip_prefix("refresh_token="))
+                .unwrap_or("")
+                .to_owned();
+            if token.contains("held") {
+                TOKEN_GATE.notified().await;
+            }
+            let reply = if token.contains("good-refresh") || token.contains("held") {
                 json!({"access_token": "fresh-access", "refresh_token": "fresh-refresh", "expires_in": 3600})
                     .to_string()
             } else {
+                // As some token endpoints do: the refused token, echoed.
+                let refusal = json!({"error": "invalid_grant",
+                                     "error_description": format!("refresh token {token} is invalid or revoked")});
                 return respond(
                     &mut socket,
                     400,
                     &[],
                     "application/json",
-                    r#"{"error":"invalid_grant"}"#,
+                    &refusal.to_string(),
                 )
                 .await;
             };
@@ -185,12 +223,21 @@ impl Upstream {
                 .await
             }
             Behaviour::Status(status, headers, body) => {
+                let body = body.replace("{KEY}", &key);
+                let headers: Vec<_> = headers
+                    .into_iter()
+                    .map(|(name, value)| (name, value.replace("{KEY}", &key)))
+                    .collect();
                 let content_type = if body.starts_with('<') {
                     "text/html"
                 } else {
                     "application/json"
                 };
                 respond(&mut socket, status, &headers, content_type, &body).await
+            }
+            Behaviour::Sse { pieces, end } => {
+                let pieces: Vec<String> = pieces.iter().map(|p| p.replace("{KEY}", &key)).collect();
+                sse(socket, &pieces, end).await
             }
             Behaviour::Reset => reset(socket),
             Behaviour::Stream { pieces, cut } => {
@@ -315,6 +362,27 @@ async fn stream_reply(socket: &mut TcpStream, anthropic: bool, pieces: &[&str], 
     };
     let _ = socket.write_all(tail.as_bytes()).await;
     let _ = socket.shutdown().await;
+}
+
+async fn sse(mut socket: TcpStream, pieces: &[String], end: End) {
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let _ = socket.write_all(head.as_bytes()).await;
+    for piece in pieces {
+        let _ = socket.write_all(format!("{piece}\n\n").as_bytes()).await;
+        let _ = socket.flush().await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    match end {
+        End::Close => {
+            let _ = socket.shutdown().await;
+        }
+        End::Reset => reset(socket),
+        End::Stall => {
+            // Hold the socket open until the caller gives up.
+            let mut sink = [0u8; 64];
+            while matches!(socket.read(&mut sink).await, Ok(n) if n > 0) {}
+        }
+    }
 }
 
 /// Resets the connection (RST, not FIN).

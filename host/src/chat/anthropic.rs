@@ -5,7 +5,10 @@ use serde_json::{json, Value};
 
 use super::openai::unreadable;
 use super::sse::SseEvent;
-use super::{ChatRequest, Completion, FinishReason, StreamEvent, TokenUsage, TranslateError};
+use super::tools;
+use super::{
+    ChatRequest, Completion, FinishReason, StreamEvent, TokenUsage, ToolCallDelta, TranslateError,
+};
 use crate::provider_error::ProviderError;
 
 /// `max_tokens` when the client gave none: Anthropic requires one, and
@@ -24,25 +27,17 @@ pub fn render_request(request: &ChatRequest, model: &str) -> Result<Value, Trans
             request.openai_only.join(", ")
         )));
     }
-    // Anthropic wants alternating turns: consecutive turns of one role merge.
-    let mut messages: Vec<(super::Role, String)> = Vec::new();
-    for message in &request.messages {
-        match messages.last_mut() {
-            Some((role, text)) if *role == message.role => {
-                text.push_str("\n\n");
-                text.push_str(&message.content);
-            }
-            _ => messages.push((message.role, message.content.clone())),
-        }
-    }
+    let messages = match &request.openai_messages {
+        // Tool calls and results: translated turn by turn.
+        Some(raw) => tools::anthropic_messages(raw)?,
+        None => text_turns(request),
+    };
     let mut body = json!({
         "model": model,
         "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        "messages": messages
-            .iter()
-            .map(|(role, text)| json!({"role": role.as_str(), "content": text}))
-            .collect::<Vec<_>>(),
+        "messages": messages,
     });
+    tools::add_anthropic_tools(&request.openai_extra, &mut body);
     if let Some(system) = &request.system {
         body["system"] = system.clone().into();
     }
@@ -59,6 +54,25 @@ pub fn render_request(request: &ChatRequest, model: &str) -> Result<Value, Trans
         body["stop_sequences"] = request.stop.clone().into();
     }
     Ok(body)
+}
+
+/// Text turns, consecutive turns of one role merged (Anthropic wants them
+/// alternating).
+fn text_turns(request: &ChatRequest) -> Vec<Value> {
+    let mut messages: Vec<(super::Role, String)> = Vec::new();
+    for message in &request.messages {
+        match messages.last_mut() {
+            Some((role, text)) if *role == message.role => {
+                text.push_str("\n\n");
+                text.push_str(&message.content);
+            }
+            _ => messages.push((message.role, message.content.clone())),
+        }
+    }
+    messages
+        .iter()
+        .map(|(role, text)| json!({"role": role.as_str(), "content": text}))
+        .collect()
 }
 
 /// Reads a non-streaming reply; an `error` object or another shape is a
@@ -79,6 +93,10 @@ pub fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
         .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
         .filter_map(|block| block.get("text").and_then(Value::as_str))
         .collect();
+    let mut message_extra = serde_json::Map::new();
+    if let Some(calls) = tools::openai_tool_calls(content) {
+        message_extra.insert("tool_calls".into(), calls);
+    }
     Ok(Completion {
         id: value
             .get("id")
@@ -93,7 +111,7 @@ pub fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
                 completion_tokens: u.get("output_tokens")?.as_u64()?,
             })
         }),
-        message_extra: Default::default(),
+        message_extra,
     })
 }
 
@@ -114,6 +132,8 @@ pub struct StreamDecoder {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     finish: Option<FinishReason>,
+    /// Content block index → tool-call index, for each `tool_use` block.
+    tool_blocks: Vec<(u64, u32)>,
     /// `message_stop` arrived.
     pub done: bool,
 }
@@ -142,10 +162,53 @@ impl StreamDecoder {
                     .and_then(|m| m.pointer("/usage/input_tokens"))
                     .and_then(Value::as_u64);
             }
+            "content_block_start" => {
+                let block = value.get("content_block");
+                if block.and_then(|b| b.get("type")).and_then(Value::as_str) == Some("tool_use") {
+                    let block = block.expect("just read");
+                    let index = u32::try_from(self.tool_blocks.len()).unwrap_or(u32::MAX);
+                    let at = value
+                        .get("index")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(u64::MAX);
+                    self.tool_blocks.push((at, index));
+                    // The input comes as deltas; a proxy may send it whole here.
+                    let arguments = block
+                        .get("input")
+                        .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+                        .map(Value::to_string)
+                        .unwrap_or_default();
+                    return Ok(vec![StreamEvent::ToolCall(ToolCallDelta {
+                        index,
+                        id: block.get("id").and_then(Value::as_str).map(str::to_owned),
+                        name: block.get("name").and_then(Value::as_str).map(str::to_owned),
+                        arguments,
+                    })]);
+                }
+            }
             "content_block_delta" => {
                 if let Some(text) = value.pointer("/delta/text").and_then(Value::as_str) {
                     if !text.is_empty() {
                         return Ok(vec![StreamEvent::Text(text.to_owned())]);
+                    }
+                }
+                if let Some(json) = value.pointer("/delta/partial_json").and_then(Value::as_str) {
+                    let at = value
+                        .get("index")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(u64::MAX);
+                    let index = self
+                        .tool_blocks
+                        .iter()
+                        .find(|(block, _)| *block == at)
+                        .or(self.tool_blocks.last())
+                        .map(|(_, index)| *index);
+                    if let (Some(index), false) = (index, json.is_empty()) {
+                        return Ok(vec![StreamEvent::ToolCall(ToolCallDelta {
+                            index,
+                            arguments: json.to_owned(),
+                            ..Default::default()
+                        })]);
                     }
                 }
             }
@@ -221,11 +284,13 @@ mod tests {
         assert_eq!(body["messages"].as_array().unwrap().len(), 2);
         assert_eq!(body["stop_sequences"][0], "X");
         let tools = ChatRequest {
-            openai_only: vec!["field `tools`".into()],
+            openai_only: vec!["field `response_format`".into()],
             ..Default::default()
         };
         let error = render_request(&tools, "m").unwrap_err().to_string();
-        assert!(error.contains("field `tools`") && error.contains("cannot be translated"));
+        assert!(
+            error.contains("field `response_format`") && error.contains("cannot be translated")
+        );
     }
 
     #[test]
@@ -275,6 +340,29 @@ mod tests {
                     completion_tokens: 1
                 })
             }]
+        );
+        let mut tool = StreamDecoder::default();
+        let start = feed(
+            &mut tool,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"weather","input":{}}}"#,
+        );
+        assert!(matches!(&start[..], [StreamEvent::ToolCall(c)]
+            if c.id.as_deref() == Some("toolu_1") && c.index == 0 && c.arguments.is_empty()));
+        let piece = feed(
+            &mut tool,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\": \"Oslo\"}"}}"#,
+        );
+        assert!(matches!(&piece[..], [StreamEvent::ToolCall(c)]
+            if c.index == 0 && c.arguments == r#"{"city": "Oslo"}"# && c.id.is_none()));
+        let reply = parse_completion(
+            r#"{"id":"m3","type":"message","content":[{"type":"tool_use","id":"toolu_2","name":"f","input":{"a":1}}],
+                "stop_reason":"tool_use"}"#,
+        )
+        .unwrap();
+        assert_eq!(reply.finish, FinishReason::ToolCalls);
+        assert_eq!(
+            reply.message_extra["tool_calls"][0]["function"]["arguments"],
+            r#"{"a":1}"#
         );
         let error = StreamDecoder::default()
             .feed(&SseEvent {

@@ -6,14 +6,22 @@
 //!   face, and the upstream shape of every OpenAI-compatible server).
 //! - [`anthropic`] — the Anthropic Messages shape (upstream only).
 //! - [`sse`] — server-sent events, decoded incrementally.
+//! - [`guard`] — a served stream bounded by the run's deadline and a size.
+//! - [`tools`] — OpenAI tool definitions, tool calls and tool results in
+//!   the Anthropic shape.
 //!
-//! What one shape can say and the other cannot (tools, images, several
-//! choices …) is passed through untouched to OpenAI-shaped upstreams and
-//! refused, by name, for Anthropic ones.
+//! What one shape can say and the other cannot (images, several choices,
+//! response formats …) is passed through untouched to OpenAI-shaped
+//! upstreams and refused, by name, for Anthropic ones. Tools translate both
+//! ways: definitions, `tool_choice`, assistant tool calls and tool results
+//! go to Anthropic as `tool_use`/`tool_result` blocks, and Anthropic's
+//! `tool_use` comes back as OpenAI tool calls, whole or streamed.
 
 pub mod anthropic;
+pub mod guard;
 pub mod openai;
 pub mod sse;
+pub mod tools;
 
 use std::pin::Pin;
 
@@ -121,10 +129,26 @@ pub struct Completion {
     pub message_extra: Map<String, Value>,
 }
 
+/// One piece of a streamed tool call, in OpenAI's delta shape: a call's
+/// first piece has its id and function name, its arguments (JSON text)
+/// arrive in fragments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolCallDelta {
+    /// Which call of the reply (0, 1 … for parallel calls).
+    pub index: u32,
+    pub id: Option<String>,
+    pub name: Option<String>,
+    /// The next fragment of the arguments.
+    pub arguments: String,
+}
+
 /// One piece of a streamed reply.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {
     Text(String),
+    /// A piece of a tool call: content like text, so a reply of tool calls
+    /// alone is a reply.
+    ToolCall(ToolCallDelta),
     Finish {
         reason: FinishReason,
         usage: Option<TokenUsage>,
@@ -134,11 +158,20 @@ pub enum StreamEvent {
 /// The rest of a stream after its first events; an error ends it.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
 
+impl StreamEvent {
+    /// Whether it is content (text or a tool call): the first content is
+    /// the point of no return for failing over.
+    pub fn is_content(&self) -> bool {
+        matches!(self, StreamEvent::Text(_) | StreamEvent::ToolCall(_))
+    }
+}
+
 /// A streamed reply whose start has arrived: the run counts it as served
 /// once content has come, and may fail over only before that.
 pub struct StreamReply {
     pub id: String,
-    /// Events read before the call returned (they include the first text).
+    /// Events read before the call returned (they include the first
+    /// content).
     pub first: Vec<StreamEvent>,
     pub rest: EventStream,
 }

@@ -5,6 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::sse::SseEvent;
+use super::tools::{self, TOOL_FIELDS};
 use super::{ChatRequest, Completion, FinishReason, Message, Role, StreamEvent, TokenUsage};
 use crate::provider_error::ProviderError;
 
@@ -91,7 +92,11 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
         Some(_) => request.openai_only.push("field `n` above 1".into()),
     }
     for (name, value) in object {
-        if !HARMLESS.contains(&name.as_str()) && !value.is_null() {
+        if TOOL_FIELDS.contains(&name.as_str()) {
+            if let Some(why) = tools::untranslatable_field(&name, &value) {
+                request.openai_only.push(why);
+            }
+        } else if !HARMLESS.contains(&name.as_str()) && !value.is_null() {
             request.openai_only.push(format!("field `{name}`"));
         }
         request.openai_extra.insert(name, value);
@@ -135,18 +140,22 @@ fn read_messages(messages: &[Value], request: &mut ChatRequest) -> Result<(), Ba
             "user" => Some(Role::User),
             "assistant" => Some(Role::Assistant),
             "tool" | "function" => {
-                request
-                    .openai_only
-                    .push(format!("messages[{index}] (a {role} result)"));
+                if !tools::translatable_message(message) {
+                    request
+                        .openai_only
+                        .push(format!("messages[{index}] (a {role} result)"));
+                }
                 plain = false;
                 continue;
             }
             other => return Err(at(&format!("unknown role {other:?}"))),
         };
         let Some(text) = text.filter(|_| !extra_fields) else {
-            request
-                .openai_only
-                .push(format!("messages[{index}] (more than text)"));
+            if !tools::translatable_message(message) {
+                request
+                    .openai_only
+                    .push(format!("messages[{index}] (more than text)"));
+            }
             plain = false;
             continue;
         };
@@ -319,6 +328,13 @@ impl StreamDecoder {
             if let Some(text) = text.filter(|t| !t.is_empty()) {
                 events.push(StreamEvent::Text(text.to_owned()));
             }
+            if let Some(calls) = choice.pointer("/delta/tool_calls") {
+                events.extend(
+                    tools::deltas_of(calls)
+                        .into_iter()
+                        .map(StreamEvent::ToolCall),
+                );
+            }
             if let Some(reason) = finish(choice.get("finish_reason")) {
                 self.finish = Some(reason);
             }
@@ -327,13 +343,15 @@ impl StreamDecoder {
     }
 
     /// The final event when the stream ends: `None` when it ended without
-    /// `[DONE]` or a finish reason (cut off).
+    /// `[DONE]` or a finish reason — cut off, and then [`Self::done`] stays
+    /// false: a stream that closes cleanly without saying it is complete is
+    /// not complete.
     pub fn end(&mut self) -> Option<StreamEvent> {
-        if self.done {
+        if self.done || self.finish.is_none() {
             return None;
         }
         self.done = true;
-        self.finish.is_some().then(|| self.finish_event()).flatten()
+        self.finish_event()
     }
 
     fn finish_event(&mut self) -> Option<StreamEvent> {
@@ -363,17 +381,33 @@ pub fn completion_json(id: &str, model: &str, created: u64, completion: &Complet
     body
 }
 
+/// What a client-facing chunk carries.
+#[derive(Debug, Clone, Copy)]
+pub enum Chunk<'a> {
+    /// The first chunk: the role, with empty text content, or null content
+    /// when the reply opens with a tool call (as OpenAI sends it).
+    Role {
+        tool_first: bool,
+    },
+    Event(&'a StreamEvent),
+}
+
 /// A client-facing `chat.completion.chunk`: the role on the first, then
-/// text deltas, then the finish reason (and usage).
-pub fn chunk_json(id: &str, model: &str, created: u64, event: Option<&StreamEvent>) -> Value {
-    let (delta, finish, usage) = match event {
-        None => (
-            json!({"role": "assistant", "content": ""}),
+/// text and tool-call deltas, then the finish reason (and usage).
+pub fn chunk_json(id: &str, model: &str, created: u64, chunk: Chunk<'_>) -> Value {
+    let (delta, finish, usage) = match chunk {
+        Chunk::Role { tool_first } => (
+            json!({"role": "assistant", "content": if tool_first { Value::Null } else { "".into() }}),
             Value::Null,
             None,
         ),
-        Some(StreamEvent::Text(text)) => (json!({"content": text}), Value::Null, None),
-        Some(StreamEvent::Finish { reason, usage }) => {
+        Chunk::Event(StreamEvent::Text(text)) => (json!({"content": text}), Value::Null, None),
+        Chunk::Event(StreamEvent::ToolCall(call)) => (
+            json!({"tool_calls": [tools::delta_json(call)]}),
+            Value::Null,
+            None,
+        ),
+        Chunk::Event(StreamEvent::Finish { reason, usage }) => {
             (json!({}), Value::from(reason.as_openai()), *usage)
         }
     };
@@ -442,6 +476,50 @@ mod tests {
     }
 
     #[test]
+    fn tool_call_deltas_stream_through() {
+        let mut decoder = StreamDecoder::default();
+        let event = |data: &str| SseEvent {
+            event: String::new(),
+            data: data.into(),
+        };
+        let first = decoder
+            .feed(&event(
+                r#"{"choices":[{"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"weather","arguments":""}}]}}]}"#,
+            ))
+            .unwrap();
+        let [StreamEvent::ToolCall(call)] = &first[..] else {
+            panic!("{first:?}")
+        };
+        assert_eq!(
+            (call.id.as_deref(), call.name.as_deref()),
+            (Some("call_1"), Some("weather"))
+        );
+        let next = decoder
+            .feed(&event(
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\""}}]}}]}"#,
+            ))
+            .unwrap();
+        assert!(matches!(&next[..], [StreamEvent::ToolCall(c)] if c.arguments == "{\"city\""));
+        let chunk = chunk_json("c", "m", 0, Chunk::Event(&next[0]));
+        assert_eq!(chunk["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
+        let role = chunk_json("c", "m", 0, Chunk::Role { tool_first: true });
+        assert!(role["choices"][0]["delta"]["content"].is_null());
+    }
+
+    #[test]
+    fn tool_requests_stay_translatable() {
+        let request = parse_request(
+            br#"{"model":"auto","tools":[{"type":"function","function":{"name":"f"}}],
+                "tool_choice":"auto","messages":[{"role":"user","content":"hi"},
+                {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+                {"role":"tool","tool_call_id":"c1","content":"done"}]}"#,
+        )
+        .unwrap();
+        assert!(request.openai_only.is_empty(), "{:?}", request.openai_only);
+        assert!(request.openai_messages.is_some());
+    }
+
+    #[test]
     fn bad_requests_name_the_field() {
         for (body, field) in [
             (&b"{"[..], "not JSON"),
@@ -504,7 +582,18 @@ mod tests {
         ));
         assert_eq!(decoder.id, "s1");
         let mut cut = StreamDecoder::default();
+        cut.feed(&event(r#"{"choices":[{"delta":{"content":"half"}}]}"#))
+            .unwrap();
         assert_eq!(cut.end(), None);
+        assert!(!cut.done, "a clean close without a terminator is a cut");
+        let mut finished = StreamDecoder::default();
+        finished
+            .feed(&event(
+                r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#,
+            ))
+            .unwrap();
+        assert!(matches!(finished.end(), Some(StreamEvent::Finish { .. })));
+        assert!(finished.done);
         assert!(StreamDecoder::default()
             .feed(&event(r#"{"error":{"message":"x"}}"#))
             .is_err());

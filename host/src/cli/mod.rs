@@ -4,6 +4,7 @@
 mod classify;
 mod context;
 mod lines;
+mod pipe;
 mod policy;
 mod profiles;
 mod replay;
@@ -94,6 +95,9 @@ pub fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if !matches!(cli.command, Command::Serve(_)) {
+        pipe::end_quietly_on_closed_pipe();
+    }
     crate::logging::init(cli.log_format);
     let context = Context::new(cli.policy, cli.state_dir, cli.agent, cli.config);
     match cli.command {

@@ -103,6 +103,9 @@ fn admin_call(context: &Context, route: &str, body: Option<Vec<u8>>) -> anyhow::
     if status.is_success() {
         println!("active: {}", describe(&json["active"]));
         println!("previous: {}", describe(&json["previous"]));
+        if let Some(depth) = json.get("rollbacks").and_then(Value::as_u64) {
+            println!("rollbacks possible: {depth}");
+        }
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(error) = json.get("error").and_then(Value::as_str) {

@@ -9,9 +9,12 @@ use anyhow::{anyhow, Context as _};
 use futures_util::StreamExt;
 
 use super::Context;
+use crate::chat::guard::{self, Broken};
 use crate::chat::{ChatReply, ChatRequest, Message, Role, StreamEvent};
 use crate::providers::{endpoint, HttpProvider};
-use crate::runner::{clock::now_ms, retry_wait_cap_from_env, RunOptions, Runner, SystemClock};
+use crate::runner::{
+    clock::now_ms, retry_wait_cap_from_env, RunOptions, Runner, SystemClock, Target,
+};
 use crate::state::SessionStore;
 
 /// Exit status when the run failed (every candidate, or a stop).
@@ -52,6 +55,7 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
     let sessions = SessionStore::for_agent(&context.state_dir()?.agent(context.agent())?.dir);
     let provider = HttpProvider::new(Arc::new(config.clone()), store.clone())?;
     let deadline = now_ms().saturating_add(config.run_timeout_ms());
+    let max_stream_bytes = config.gateway.limits().max_stream_bytes;
     let runner = Runner::new(
         context.shared_policy()?,
         config,
@@ -84,7 +88,8 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let outcome = match runner.run(&options, &request).await {
+        let policy = runner.policy();
+        let outcome = match runner.run_with(policy.as_ref(), &options, &request).await {
             Ok(outcome) => outcome,
             Err(error) => {
                 eprintln!("failover: {error}");
@@ -99,20 +104,23 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
         match outcome.reply {
             ChatReply::Complete(completion) => writeln!(stdout, "{}", completion.text)?,
             ChatReply::Stream(stream) => {
-                let mut events =
-                    futures_util::stream::iter(stream.first.into_iter().map(Ok)).chain(stream.rest);
+                let mut events = guard::guard(stream, Some(deadline), max_stream_bytes);
                 while let Some(event) = events.next().await {
                     match event {
-                        Ok(StreamEvent::Text(text)) => {
-                            write!(stdout, "{text}")?;
-                            stdout.flush()?;
+                        Ok(StreamEvent::Text(text)) => write!(stdout, "{text}")?,
+                        Ok(StreamEvent::ToolCall(call)) => {
+                            if let Some(name) = &call.name {
+                                write!(stdout, "\n[tool call {name}] ")?;
+                            }
+                            write!(stdout, "{}", call.arguments)?;
                         }
                         Ok(StreamEvent::Finish { .. }) => {}
                         Err(error) => {
-                            broken = Some(error.message);
+                            broken = Some(error);
                             break;
                         }
                     }
+                    stdout.flush()?;
                 }
                 writeln!(stdout)?;
             }
@@ -128,8 +136,18 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
                 format!(" after {} failed attempt(s)", outcome.attempts.len())
             }
         );
-        if let Some(message) = broken {
-            eprintln!("failover: the stream broke after it started: {message}");
+        if let Some(broken) = broken {
+            eprintln!("failover: {}", broken.message());
+            if let Broken::Upstream(error) = &broken {
+                let target = Target {
+                    provider: outcome.provider.clone(),
+                    model: outcome.model.clone(),
+                    profile: outcome.profile.clone(),
+                };
+                if let Err(e) = runner.record_stream_failure(policy.as_ref(), &target, error) {
+                    eprintln!("failover: cannot record the stream's failure: {e}");
+                }
+            }
             return Ok(ExitCode::from(EXIT_RUN_FAILED));
         }
         Ok(ExitCode::SUCCESS)

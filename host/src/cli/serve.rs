@@ -119,11 +119,15 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
             let _ = stopped.wait_for(|s| *s).await;
         };
-        let admin_server = axum::serve(admin_listener, admin::router(admin))
-            .with_graceful_shutdown(until_stopped(stopped.clone()));
+        let admin_server = gateway::serve_router(
+            admin_listener,
+            admin::router(admin),
+            gateway.limits(),
+            until_stopped(stopped.clone()),
+        );
         let served = tokio::join!(
             gateway::serve(listener, gateway, until_stopped(stopped)),
-            async { admin_server.await }
+            admin_server
         );
         files.withdraw();
         served.0?;

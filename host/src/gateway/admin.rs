@@ -13,9 +13,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -114,14 +114,23 @@ pub struct Admin {
     pub token: String,
 }
 
-/// The admin routes.
+/// The admin routes. The token is checked before anything of a body is
+/// read.
 pub fn router(admin: Arc<Admin>) -> Router {
     Router::new()
         .route("/admin/policy", get(show))
         .route("/admin/policy/swap", post(swap))
         .route("/admin/policy/rollback", post(rollback))
+        .route_layer(middleware::from_fn_with_state(admin.clone(), require_token))
         .layer(DefaultBodyLimit::max(MAX_MODULE_BYTES))
         .with_state(admin)
+}
+
+async fn require_token(State(admin): State<Arc<Admin>>, request: Request, next: Next) -> Response {
+    match authorized(&admin, request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refused) => *refused,
+    }
 }
 
 fn authorized(admin: &Admin, headers: &HeaderMap) -> Result<(), Box<Response>> {
@@ -143,22 +152,30 @@ fn state_json(gateway: &Gateway) -> serde_json::Value {
     json!({
         "active": policy_json(gateway.active_policy().as_ref()),
         "previous": gateway.previous_policy().map(|p| policy_json(p.as_ref())),
+        "rollbacks": gateway.rollback_depth(),
     })
 }
 
-async fn show(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = authorized(&admin, &headers) {
-        return *refused;
-    }
+async fn show(State(admin): State<Arc<Admin>>) -> Response {
     Json(state_json(&admin.gateway)).into_response()
 }
 
 /// The body is the module's bytes. The gate runs off the async threads
 /// (compiling is CPU work); a refused module never serves.
-async fn swap(State(admin): State<Arc<Admin>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(refused) = authorized(&admin, &headers) {
-        return *refused;
-    }
+async fn swap(State(admin): State<Arc<Admin>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let limits = admin.gateway.limits();
+    let body = match super::routes::read_body(
+        body,
+        &parts.headers,
+        (MAX_MODULE_BYTES, "a policy module's largest size"),
+        limits.body_read_timeout,
+    )
+    .await
+    {
+        Ok(body) => body,
+        Err(refused) => return refused,
+    };
     let started = std::time::Instant::now();
     let (engine, limits) = (admin.engine.clone(), admin.limits);
     let checked = tokio::task::spawn_blocking(move || gate::check(&engine, &body, limits)).await;
@@ -187,10 +204,7 @@ async fn swap(State(admin): State<Arc<Admin>>, headers: HeaderMap, body: Bytes) 
     Json(body).into_response()
 }
 
-async fn rollback(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = authorized(&admin, &headers) {
-        return *refused;
-    }
+async fn rollback(State(admin): State<Arc<Admin>>) -> Response {
     match admin.gateway.rollback_policy() {
         Some(active) => {
             tracing::info!(active = %active.version(), "policy rolled back");

@@ -13,8 +13,12 @@
 
 pub mod admin;
 mod keys;
+pub mod limits;
 mod reply;
 mod routes;
+mod server;
+
+pub use server::serve as serve_router;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -22,6 +26,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 pub use keys::{ClientKeys, KeysError, CLIENT_KEYS_FILE_ENV};
+pub use limits::{GatewayConfig, ServerLimits};
 pub use routes::router;
 
 use crate::config::Config;
@@ -34,10 +39,9 @@ use crate::state::{AuthStore, SessionStore, StateDir, StateError};
 /// Default listen address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
 
-/// Largest request body accepted: a 200k-token context is under a MiB of
-/// text; 16 MiB leaves room for images sent as data URLs to OpenAI-shaped
-/// upstreams, and bounds memory per request.
-pub const MAX_REQUEST_BYTES: usize = 16 << 20;
+/// Most replaced policy modules kept for rollbacks: each holds its
+/// compiled code (a few MiB); 16 swaps back is past any operator's undo.
+pub const MAX_POLICY_HISTORY: usize = 16;
 
 /// The runner the gateway drives: real HTTP providers, the system clock.
 pub type GatewayRunner = Runner<HttpProvider, SystemClock>;
@@ -62,8 +66,9 @@ pub struct Gateway {
     runners: BTreeMap<String, Arc<GatewayRunner>>,
     client_keys: ClientKeys,
     config: Arc<Config>,
-    /// The module the last swap replaced: what a rollback returns to.
-    previous_policy: Mutex<Option<Arc<dyn Decider>>>,
+    /// The modules swaps replaced, oldest first: rollbacks return through
+    /// them one at a time, down to the module `serve` started with.
+    history: Mutex<Vec<Arc<dyn Decider>>>,
     recorder: Option<Arc<Recorder>>,
 }
 
@@ -125,7 +130,7 @@ impl Gateway {
             runners,
             client_keys: options.client_keys,
             config,
-            previous_policy: Mutex::new(None),
+            history: Mutex::new(Vec::new()),
             recorder: options.recorder,
         })
     }
@@ -136,6 +141,11 @@ impl Gateway {
             return Err(GatewayError::OpenWithoutKeys(addr));
         }
         Ok(())
+    }
+
+    /// The limits it serves within (`gateway.*`).
+    pub fn limits(&self) -> ServerLimits {
+        self.config.gateway.limits()
     }
 
     /// The default agent's runner.
@@ -153,28 +163,37 @@ impl Gateway {
         self.runner().policy()
     }
 
-    /// The module the last swap replaced, if any.
+    /// The module the last swap replaced: what a rollback returns to.
     pub fn previous_policy(&self) -> Option<Arc<dyn Decider>> {
-        self.history().clone()
+        self.history().last().cloned()
+    }
+
+    /// How many rollbacks are possible.
+    pub fn rollback_depth(&self) -> usize {
+        self.history().len()
     }
 
     /// Makes `policy` the one new runs of every agent use (runs in flight
     /// finish on theirs); remembers the replaced one for a rollback and
-    /// returns it.
+    /// returns it. The oldest replaced modules are forgotten past
+    /// [`MAX_POLICY_HISTORY`], except the one `serve` started with.
     pub fn swap_policy(&self, policy: Arc<dyn Decider>) -> Arc<dyn Decider> {
-        let mut previous = self.history();
+        let mut history = self.history();
         let replaced = self.install(policy);
-        *previous = Some(replaced.clone());
+        history.push(replaced.clone());
+        if history.len() > MAX_POLICY_HISTORY {
+            // Keep the first (the embedded default, or `--policy`'s).
+            history.remove(1);
+        }
         replaced
     }
 
     /// Returns to the module the last swap replaced; `None` when there is
-    /// none. The module rolled back from becomes the one to roll back to.
+    /// none. Each rollback goes one swap further back.
     pub fn rollback_policy(&self) -> Option<Arc<dyn Decider>> {
-        let mut previous = self.history();
-        let target = previous.take()?;
-        let replaced = self.install(target.clone());
-        *previous = Some(replaced);
+        let mut history = self.history();
+        let target = history.pop()?;
+        self.install(target.clone());
         Some(target)
     }
 
@@ -187,10 +206,8 @@ impl Gateway {
         replaced.expect("the default agent always has a runner")
     }
 
-    fn history(&self) -> std::sync::MutexGuard<'_, Option<Arc<dyn Decider>>> {
-        self.previous_policy
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+    fn history(&self) -> std::sync::MutexGuard<'_, Vec<Arc<dyn Decider>>> {
+        self.history.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -201,7 +218,6 @@ pub async fn serve(
     gateway: Arc<Gateway>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(gateway))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let limits = gateway.limits();
+    server::serve(listener, router(gateway), limits, shutdown).await
 }

@@ -9,8 +9,11 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 use crate::auth::RecordedReason;
-use crate::chat::{openai, ChatReply, StreamEvent};
-use crate::runner::{clock::now_ms, Attempt, RunError, RunOutcome, StopReason};
+use crate::chat::guard::{self, Broken};
+use crate::chat::openai::{self, Chunk};
+use crate::chat::{ChatReply, StreamEvent, StreamReply};
+use crate::provider_error::ProviderError;
+use crate::runner::{clock::now_ms, Attempt, RunError, RunOutcome, StopReason, Target};
 
 /// Response headers naming who served a reply.
 pub const PROVIDER_HEADER: &str = "x-failover-provider";
@@ -27,8 +30,19 @@ pub fn error_response(
     (status, Json(openai::error_json(message, kind, code))).into_response()
 }
 
+/// What relaying a streamed reply needs besides the reply.
+pub struct StreamContext {
+    /// The run's deadline (ms since the epoch): it bounds the whole stream.
+    pub deadline_ms: Option<u64>,
+    /// The most content one streamed reply may carry.
+    pub max_bytes: u64,
+    /// Told when the upstream breaks after the first content, to record
+    /// that against the profile that served.
+    pub on_upstream_failure: Box<dyn FnOnce(Target, ProviderError) + Send>,
+}
+
 /// A served run: the completion, or the stream, with who served it.
-pub fn success(outcome: RunOutcome<ChatReply>) -> Response {
+pub fn success(outcome: RunOutcome<ChatReply>, context: StreamContext) -> Response {
     let created = now_ms() / 1000;
     let model = outcome.model.clone();
     let mut response = match outcome.reply {
@@ -37,55 +51,12 @@ pub fn success(outcome: RunOutcome<ChatReply>) -> Response {
             Json(openai::completion_json(&id, &model, created, &completion)).into_response()
         }
         ChatReply::Stream(stream) => {
-            let id = response_id(&stream.id);
-            let chunk = {
-                let (id, model) = (id.clone(), model.clone());
-                move |event: Option<&StreamEvent>| {
-                    sse(&openai::chunk_json(&id, &model, created, event))
-                }
+            let target = Target {
+                provider: outcome.provider.clone(),
+                model: outcome.model.clone(),
+                profile: outcome.profile.clone(),
             };
-            let mut head = vec![chunk(None)];
-            head.extend(stream.first.iter().map(|e| chunk(Some(e))));
-            let served = format!("{} via {}", outcome.model, outcome.profile);
-            let tail = futures_util::stream::unfold(Some(stream.rest), move |rest| {
-                let chunk = chunk.clone();
-                let served = served.clone();
-                async move {
-                    let mut rest = rest?;
-                    Some(match rest.next().await {
-                        Some(Ok(event)) => (chunk(Some(&event)), Some(rest)),
-                        // Past the first byte there is no failing over:
-                        // end the stream with an error event.
-                        Some(Err(error)) => {
-                            tracing::warn!(%served, error = %error.message, "stream broke after it started");
-                            let message = format!(
-                                "the upstream stream broke: {}",
-                                first_line(&error.message)
-                            );
-                            (
-                                sse(&openai::error_json(
-                                    &message,
-                                    "upstream_error",
-                                    Some("stream_interrupted"),
-                                )),
-                                None,
-                            )
-                        }
-                        None => (Bytes::from_static(b"data: [DONE]\n\n"), None),
-                    })
-                }
-            });
-            let body = futures_util::stream::iter(head)
-                .chain(tail)
-                .map(Ok::<_, std::convert::Infallible>);
-            let mut response = Body::from_stream(body).into_response();
-            let headers = response.headers_mut();
-            headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
-            );
-            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-            response
+            relay(stream, target, created, context)
         }
     };
     let headers = response.headers_mut();
@@ -101,17 +72,65 @@ pub fn success(outcome: RunOutcome<ChatReply>) -> Response {
     response
 }
 
-fn sse(value: &Value) -> Bytes {
-    Bytes::from(format!("data: {value}\n\n"))
+/// A stream as OpenAI chunks: the role, each piece, then `[DONE]` — or,
+/// when it breaks past the first byte (no failing over then), an error
+/// event and no `[DONE]`, so a client never takes a cut reply for whole.
+fn relay(stream: StreamReply, target: Target, created: u64, context: StreamContext) -> Response {
+    let id = response_id(&stream.id);
+    let model = target.model.clone();
+    let tool_first = stream
+        .first
+        .iter()
+        .find(|e| e.is_content())
+        .is_some_and(|e| matches!(e, StreamEvent::ToolCall(_)));
+    let chunk = move |chunk: Chunk<'_>| sse(&openai::chunk_json(&id, &model, created, chunk));
+    let head = chunk(Chunk::Role { tool_first });
+    let events = guard::guard(stream, context.deadline_ms, context.max_bytes);
+    let state = Some((events, Some(context.on_upstream_failure)));
+    let tail = futures_util::stream::unfold(state, move |state| {
+        let chunk = chunk.clone();
+        let target = target.clone();
+        async move {
+            let (mut events, mut on_failure) = state?;
+            Some(match events.next().await {
+                Some(Ok(event)) => (chunk(Chunk::Event(&event)), Some((events, on_failure))),
+                Some(Err(broken)) => {
+                    tracing::warn!(
+                        model = %target.model,
+                        profile = %target.profile,
+                        code = broken.code(),
+                        error = %broken.message(),
+                        "stream ended early"
+                    );
+                    if let (Broken::Upstream(error), Some(report)) = (&broken, on_failure.take()) {
+                        report(target, error.clone());
+                    }
+                    let body = openai::error_json(
+                        &broken.message(),
+                        "upstream_error",
+                        Some(broken.code()),
+                    );
+                    (sse(&body), None)
+                }
+                None => (Bytes::from_static(b"data: [DONE]\n\n"), None),
+            })
+        }
+    });
+    let body = futures_util::stream::once(async move { head })
+        .chain(tail)
+        .map(Ok::<_, std::convert::Infallible>);
+    let mut response = Body::from_stream(body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
 }
 
-fn first_line(text: &str) -> &str {
-    let line = text.lines().next().unwrap_or_default();
-    let mut end = line.len().min(300);
-    while !line.is_char_boundary(end) {
-        end -= 1;
-    }
-    &line[..end]
+fn sse(value: &Value) -> Bytes {
+    Bytes::from(format!("data: {value}\n\n"))
 }
 
 fn response_id(upstream: &str) -> String {

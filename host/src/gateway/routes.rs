@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
@@ -11,8 +11,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
 
-use super::reply::{self, error_response};
-use super::{Gateway, GatewayRunner, MAX_REQUEST_BYTES};
+use super::limits::SMALL_BODY_BYTES;
+use super::reply::{self, error_response, StreamContext};
+use super::{Gateway, GatewayRunner};
 use crate::chat::openai;
 use crate::providers::endpoint;
 use crate::replay::trace::RequestEvent;
@@ -53,21 +54,98 @@ impl IntoResponse for Refusal {
     }
 }
 
-/// The gateway's routes over `gateway`.
+/// The gateway's routes over `gateway`. The client key is checked before
+/// anything of a body is read; bodies are bounded per route: a chat request
+/// by `gateway.maxRequestBytes`, the others (which take none worth the name)
+/// by [`SMALL_BODY_BYTES`].
 pub fn router(gateway: Arc<Gateway>) -> Router {
-    Router::new()
-        .route("/v1/chat/completions", post(chat))
+    let small = Router::new()
         .route("/v1/models", get(models))
         .route("/v1/sessions/{id}/reset", post(reset_session))
-        .route("/healthz", get(healthz))
         .route("/status", get(status))
+        .route_layer(middleware::from_fn(small_body));
+    let keyed = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .merge(small)
+        .route_layer(middleware::from_fn_with_state(
+            gateway.clone(),
+            require_client_key,
+        ));
+    Router::new()
+        .merge(keyed)
+        .route(
+            "/healthz",
+            get(healthz).route_layer(middleware::from_fn(small_body)),
+        )
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             gateway.clone(),
             policy_header,
         ))
-        .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
+        .layer(DefaultBodyLimit::max(SMALL_BODY_BYTES))
         .with_state(gateway)
+}
+
+/// Refuses a declared body past [`SMALL_BODY_BYTES`] on the routes that
+/// read none, before anything of it is read.
+async fn small_body(request: Request, next: Next) -> Response {
+    if declared_length(request.headers()).is_some_and(|length| length > SMALL_BODY_BYTES as u64) {
+        return too_large(SMALL_BODY_BYTES, "this route takes no body");
+    }
+    next.run(request).await
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+}
+
+fn too_large(limit: usize, which: &str) -> Response {
+    error_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "invalid_request_error",
+        Some("request_too_large"),
+        &format!("the request body is over the limit of {limit} bytes ({which})"),
+    )
+}
+
+/// Refuses a request without an accepted client key, before its body.
+async fn require_client_key(
+    State(gateway): State<Arc<Gateway>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match authorize(&gateway, request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refused) => refused.into_response(),
+    }
+}
+
+/// Reads a request body of at most `limit` bytes (named `limit_name` in a
+/// refusal) within the body-read timeout; a declared length over the limit
+/// is refused unread.
+pub(super) async fn read_body(
+    body: Body,
+    headers: &HeaderMap,
+    (limit, limit_name): (usize, &str),
+    timeout: std::time::Duration,
+) -> Result<Bytes, Response> {
+    let over = || too_large(limit, limit_name);
+    if declared_length(headers).is_some_and(|length| length > limit as u64) {
+        return Err(over());
+    }
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err(over()),
+        Err(_) => Err(error_response(
+            StatusCode::REQUEST_TIMEOUT,
+            "invalid_request_error",
+            Some("request_timeout"),
+            "the request body did not arrive in time (gateway.bodyReadTimeoutSeconds)",
+        )),
+    }
 }
 
 async fn healthz() -> Response {
@@ -83,10 +161,21 @@ async fn not_found() -> Response {
     )
 }
 
-async fn chat(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(refused) = authorize(&gateway, &headers) {
-        return refused.into_response();
-    }
+async fn chat(State(gateway): State<Arc<Gateway>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
+    let limits = gateway.limits();
+    let body = match read_body(
+        body,
+        &headers,
+        (limits.max_request_bytes, "gateway.maxRequestBytes"),
+        limits.body_read_timeout,
+    )
+    .await
+    {
+        Ok(body) => body,
+        Err(refused) => return refused,
+    };
     let mut request = match openai::parse_request(&body) {
         Ok(request) => request,
         Err(error) => {
@@ -142,7 +231,39 @@ async fn chat(State(gateway): State<Arc<Gateway>>, headers: HeaderMap, body: Byt
                 stream = request.stream,
                 "served"
             );
-            reply::success(outcome)
+            let late = {
+                let (runner, policy) = (runner.clone(), policy.clone());
+                let recorder = gateway.recorder.clone();
+                move |target: crate::runner::Target, error| match runner.record_stream_failure(
+                    policy.as_ref(),
+                    &target,
+                    &error,
+                ) {
+                    Ok((reason, usage)) => {
+                        tracing::info!(
+                            profile = %target.profile,
+                            reason = reason.as_str(),
+                            "recorded the stream's failure against its profile"
+                        );
+                        if let Some(recorder) = &recorder {
+                            recorder.late_change(&target.profile, &usage);
+                        }
+                    }
+                    Err(error) => tracing::error!(
+                        profile = %target.profile,
+                        %error,
+                        "cannot record the stream's failure"
+                    ),
+                }
+            };
+            reply::success(
+                outcome,
+                StreamContext {
+                    deadline_ms: Some(deadline),
+                    max_bytes: limits.max_stream_bytes,
+                    on_upstream_failure: Box::new(late),
+                },
+            )
         }
         Err(error) => {
             tracing::warn!(requested = %request.model, error = %error, "run failed");
@@ -227,11 +348,27 @@ fn authorize(gateway: &Gateway, headers: &HeaderMap) -> Result<(), Refusal> {
     }
 }
 
+/// The session named by the header. Header values are bytes: UTF-8 ones
+/// (`x-session-id: café`) are names like any other; other bytes are
+/// refused, and the refusal shows them as they came.
 fn session_id(headers: &HeaderMap) -> Result<Option<String>, Refusal> {
     let Some(value) = headers.get(SESSION_HEADER) else {
         return Ok(None);
     };
-    let id = value.to_str().ok().map(str::trim).unwrap_or_default();
+    let id = match std::str::from_utf8(value.as_bytes()) {
+        Ok(id) => id.trim(),
+        Err(_) => {
+            return Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                None,
+                format!(
+                    "header `{SESSION_HEADER}`: {:?} is not UTF-8",
+                    String::from_utf8_lossy(value.as_bytes())
+                ),
+            ))
+        }
+    };
     check_session_id(id).map(|()| Some(id.to_owned()))
 }
 
@@ -246,10 +383,7 @@ fn check_session_id(id: &str) -> Result<(), Refusal> {
     })
 }
 
-async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = authorize(&gateway, &headers) {
-        return refused.into_response();
-    }
+async fn models(State(gateway): State<Arc<Gateway>>) -> Response {
     let config = &gateway.config;
     let mut ids: Vec<String> = vec!["auto".into()];
     ids.extend(config.agents.list.iter().map(|a| format!("agent:{}", a.id)));
@@ -273,10 +407,7 @@ async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Resp
     Json(json!({"object": "list", "data": data})).into_response()
 }
 
-async fn status(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = authorize(&gateway, &headers) {
-        return refused.into_response();
-    }
+async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
     let runner = gateway.runner();
     let policy = runner.policy();
     match Status::gather(
@@ -294,6 +425,7 @@ async fn status(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Resp
                 .map_or(serde_json::Value::Null, |p| {
                     crate::status::policy_json(p.as_ref())
                 });
+            report["counters"] = runner.counters().values().to_json();
             Json(report).into_response()
         }
         Err(error) => error_response(
@@ -305,14 +437,7 @@ async fn status(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Resp
     }
 }
 
-async fn reset_session(
-    State(gateway): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    if let Err(refused) = authorize(&gateway, &headers) {
-        return refused.into_response();
-    }
+async fn reset_session(State(gateway): State<Arc<Gateway>>, Path(id): Path<String>) -> Response {
     if let Err(refused) = check_session_id(&id) {
         return refused.into_response();
     }

@@ -44,6 +44,8 @@ pub enum TrapKind {
     Deadline,
     #[error("it exhausted its stack")]
     StackOverflow,
+    #[error("it ran out of memory (the per-instance limit)")]
+    Memory,
     #[error("it trapped: {0}")]
     Other(String),
 }
@@ -53,14 +55,31 @@ impl PolicyError {
         PolicyError::Engine(format!("{error:#}"))
     }
 
-    pub(crate) fn trap(call: &'static str, error: &wasmtime::Error) -> Self {
+    /// The error of a call that stopped; `memory_refused` says the limits
+    /// refused the module memory during it.
+    pub(crate) fn trap(call: &'static str, error: &wasmtime::Error, memory_refused: bool) -> Self {
         let kind = match error.downcast_ref::<wasmtime::Trap>() {
             Some(wasmtime::Trap::OutOfFuel) => TrapKind::OutOfFuel,
             Some(wasmtime::Trap::Interrupt) => TrapKind::Deadline,
             Some(wasmtime::Trap::StackOverflow) => TrapKind::StackOverflow,
-            Some(other) => TrapKind::Other(other.to_string()),
-            None => TrapKind::Other(format!("{error:#}")),
+            _ if memory_refused => TrapKind::Memory,
+            Some(other) => TrapKind::Other(one_line(&other.to_string())),
+            // The top message only: the alternate form adds a multi-line
+            // wasm backtrace, which is no message.
+            None => TrapKind::Other(one_line(&error.to_string())),
         };
         PolicyError::Trap { call, kind }
     }
+}
+
+/// The first line of `text`, at most [`MAX_TRAP_MESSAGE`] bytes.
+fn one_line(text: &str) -> String {
+    /// A trap message is a sentence; more is a dump.
+    const MAX_TRAP_MESSAGE: usize = 200;
+    let line = text.lines().next().unwrap_or_default().trim();
+    let mut end = line.len().min(MAX_TRAP_MESSAGE);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    line[..end].to_owned()
 }

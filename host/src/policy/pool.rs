@@ -8,7 +8,7 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use wasmtime::{Store, StoreLimits, StoreLimitsBuilder};
+use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder};
 
 use super::bindings::{self, PolicyPre};
 use super::engine::PolicyEngine;
@@ -39,6 +39,55 @@ pub struct PolicyStats {
 
 pub(crate) struct StoreState {
     limits: StoreLimits,
+    /// The limits refused a memory growth during the current call: a trap
+    /// that follows is the module running out of memory, whatever
+    /// instruction reports it (a Rust guest aborts with `unreachable`).
+    memory_refused: bool,
+}
+
+impl ResourceLimiter for StoreState {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = self.limits.memory_growing(current, desired, maximum);
+        if !matches!(allowed, Ok(true)) {
+            self.memory_refused = true;
+        }
+        allowed
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.memory_refused = true;
+        self.limits.memory_grow_failed(error)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.limits.table_growing(current, desired, maximum)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.table_grow_failed(error)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories()
+    }
 }
 
 /// An instance ready for calls, with the limits generation it was made for.
@@ -136,7 +185,11 @@ impl InstancePool {
             Err(error) => {
                 // A trapped instance refuses further calls; it is dropped here.
                 state.stats.traps += 1;
-                Err(PolicyError::trap(name, &error))
+                Err(PolicyError::trap(
+                    name,
+                    &error,
+                    warm.store.data().memory_refused,
+                ))
             }
         }
     }
@@ -148,19 +201,23 @@ impl InstancePool {
                 .trap_on_grow_failure(true)
                 .instances(1)
                 .build(),
+            memory_refused: false,
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
-        store.limiter(|state| &mut state.limits);
+        store.limiter(|state| state);
         if self.engine.metered() {
             store
                 .set_fuel(limits.fuel_per_call)
                 .map_err(PolicyError::engine)?;
             store.set_epoch_deadline(limits.deadline_ticks());
         }
-        let bindings = self
-            .pre
-            .instantiate(&mut store)
-            .map_err(|e| PolicyError::trap("instantiate", &e))?;
+        let bindings = match self.pre.instantiate(&mut store) {
+            Ok(bindings) => bindings,
+            Err(e) => {
+                let memory = store.data().memory_refused;
+                return Err(PolicyError::trap("instantiate", &e, memory));
+            }
+        };
         self.lock().stats.instantiations += 1;
         Ok(Warm {
             store,

@@ -8,10 +8,7 @@ use std::io::ErrorKind;
 
 use crate::provider_error::ProviderError;
 
-/// How much of an error body is kept: the classifier reads at most 16 KiB
-/// of a JSON body (the policy's `MAX_JSON_BODY_BYTES`), and an HTML error
-/// page says all it says in its first few KiB.
-pub const BODY_PREVIEW_BYTES: usize = 16 * 1024;
+use super::redact::CAPTURE_BYTES;
 
 /// Response headers worth keeping (by prefix, lower case): retry hints,
 /// rate-limit windows and request ids. Nothing else is kept, so cookies and
@@ -28,18 +25,20 @@ const KEPT_HEADERS: &[&str] = &[
 ];
 
 /// The error for a response with a failing status; reads a bounded
-/// preview of its body.
+/// preview of its body. The preview is longer than what is kept: the
+/// provider's redactor cuts it to size only after redacting it, so a secret
+/// straddling the cut goes whole.
 pub async fn response_error(provider: &str, mut response: reqwest::Response) -> ProviderError {
     let status = response.status().as_u16();
     let headers = kept_headers(response.headers());
     let mut body = Vec::new();
-    while body.len() < BODY_PREVIEW_BYTES {
+    while body.len() < CAPTURE_BYTES {
         match response.chunk().await {
             Ok(Some(chunk)) => body.extend_from_slice(&chunk),
             Ok(None) | Err(_) => break,
         }
     }
-    body.truncate(BODY_PREVIEW_BYTES);
+    body.truncate(CAPTURE_BYTES);
     let mut error = ProviderError::message(String::from_utf8_lossy(&body).into_owned())
         .with_provider(provider)
         .with_status(status);

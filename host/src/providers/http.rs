@@ -13,9 +13,12 @@ use serde_json::Value;
 use super::capture;
 use super::endpoint::{self, Api, Endpoint};
 use super::oauth;
+use super::redact::Redactor;
 use crate::auth::CredentialKind;
 use crate::chat::sse::SseDecoder;
-use crate::chat::{self, anthropic, openai, ChatReply, ChatRequest, StreamEvent, StreamReply};
+use crate::chat::{
+    self, anthropic, openai, tools, ChatReply, ChatRequest, StreamEvent, StreamReply,
+};
 use crate::config::Config;
 use crate::provider_error::ProviderError;
 use crate::replay::record::Recorder;
@@ -34,6 +37,8 @@ pub struct HttpProvider {
     store: AuthStore,
     client: reqwest::Client,
     recorder: Option<Arc<Recorder>>,
+    /// One OAuth refresh per profile at a time (shared by clones).
+    refresher: Arc<oauth::Refresher>,
 }
 
 impl HttpProvider {
@@ -50,6 +55,7 @@ impl HttpProvider {
             store,
             client,
             recorder: None,
+            refresher: Arc::default(),
         })
     }
 
@@ -64,10 +70,13 @@ impl HttpProvider {
         &self.config
     }
 
+    /// The profile's credential, refreshed first when it is an expired
+    /// OAuth token; every secret met on the way is added to `redactor`.
     async fn credential(
         &self,
         target: &Target,
         endpoint: &Endpoint,
+        redactor: &mut Redactor,
     ) -> Result<Credential, ProviderError> {
         let provider = target.provider.as_str();
         let profiles = self.store.profiles().map_err(|e| {
@@ -81,8 +90,17 @@ impl HttpProvider {
             .with_provider(provider)
             .with_status(401)
         })?;
+        oauth::learn(redactor, &credential);
         if oauth::needs_refresh(&credential, now_ms()) {
-            return oauth::refresh(&self.client, &self.store, endpoint, &target.profile, now_ms)
+            return self
+                .refresher
+                .refresh(
+                    &self.client,
+                    &self.store,
+                    endpoint,
+                    &target.profile,
+                    redactor,
+                )
                 .await;
         }
         Ok(credential)
@@ -92,6 +110,7 @@ impl HttpProvider {
         &self,
         target: &Target,
         request: &ChatRequest,
+        redactor: &mut Redactor,
     ) -> Result<ChatReply, ProviderError> {
         let provider = target.provider.as_str();
         let endpoint = endpoint::resolve(&self.config, provider).ok_or_else(|| {
@@ -112,7 +131,7 @@ impl HttpProvider {
         };
         let budget = attempt_budget(&endpoint, request.deadline_ms);
         let started = tokio::time::Instant::now();
-        let credential = self.credential(target, &endpoint).await?;
+        let credential = self.credential(target, &endpoint, redactor).await?;
         self.exchange(
             target,
             request,
@@ -123,7 +142,6 @@ impl HttpProvider {
             started,
         )
         .await
-        .map_err(|error| redact(error, credential.secret.expose()))
     }
 
     /// Sends the request and reads the reply within `budget`.
@@ -175,19 +193,29 @@ impl HttpProvider {
         if !request.stream {
             return Ok(ChatReply::Complete(completion));
         }
-        // Asked to stream, answered whole: a stream of one piece.
-        if completion.text.is_empty() {
+        // Asked to stream, answered whole: a stream of one piece (its text,
+        // its tool calls).
+        let mut first = Vec::new();
+        if !completion.text.is_empty() {
+            first.push(StreamEvent::Text(completion.text));
+        }
+        if let Some(calls) = completion.message_extra.get("tool_calls") {
+            first.extend(
+                tools::deltas_of(calls)
+                    .into_iter()
+                    .map(StreamEvent::ToolCall),
+            );
+        }
+        if first.is_empty() {
             return Err(ProviderError::default().with_provider(provider));
         }
+        first.push(StreamEvent::Finish {
+            reason: completion.finish,
+            usage: completion.usage,
+        });
         Ok(ChatReply::Stream(StreamReply {
             id: completion.id.clone(),
-            first: vec![
-                StreamEvent::Text(completion.text),
-                StreamEvent::Finish {
-                    reason: completion.finish,
-                    usage: completion.usage,
-                },
-            ],
+            first,
             rest: Box::pin(futures_util::stream::empty()),
         }))
     }
@@ -231,7 +259,15 @@ impl Provider for HttpProvider {
     async fn call(&self, target: &Target, request: &ChatRequest) -> Result<ChatReply, CallError> {
         let at = now_ms();
         let started = std::time::Instant::now();
-        let result = self.attempt(target, request).await;
+        let mut redactor = Redactor::default();
+        let result = self.attempt(target, request, &mut redactor).await;
+        // The choke point: nothing of this call leaves unredacted — its
+        // error, or any error of its stream however late.
+        let result = match result {
+            Err(error) => Err(redactor.error(error)),
+            Ok(ChatReply::Stream(stream)) => Ok(ChatReply::Stream(redacted(stream, redactor))),
+            Ok(complete) => Ok(complete),
+        };
         let hung = result.as_ref().is_err_and(capture::is_deadline);
         if let (Some(recorder), Some(id)) = (&self.recorder, request.record_id) {
             let content = match &result {
@@ -271,22 +307,15 @@ fn attempt_budget(endpoint: &Endpoint, deadline_ms: Option<u64>) -> Duration {
     Duration::from_millis(ms)
 }
 
-/// A provider that echoes the key in an error ("Incorrect API key
-/// provided: sk-…") must not put it in a log or a trace.
-fn redact(mut error: ProviderError, secret: &str) -> ProviderError {
-    if secret.len() >= 8 {
-        if error.message.contains(secret) {
-            error.message = error.message.replace(secret, "[redacted]");
-        }
-        for (_, value) in &mut error.headers {
-            if value.contains(secret) {
-                *value = value.replace(secret, "[redacted]");
-            }
-        }
-        error.error = error.error.map(|e| Box::new(redact(*e, secret)));
-        error.cause = error.cause.map(|e| Box::new(redact(*e, secret)));
+/// `stream` with every later error passed through `redactor`.
+fn redacted(stream: StreamReply, redactor: Redactor) -> StreamReply {
+    let rest = stream
+        .rest
+        .map(move |item| item.map_err(|error| redactor.error(error)));
+    StreamReply {
+        rest: Box::pin(rest),
+        ..stream
     }
-    error
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -347,9 +376,9 @@ impl Upstream {
         }
     }
 
-    /// Reads until the first text (the point of no return for failover),
-    /// within `budget`. A stream that errors, is cut, or ends with no text
-    /// before that is a failed attempt.
+    /// Reads until the first content — text or a tool call, the point of
+    /// no return for failover — within `budget`. A stream that errors, is
+    /// cut, or ends with no content before that is a failed attempt.
     async fn start(mut self, budget: Duration) -> Result<StreamReply, ProviderError> {
         let deadline = tokio::time::Instant::now() + budget;
         let mut first = Vec::new();
@@ -359,9 +388,9 @@ impl Upstream {
                 .map_err(|_| capture::timeout_error(&self.provider, millis(budget)))?;
             match next {
                 Some(Ok(event)) => {
-                    let is_text = matches!(event, StreamEvent::Text(_));
+                    let is_content = event.is_content();
                     first.push(event);
-                    if is_text {
+                    if is_content {
                         break;
                     }
                 }

@@ -152,6 +152,17 @@ impl Recorder {
         self.write(&TraceLine::Outcome(event));
     }
 
+    /// A change of a profile's state that a replay cannot derive from the
+    /// trace's requests and outcomes (a stream that broke after the call
+    /// returned): recorded as a `state` line, as a foreign change is.
+    pub fn late_change(&self, profile: &str, usage: &Usage) {
+        self.usage.written(profile, usage);
+        self.state(StateChange::Profile {
+            profile: profile.to_owned(),
+            usage: usage.clone(),
+        });
+    }
+
     fn state(&self, change: StateChange) {
         self.write(&TraceLine::State(StateEvent {
             at: now_ms(),

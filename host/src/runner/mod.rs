@@ -6,10 +6,12 @@
 //! - [`Provider`], [`Target`], [`CallError`] — what the runner calls.
 //! - [`Clock`] — real or virtual time.
 //! - [`HealthBook`] — each model's responsiveness, for slow targets (F-12.3).
+//! - [`Counters`] — failures around served replies, for the status report.
 //! - [`Runner`] — the driver; [`RunOptions`] are what an agent runtime supplies.
 //! - [`RunOutcome`], [`RunError`], [`FallbackSummaryError`] — the results.
 
 pub mod clock;
+mod counters;
 mod events;
 mod health;
 pub mod model;
@@ -19,6 +21,7 @@ mod retry_env;
 mod run;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
+pub use counters::{CounterValues, Counters};
 pub use health::HealthBook;
 pub use model::*;
 pub use outcome::{Attempt, FallbackStep, FallbackSummaryError, RunError, RunOutcome};

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::auth::{
-    FailureEvent, OrderRequest, PinRequest, PinSource, RecordedReason, StoredProfile,
+    FailureEvent, OrderRequest, PinRequest, PinSource, RecordedReason, StoredProfile, Usage,
 };
 use crate::config::{AgentModel, Config};
 use crate::policy::Decider;
@@ -17,6 +17,7 @@ use crate::state::{
 };
 
 use super::clock::Clock;
+use super::counters::Counters;
 use super::events;
 use super::health::HealthBook;
 use super::model::{
@@ -111,6 +112,8 @@ pub struct Runner<P, C> {
     recent_use: Mutex<HashMap<String, u64>>,
     /// Each model's responsiveness (F-12.3), kept across runs.
     health: HealthBook,
+    /// Failures around served replies.
+    counters: Counters,
 }
 
 /// A failed call, classified and recorded.
@@ -161,6 +164,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             retry_wait_cap_ms: DEFAULT_RETRY_WAIT_CAP_MS,
             recent_use: Mutex::new(HashMap::new()),
             health: HealthBook::default(),
+            counters: Counters::default(),
         }
     }
 
@@ -210,6 +214,40 @@ impl<P: Provider, C: Clock> Runner<P, C> {
     /// What the runner knows of each model's responsiveness (F-12.3).
     pub fn model_health(&self) -> &HealthBook {
         &self.health
+    }
+
+    /// Failures around served replies.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// A served stream broke after its first content: the profile answered,
+    /// then failed, and that failure is recorded against it like any other
+    /// — classified by `policy` and passed to its `record-failure` (a cut or
+    /// stalled stream is a timeout, which by F-6.1 leaves a profile's state
+    /// as it is; an overloaded or rate-limit error event cools it down).
+    /// Returns the reason and the profile's state after.
+    pub fn record_stream_failure(
+        &self,
+        policy: &dyn Decider,
+        target: &Target,
+        error: &ProviderError,
+    ) -> Result<(RecordedReason, Usage), RunError> {
+        self.counters.stream_broken();
+        let now = self.clock.now_ms();
+        let verdict =
+            policy.classify(&error.clone().with_provider(target.provider.clone()), now)?;
+        let reason = RecordedReason::from(verdict.reason);
+        let cooldowns = self.config.cooldown_config();
+        let after = self.record_failure(
+            policy,
+            target,
+            reason,
+            verdict.retry_after_ms,
+            now,
+            &cooldowns,
+        )?;
+        Ok((reason, after))
     }
 
     /// Runs `request` through the chain with the active policy.
@@ -809,7 +847,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         retry_after_ms: Option<u64>,
         now: u64,
         cooldowns: &crate::auth::CooldownConfig,
-    ) -> Result<(), RunError> {
+    ) -> Result<Usage, RunError> {
         let event = FailureEvent {
             provider: target.provider.clone(),
             reason,
@@ -818,10 +856,9 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             reset_at_ms: None,
             now_ms: now,
         };
-        self.store.update_profile_usage(&target.profile, |before| {
+        Ok(self.store.update_profile_usage(&target.profile, |before| {
             policy.record_failure(before, &event, cooldowns)
-        })?;
-        Ok(())
+        })?)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -838,7 +875,11 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         written: Option<Written>,
     ) -> Result<RunOutcome<P::Reply>, RunError> {
         let now = self.clock.now_ms();
-        self.record_success(policy, &target, now)?;
+        // The upstream answered: what follows is bookkeeping, and its
+        // failure must not lose the answer. It is logged and counted.
+        if let Err(error) = self.record_success(policy, &target, now) {
+            self.bookkeeping_failed(&target, &error);
+        }
         // The fallback override stays (F-9.4): nothing to roll back.
         drop(written);
         if position > 0 {
@@ -856,13 +897,16 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         }
         if let Some(id) = &options.session {
             let profile = target.profile.clone();
-            self.sessions.update(id, |e| {
+            let pinned = self.sessions.update(id, |e| {
                 if e.auth_profile_override_source != Some(PinSource::User) {
                     e.auth_profile_override.get_or_insert(profile);
                     e.auth_profile_override_source
                         .get_or_insert(PinSource::Auto);
                 }
-            })?;
+            });
+            if let Err(error) = pinned {
+                self.bookkeeping_failed(&target, &error.into());
+            }
         }
         Ok(RunOutcome {
             reply,
@@ -873,6 +917,20 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             attempts,
             steps,
         })
+    }
+
+    /// Logs and counts a failure of the bookkeeping after a served answer.
+    fn bookkeeping_failed(&self, target: &Target, error: &RunError) {
+        match error {
+            RunError::Policy(_) => self.counters.policy_error_after_success(),
+            _ => self.counters.state_error_after_success(),
+        }
+        tracing::error!(
+            model = %target.model,
+            profile = %target.profile,
+            %error,
+            "the answer was served, but recording its success failed"
+        );
     }
 
     /// Writes the auto fallback override for `model` (F-3.3, F-9.3); the

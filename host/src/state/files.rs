@@ -87,7 +87,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
     create_private_dir(dir)?;
     // tempfile creates the file with mode 0600.
     let mut temp = tempfile::Builder::new()
-        .prefix(".tmp-")
+        .prefix(TEMP_PREFIX)
         .tempfile_in(dir)
         .map_err(|e| StateError::io(dir, e))?;
     temp.write_all(bytes)
@@ -98,6 +98,43 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
     temp.persist(path)
         .map_err(|e| StateError::io(path, e.error))?;
     sync_dir(dir)
+}
+
+/// How the temporary files of [`write_atomic`] are named.
+const TEMP_PREFIX: &str = ".tmp-";
+
+/// A temporary file older than this is a killed write's: a write lives
+/// milliseconds, however slow the disk.
+pub const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes the temporary files killed writes left in `dir` (copies of
+/// state files, secrets included); returns how many went. A directory
+/// that does not exist has none.
+pub fn remove_stale_temps(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let is_temp = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|name| name.starts_with(TEMP_PREFIX));
+        let stale = entry
+            .metadata()
+            .ok()
+            .filter(fs::Metadata::is_file)
+            .and_then(|m| m.modified().ok())
+            .and_then(|at| at.elapsed().ok())
+            .is_some_and(|age| age >= STALE_TEMP_AGE);
+        if is_temp && stale && fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        tracing::info!(dir = %dir.display(), removed, "removed temporary files of interrupted writes");
+    }
+    removed
 }
 
 #[cfg(unix)]
@@ -140,6 +177,33 @@ mod tests {
         // No temporary files are left behind.
         let names: Vec<_> = fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn temporary_files_of_killed_writes_are_removed_and_fresh_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join(".tmp-killed");
+        let fresh = dir.path().join(".tmp-writing");
+        let state = dir.path().join("auth-profiles.json");
+        for path in [&old, &fresh, &state] {
+            fs::write(path, "{}").unwrap();
+        }
+        let long_ago = std::time::SystemTime::now() - STALE_TEMP_AGE * 2;
+        File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        File::options()
+            .write(true)
+            .open(&state)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        assert_eq!(remove_stale_temps(dir.path()), 1);
+        assert!(!old.exists() && fresh.exists() && state.exists());
+        assert_eq!(remove_stale_temps(&dir.path().join("missing")), 0);
     }
 
     #[test]

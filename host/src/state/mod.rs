@@ -1,6 +1,7 @@
 //! The state directory: where profiles and their routing state live, and
 //! how they are read and written safely across processes.
 
+pub mod blocking;
 pub mod error;
 pub mod files;
 pub mod paths;
@@ -14,5 +15,5 @@ pub use error::StateError;
 pub use paths::{AgentPaths, StateDir, AGENT_ENV, DEFAULT_AGENT, STATE_DIR_ENV};
 pub use secrets::{canonical_provider, Credential, ProfileSummary, ProfilesFile, Secret};
 pub use sessions::{split_model, SessionEntry, SessionStore};
-pub use store::{stored_profiles, AuthStore, ProfilesGuard};
+pub use store::{stored_profiles, AuthStore};
 pub use watch::StateWatch;

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
+use super::blocking::off_async;
 use super::error::StateError;
 use super::files::{self, StateLock};
 use super::paths::AgentPaths;
@@ -35,13 +36,19 @@ impl AuthStore {
     /// Opens the store. On first use — when this agent has no
     /// `auth-profiles.json` yet — OAuth credentials in the legacy
     /// `credentials/oauth.json` are imported into it (that file is only
-    /// read, never written).
+    /// read, never written). Temporary files that killed writes left in
+    /// the agent's directories are removed.
     pub fn open(paths: AgentPaths) -> Result<AuthStore, StateError> {
         let store = AuthStore {
             paths,
             memory: None,
             watch: None,
         };
+        // Copies of the state that killed writes left (secrets among them).
+        files::remove_stale_temps(&store.paths.dir);
+        if let Some(agent) = store.paths.dir.parent() {
+            files::remove_stale_temps(&agent.join("sessions"));
+        }
         if !store.paths.profiles.exists()
             && !store.paths.legacy_profiles.exists()
             && store.paths.legacy_oauth.exists()
@@ -93,10 +100,12 @@ impl AuthStore {
         if let Some(memory) = self.memory() {
             return Ok(memory.profiles.clone());
         }
-        if let Some(file) = ProfilesFile::read(&self.paths.profiles)? {
-            return Ok(file);
-        }
-        Ok(ProfilesFile::read(&self.paths.legacy_profiles)?.unwrap_or_default())
+        off_async(|| {
+            if let Some(file) = ProfilesFile::read(&self.paths.profiles)? {
+                return Ok(file);
+            }
+            Ok(ProfilesFile::read(&self.paths.legacy_profiles)?.unwrap_or_default())
+        })
     }
 
     /// Profiles without secrets.
@@ -117,24 +126,12 @@ impl AuthStore {
             memory.profiles = file;
             return Ok(result);
         }
-        let _lock = self.lock()?;
-        let mut file = self.profiles()?;
-        let result = change(&mut file)?;
-        files::write_json_atomic(&self.paths.profiles, file.document())?;
-        Ok(result)
-    }
-
-    /// Holds the state lock for a change of the profiles that spans an
-    /// await (an OAuth refresh: two processes must not both spend one
-    /// refresh token). Blocks until the lock is free.
-    pub fn lock_profiles(&self) -> Result<ProfilesGuard, StateError> {
-        let lock = match self.memory {
-            Some(_) => None,
-            None => Some(self.lock()?),
-        };
-        Ok(ProfilesGuard {
-            _lock: lock,
-            store: self.clone(),
+        off_async(|| {
+            let _lock = self.lock()?;
+            let mut file = self.profiles()?;
+            let result = change(&mut file)?;
+            files::write_json_atomic(&self.paths.profiles, file.document())?;
+            Ok(result)
         })
     }
 
@@ -152,13 +149,15 @@ impl AuthStore {
         if let Some(memory) = self.memory() {
             return Ok(memory.usage.clone());
         }
-        if let Some(file) = UsageFile::read(&self.paths.usage)? {
-            return Ok(file);
-        }
-        let legacy = self.profiles()?.legacy_usage().unwrap_or_default();
-        Ok(UsageFile {
-            usage_stats: legacy,
-            ..UsageFile::default()
+        off_async(|| {
+            if let Some(file) = UsageFile::read(&self.paths.usage)? {
+                return Ok(file);
+            }
+            let legacy = self.profiles()?.legacy_usage().unwrap_or_default();
+            Ok(UsageFile {
+                usage_stats: legacy,
+                ..UsageFile::default()
+            })
         })
     }
 
@@ -176,19 +175,21 @@ impl AuthStore {
             memory.usage.usage_stats = usage;
             return Ok(result);
         }
-        let _lock = self.lock()?;
-        let mut file = self.usage_file()?;
-        let before = self.watch.as_ref().map(|_| file.usage_stats.clone());
-        if let Some(before) = &before {
-            self.report_change(before, None);
-        }
-        let result = change(&mut file.usage_stats)?;
-        let written = before.as_ref().map(|_| file.usage_stats.clone());
-        files::write_json_atomic(&self.paths.usage, &file.stamped())?;
-        if let (Some(before), Some(written)) = (&before, &written) {
-            self.report_change(before, Some(written));
-        }
-        Ok(result)
+        off_async(|| {
+            let _lock = self.lock()?;
+            let mut file = self.usage_file()?;
+            let before = self.watch.as_ref().map(|_| file.usage_stats.clone());
+            if let Some(before) = &before {
+                self.report_change(before, None);
+            }
+            let result = change(&mut file.usage_stats)?;
+            let written = before.as_ref().map(|_| file.usage_stats.clone());
+            files::write_json_atomic(&self.paths.usage, &file.stamped())?;
+            if let (Some(before), Some(written)) = (&before, &written) {
+                self.report_change(before, Some(written));
+            }
+            Ok(result)
+        })
     }
 
     /// Tells the watch the state found under the lock (`after` is `None`),
@@ -262,29 +263,6 @@ impl AuthStore {
         }
         // Validate what was built, with the legacy file named in errors.
         ProfilesFile::from_value(path, Value::Object(file.document().clone()))
-    }
-}
-
-/// The state lock, held; the profiles read and written under it.
-pub struct ProfilesGuard {
-    /// `None` for an in-memory store.
-    _lock: Option<StateLock>,
-    store: AuthStore,
-}
-
-impl ProfilesGuard {
-    /// The profiles as they are now.
-    pub fn read(&self) -> Result<ProfilesFile, StateError> {
-        self.store.profiles()
-    }
-
-    /// Writes the profiles atomically (mode 0600).
-    pub fn write(&self, file: &ProfilesFile) -> Result<(), StateError> {
-        if let Some(mut memory) = self.store.memory() {
-            memory.profiles = file.clone();
-            return Ok(());
-        }
-        files::write_json_atomic(&self.store.paths.profiles, file.document())
     }
 }
 

@@ -1,0 +1,178 @@
+//! `gateway.*`: the limits `failover serve` keeps, each with its reason.
+//!
+//! ```json5
+//! gateway: {
+//!   headerReadTimeoutSeconds: 10,  // from connect (or first byte) to a whole request head
+//!   idleTimeoutSeconds: 60,        // a kept-alive connection waiting for its next request
+//!   bodyReadTimeoutSeconds: 60,    // from a request's head to its whole body
+//!   maxConnections: 1024,          // open client connections; idle ones make room
+//!   maxRequestBytes: 16777216,     // a chat request body
+//!   maxStreamBytes: 33554432,      // the content of one streamed reply
+//! }
+//! ```
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::seconds_to_ms;
+use crate::state::StateError;
+
+/// A slow client gets this long to send a request head: a real client
+/// sends it in one packet; more than 10 s is a slowloris.
+pub const DEFAULT_HEADER_READ_TIMEOUT_SECONDS: f64 = 10.0;
+/// A kept-alive connection may wait this long for its next request:
+/// clients reuse a connection within seconds; an idle socket costs a file
+/// descriptor. (Longer than the 5–60 s pools of HTTP clients keep.)
+pub const DEFAULT_IDLE_TIMEOUT_SECONDS: f64 = 60.0;
+/// A request body must arrive within this: 16 MiB over a slow 4 Mbit/s
+/// link takes about 35 s.
+pub const DEFAULT_BODY_READ_TIMEOUT_SECONDS: f64 = 60.0;
+/// Open client connections: well under the usual 1024…65536 file limit,
+/// far above what one gateway's clients hold. At the cap the oldest idle
+/// connection is closed to make room, so `/healthz` still gets in.
+pub const DEFAULT_MAX_CONNECTIONS: u64 = 1024;
+/// A chat request body: a 200k-token context is under a MiB of text;
+/// 16 MiB leaves room for images sent as data URLs.
+pub const DEFAULT_MAX_REQUEST_BYTES: u64 = 16 << 20;
+/// The content of one streamed reply: the longest model outputs are a
+/// few hundred KiB; past 32 MiB an upstream is looping.
+pub const DEFAULT_MAX_STREAM_BYTES: u64 = 32 << 20;
+
+/// Bodies of the routes that take none worth the name (session reset,
+/// status, models): a request line's worth.
+pub const SMALL_BODY_BYTES: usize = 64 << 10;
+
+/// `gateway.*` as written; absent fields take the defaults above.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct GatewayConfig {
+    pub header_read_timeout_seconds: Option<f64>,
+    pub idle_timeout_seconds: Option<f64>,
+    pub body_read_timeout_seconds: Option<f64>,
+    pub max_connections: Option<u64>,
+    pub max_request_bytes: Option<u64>,
+    pub max_stream_bytes: Option<u64>,
+}
+
+/// The limits in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    pub header_read_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub body_read_timeout: Duration,
+    pub max_connections: usize,
+    pub max_request_bytes: usize,
+    pub max_stream_bytes: u64,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        GatewayConfig::default().limits()
+    }
+}
+
+/// Allowed ranges: below, ordinary clients fail; above, the limit stops
+/// protecting the gateway.
+const SECONDS_RANGE: (f64, f64) = (0.05, 3600.0);
+const CONNECTIONS_RANGE: (u64, u64) = (8, 1_000_000);
+const BYTES_RANGE: (u64, u64) = (1 << 10, 1 << 30);
+
+impl GatewayConfig {
+    /// The limits, defaults filled in.
+    pub fn limits(&self) -> ServerLimits {
+        let seconds = |value: Option<f64>, default: f64| {
+            Duration::from_millis(seconds_to_ms(value.unwrap_or(default)))
+        };
+        let size = |value: Option<u64>, default: u64| value.unwrap_or(default);
+        ServerLimits {
+            header_read_timeout: seconds(
+                self.header_read_timeout_seconds,
+                DEFAULT_HEADER_READ_TIMEOUT_SECONDS,
+            ),
+            idle_timeout: seconds(self.idle_timeout_seconds, DEFAULT_IDLE_TIMEOUT_SECONDS),
+            body_read_timeout: seconds(
+                self.body_read_timeout_seconds,
+                DEFAULT_BODY_READ_TIMEOUT_SECONDS,
+            ),
+            max_connections: usize::try_from(size(self.max_connections, DEFAULT_MAX_CONNECTIONS))
+                .unwrap_or(usize::MAX),
+            max_request_bytes: usize::try_from(size(
+                self.max_request_bytes,
+                DEFAULT_MAX_REQUEST_BYTES,
+            ))
+            .unwrap_or(usize::MAX),
+            max_stream_bytes: size(self.max_stream_bytes, DEFAULT_MAX_STREAM_BYTES),
+        }
+    }
+
+    /// Checks the ranges; errors name the file and the key.
+    pub fn validate(&self, path: &Path) -> Result<(), StateError> {
+        let invalid = |message: String| StateError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        for (key, value) in [
+            ("headerReadTimeoutSeconds", self.header_read_timeout_seconds),
+            ("idleTimeoutSeconds", self.idle_timeout_seconds),
+            ("bodyReadTimeoutSeconds", self.body_read_timeout_seconds),
+        ] {
+            let (low, high) = SECONDS_RANGE;
+            if let Some(value) = value {
+                if !(value.is_finite() && (low..=high).contains(&value)) {
+                    return Err(invalid(format!(
+                        "gateway.{key} must be a number of seconds from {low} to {high}, not {value}"
+                    )));
+                }
+            }
+        }
+        for (key, value, (low, high)) in [
+            ("maxConnections", self.max_connections, CONNECTIONS_RANGE),
+            ("maxRequestBytes", self.max_request_bytes, BYTES_RANGE),
+            ("maxStreamBytes", self.max_stream_bytes, BYTES_RANGE),
+        ] {
+            if let Some(value) = value {
+                if !(low..=high).contains(&value) {
+                    return Err(invalid(format!(
+                        "gateway.{key} must be from {low} to {high}, not {value}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_ranges() {
+        let limits = ServerLimits::default();
+        assert_eq!(limits.header_read_timeout, Duration::from_secs(10));
+        assert_eq!(limits.max_request_bytes, 16 << 20);
+        let config = GatewayConfig {
+            idle_timeout_seconds: Some(0.0),
+            ..Default::default()
+        };
+        let error = config
+            .validate(Path::new("f.json5"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("f.json5") && error.contains("gateway.idleTimeoutSeconds"),
+            "{error}"
+        );
+        let config = GatewayConfig {
+            max_connections: Some(2),
+            ..Default::default()
+        };
+        let error = config
+            .validate(Path::new("f.json5"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("gateway.maxConnections"), "{error}");
+    }
+}

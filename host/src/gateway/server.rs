@@ -1,0 +1,397 @@
+//! The HTTP/1 server under the gateway's routes, with the limits a real
+//! server keeps ([`ServerLimits`]):
+//!
+//! - a connection that has not sent a whole request head within the
+//!   header-read timeout (counted from accept, or from the first byte of a
+//!   later request) is closed: slowloris clients hold nothing for long;
+//! - a kept-alive connection idle past the idle timeout is closed;
+//! - at most `max_connections` are open; at the cap the connection idle the
+//!   longest is closed to make room, so a new client — a health check —
+//!   still gets in while idle sockets pile up;
+//! - on shutdown, accepting stops, idle connections close, and requests in
+//!   flight (streams included) finish before [`serve`] returns.
+//!
+//! A connection's clock only runs while no request is in flight: a request
+//! is bounded by the run's deadline, not by these timeouts.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes, HttpBody};
+use axum::Router;
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Notify, Semaphore};
+use tokio::time::Instant;
+use tower::Service;
+
+use super::limits::ServerLimits;
+
+/// How long a new connection waits at the cap for an evicted idle one to
+/// free its slot before it is turned away.
+const CAP_WAIT: Duration = Duration::from_secs(1);
+
+/// After an accept error for want of file descriptors or memory, a pause
+/// before the next accept (else the loop spins on the same error).
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
+
+/// Serves `router` on `listener` within `limits` until `shutdown`
+/// resolves, then drains (see the module docs).
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: ServerLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let cap = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+    let permits = Arc::new(Semaphore::new(cap));
+    let registry = Arc::new(Registry::default());
+    let (drain, draining) = watch::channel(false);
+    let epoch = Instant::now();
+    let mut shutdown = pin!(shutdown);
+    let mut next_id = 0u64;
+    loop {
+        let stream = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    if is_resource_error(&error) {
+                        tracing::warn!(%error, "cannot accept a connection: closing an idle one");
+                        registry.evict_one();
+                        tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                    }
+                    continue;
+                }
+            },
+        };
+        let permit = match permits.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                registry.evict_one();
+                match tokio::time::timeout(CAP_WAIT, permits.clone().acquire_owned()).await {
+                    Ok(Ok(permit)) => permit,
+                    _ => {
+                        tracing::warn!(cap, "connection cap reached with none idle: refused one");
+                        continue;
+                    }
+                }
+            }
+        };
+        // Small SSE writes go out at once.
+        let _ = stream.set_nodelay(true);
+        next_id += 1;
+        let state = Arc::new(ConnState::new(epoch));
+        registry.insert(next_id, state.clone());
+        let (router, registry, draining) = (router.clone(), registry.clone(), draining.clone());
+        let id = next_id;
+        tokio::spawn(async move {
+            connection(stream, router, state, limits, draining).await;
+            registry.remove(id);
+            drop(permit);
+        });
+    }
+    drop(listener);
+    let _ = drain.send(true);
+    // Every connection holds a permit until it ends.
+    let all = u32::try_from(cap).unwrap_or(u32::MAX);
+    let _ = permits.acquire_many(all).await;
+    Ok(())
+}
+
+fn is_resource_error(error: &std::io::Error) -> bool {
+    // EMFILE, ENFILE, ENOBUFS, ENOMEM: out of descriptors or buffers.
+    matches!(error.raw_os_error(), Some(24 | 23 | 105 | 12))
+}
+
+/// One connection, watched.
+async fn connection(
+    stream: TcpStream,
+    router: Router,
+    state: Arc<ConnState>,
+    limits: ServerLimits,
+    mut draining: watch::Receiver<bool>,
+) {
+    let io = TokioIo::new(Watched {
+        stream,
+        state: state.clone(),
+    });
+    let service = {
+        let state = state.clone();
+        hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let busy = state.begin();
+            let mut router = router.clone();
+            async move {
+                let response = router.call(request.map(Body::new)).await?;
+                Ok::<_, Infallible>(response.map(|body| Body::new(Tracked { body, _busy: busy })))
+            }
+        })
+    };
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    // The header timeout is this module's (it also spans keep-alive waits).
+    builder.keep_alive(true).header_read_timeout(None);
+    let mut conn = pin!(builder.serve_connection(io, service));
+    let mut closing = false;
+    loop {
+        let deadline = state.deadline(&limits);
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(error) = result {
+                    tracing::debug!(%error, "client connection ended with an error");
+                }
+                return;
+            }
+            () = sleep_until(deadline) => {
+                if state.deadline(&limits).is_some_and(|d| d <= Instant::now()) {
+                    // No request in flight: dropping the connection closes it.
+                    return;
+                }
+            }
+            () = state.changed.notified() => {}
+            () = state.evict.notified() => {
+                if state.busy.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                // Busy after all: it may be asked again once idle.
+                state.evicted.store(false, Ordering::Release);
+            }
+            changed = draining.changed(), if !closing => {
+                if changed.is_err() || *draining.borrow() {
+                    conn.as_mut().graceful_shutdown();
+                    closing = true;
+                }
+            }
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What the watchdog of one connection knows.
+struct ConnState {
+    epoch: Instant,
+    /// Requests whose response is not yet fully sent.
+    busy: AtomicUsize,
+    /// When the connection last became idle (accept counts), ms since `epoch`.
+    idle_since: AtomicU64,
+    /// When the first byte of the next request head arrived (ms since
+    /// `epoch`, plus one; 0 while none has).
+    head_started: AtomicU64,
+    /// Whether a request has ever been answered (then an idle wait is a
+    /// keep-alive wait).
+    served: AtomicU64,
+    /// Wakes the watchdog when the above change.
+    changed: Notify,
+    /// Asks the connection to close if idle (the cap needs room).
+    evict: Notify,
+    /// Already asked to.
+    evicted: std::sync::atomic::AtomicBool,
+}
+
+impl ConnState {
+    fn new(epoch: Instant) -> Self {
+        let state = ConnState {
+            epoch,
+            busy: AtomicUsize::new(0),
+            idle_since: AtomicU64::new(0),
+            head_started: AtomicU64::new(0),
+            served: AtomicU64::new(0),
+            changed: Notify::new(),
+            evict: Notify::new(),
+            evicted: std::sync::atomic::AtomicBool::new(false),
+        };
+        state.idle_since.store(state.now_ms(), Ordering::Release);
+        state
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn at(&self, ms: u64) -> Instant {
+        self.epoch + Duration::from_millis(ms)
+    }
+
+    /// A request head was read: the connection is busy until the returned
+    /// guard drops (its response sent, or abandoned).
+    fn begin(self: &Arc<Self>) -> Busy {
+        self.busy.fetch_add(1, Ordering::AcqRel);
+        self.head_started.store(0, Ordering::Release);
+        self.changed.notify_one();
+        Busy(self.clone())
+    }
+
+    /// Bytes arrived: the first of a head starts its timeout.
+    fn read_some(&self) {
+        if self.busy.load(Ordering::Acquire) == 0
+            && self
+                .head_started
+                .compare_exchange(0, self.now_ms() + 1, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            self.changed.notify_one();
+        }
+    }
+
+    /// When the connection is to close if nothing changes; `None` while a
+    /// request is in flight.
+    fn deadline(&self, limits: &ServerLimits) -> Option<Instant> {
+        if self.busy.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let head = self.head_started.load(Ordering::Acquire);
+        if head > 0 {
+            return Some(self.at(head - 1) + limits.header_read_timeout);
+        }
+        let idle = self.at(self.idle_since.load(Ordering::Acquire));
+        Some(if self.served.load(Ordering::Acquire) > 0 {
+            idle + limits.idle_timeout
+        } else {
+            idle + limits.header_read_timeout
+        })
+    }
+
+    /// When it became idle, if it is.
+    fn idle_since(&self) -> Option<u64> {
+        (self.busy.load(Ordering::Acquire) == 0 && self.head_started.load(Ordering::Acquire) == 0)
+            .then(|| self.idle_since.load(Ordering::Acquire))
+    }
+}
+
+/// A request in flight on a connection.
+struct Busy(Arc<ConnState>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let state = &self.0;
+        state.idle_since.store(state.now_ms(), Ordering::Release);
+        state.served.store(1, Ordering::Release);
+        if state.busy.fetch_sub(1, Ordering::AcqRel) == 1 {
+            state.changed.notify_one();
+        }
+    }
+}
+
+/// A response body that keeps its connection busy until it is done.
+struct Tracked {
+    body: Body,
+    _busy: Busy,
+}
+
+impl HttpBody for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The socket, telling its connection's watchdog when bytes arrive.
+struct Watched {
+    stream: TcpStream,
+    state: Arc<ConnState>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.state.read_some();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+}
+
+/// The open connections, for eviction at the cap.
+#[derive(Default)]
+struct Registry {
+    open: Mutex<HashMap<u64, Arc<ConnState>>>,
+}
+
+impl Registry {
+    fn open(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<ConnState>>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn insert(&self, id: u64, state: Arc<ConnState>) {
+        self.open().insert(id, state);
+    }
+
+    fn remove(&self, id: u64) {
+        self.open().remove(&id);
+    }
+
+    /// Asks the connection idle the longest to close.
+    fn evict_one(&self) {
+        let open = self.open();
+        let oldest = open
+            .values()
+            .filter(|state| !state.evicted.load(Ordering::Acquire))
+            .filter_map(|state| Some((state.idle_since()?, state)))
+            .min_by_key(|(since, _)| *since);
+        if let Some((_, state)) = oldest {
+            state.evicted.store(true, Ordering::Release);
+            state.evict.notify_one();
+        }
+    }
+}

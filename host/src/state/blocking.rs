@@ -1,0 +1,47 @@
+//! State I/O off the async workers.
+//!
+//! Taking the cross-process lock can wait on another process, and reads,
+//! writes and fsyncs wait on the disk. On a multi-threaded tokio runtime
+//! that work runs under [`tokio::task::block_in_place`]: the worker hands
+//! its other tasks to a fresh worker first, so a slow disk or a held lock
+//! stalls only the request that needs it, never the gateway. Elsewhere
+//! (the CLI's plain threads, a blocking-pool thread, a current-thread
+//! runtime that cannot hand its tasks over) it runs in place.
+
+use tokio::runtime::{Handle, RuntimeFlavor};
+
+/// Runs `work`, off the async workers when called on one.
+pub fn off_async<T>(work: impl FnOnce() -> T) -> T {
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn works_with_and_without_a_runtime() {
+        assert_eq!(off_async(|| 1), 1);
+        let current = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        assert_eq!(current.block_on(async { off_async(|| 2) }), 2);
+        let multi = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        assert_eq!(multi.block_on(async { off_async(|| off_async(|| 3)) }), 3);
+        let spawned = multi.block_on(async {
+            tokio::spawn(async { off_async(|| 4) }).await.unwrap()
+                + tokio::task::spawn_blocking(|| off_async(|| 5))
+                    .await
+                    .unwrap()
+        });
+        assert_eq!(spawned, 9);
+    }
+}
