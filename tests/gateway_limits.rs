@@ -28,6 +28,23 @@ fn address(h: &Harness) -> String {
     h.base.trim_start_matches("http://").to_owned()
 }
 
+/// A response's head, read within `PATIENCE`.
+async fn read_head(socket: &mut TcpStream) -> Option<String> {
+    let mut received = Vec::new();
+    let read = tokio::time::timeout(PATIENCE, async {
+        let mut buf = [0u8; 4096];
+        while !received.windows(4).any(|w| w == b"\r\n\r\n") {
+            match socket.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => received.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    read.ok()
+        .map(|()| String::from_utf8_lossy(&received).into_owned())
+}
+
 /// Reads until the server closes the connection (or `PATIENCE` passes);
 /// returns what arrived.
 async fn read_to_close(socket: &mut TcpStream) -> Option<String> {
@@ -148,7 +165,7 @@ async fn keys_are_checked_before_a_body_is_read_and_bodies_are_bounded_per_route
         .write_all(head_only("/v1/chat/completions", 16 << 20, None).as_bytes())
         .await
         .unwrap();
-    let answer = read_to_close(&mut keyless)
+    let answer = read_head(&mut keyless)
         .await
         .expect("answered without the body");
     assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
@@ -158,9 +175,8 @@ async fn keys_are_checked_before_a_body_is_read_and_bodies_are_bounded_per_route
         .write_all(head_only("/v1/chat/completions", 8192, Some(CLIENT_KEY)).as_bytes())
         .await
         .unwrap();
-    let answer = read_to_close(&mut large).await.expect("answered");
+    let answer = read_head(&mut large).await.expect("answered");
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
-    assert!(answer.contains("maxRequestBytes"), "{answer}");
     // A route that takes no real body takes a small one at most.
     let reset = h
         .client
@@ -263,7 +279,9 @@ async fn soak_idle_connections_and_keyless_bodies() {
     );
     drop(idle);
 
-    // Keyless bodies of 16 MiB are refused unread: memory stays flat.
+    // Keyless bodies of 16 MiB are refused before they are read; the client
+    // still gets its 401 (the refused body is read and thrown away, not
+    // kept): memory stays flat.
     let before = rss_kib(serve.id());
     let body = vec![b'x'; 1 << 20];
     for _ in 0..BODIES {
@@ -272,17 +290,14 @@ async fn soak_idle_connections_and_keyless_bodies() {
             .write_all(head_only("/v1/chat/completions", BODY_BYTES, None).as_bytes())
             .await
             .unwrap();
-        // Send what the server will take; it refuses and closes.
         for _ in 0..(BODY_BYTES / body.len()) {
-            if socket.write_all(&body).await.is_err() {
-                break;
-            }
+            socket
+                .write_all(&body)
+                .await
+                .expect("the refused body is taken, not cut off");
         }
-        let answer = read_to_close(&mut socket).await.unwrap_or_default();
-        assert!(
-            answer.is_empty() || answer.starts_with("HTTP/1.1 401"),
-            "{answer}"
-        );
+        let answer = read_head(&mut socket).await.unwrap_or_default();
+        assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
     }
     let after = rss_kib(serve.id());
     assert!(

@@ -129,7 +129,7 @@ pub fn router(admin: Arc<Admin>) -> Router {
 async fn require_token(State(admin): State<Arc<Admin>>, request: Request, next: Next) -> Response {
     match authorized(&admin, request.headers()) {
         Ok(()) => next.run(request).await,
-        Err(refused) => *refused,
+        Err(refused) => super::routes::refuse(request, *refused),
     }
 }
 

@@ -64,13 +64,16 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/sessions/{id}/reset", post(reset_session))
         .route("/status", get(status))
         .route_layer(middleware::from_fn(small_body));
-    let keyed = Router::new()
+    let mut keyed = Router::new()
         .route("/v1/chat/completions", post(chat))
-        .merge(small)
-        .route_layer(middleware::from_fn_with_state(
+        .merge(small);
+    // Without client keys (loopback) there is nothing to check.
+    if !gateway.client_keys.is_empty() {
+        keyed = keyed.route_layer(middleware::from_fn_with_state(
             gateway.clone(),
             require_client_key,
         ));
+    }
     Router::new()
         .merge(keyed)
         .route(
@@ -90,7 +93,8 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
 /// read none, before anything of it is read.
 async fn small_body(request: Request, next: Next) -> Response {
     if declared_length(request.headers()).is_some_and(|length| length > SMALL_BODY_BYTES as u64) {
-        return too_large(SMALL_BODY_BYTES, "this route takes no body");
+        let refusal = too_large(SMALL_BODY_BYTES, "this route takes no body");
+        return refuse(request, refusal);
     }
     next.run(request).await
 }
@@ -119,8 +123,36 @@ async fn require_client_key(
 ) -> Response {
     match authorize(&gateway, request.headers()) {
         Ok(()) => next.run(request).await,
-        Err(refused) => refused.into_response(),
+        Err(refused) => refuse(request, refused.into_response()),
     }
+}
+
+/// Most of a refused request's body read (and thrown away) so that its
+/// client, still sending, gets to read the refusal: a client that writes a
+/// 16 MiB body into a closed connection sees a broken pipe, not the 401.
+/// Nothing of it is kept, so memory stays flat.
+const LINGER_BYTES: usize = 64 << 20;
+
+/// How long a refused request's body is read at most.
+const LINGER_TIME: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `response` for `request`, whose body is read and discarded meanwhile
+/// (a lingering close, bounded by [`LINGER_BYTES`] and [`LINGER_TIME`]).
+pub(super) fn refuse(request: Request, response: Response) -> Response {
+    let mut body = request.into_body().into_data_stream();
+    tokio::spawn(async move {
+        let mut read = 0usize;
+        let _ = tokio::time::timeout(LINGER_TIME, async {
+            while let Some(Ok(chunk)) = futures_util::StreamExt::next(&mut body).await {
+                read = read.saturating_add(chunk.len());
+                if read > LINGER_BYTES {
+                    break;
+                }
+            }
+        })
+        .await;
+    });
+    response
 }
 
 /// Reads a request body of at most `limit` bytes (named `limit_name` in a
@@ -134,9 +166,15 @@ pub(super) async fn read_body(
 ) -> Result<Bytes, Response> {
     let over = || too_large(limit, limit_name);
     if declared_length(headers).is_some_and(|length| length > limit as u64) {
-        return Err(over());
+        return Err(refuse(Request::new(body), over()));
     }
-    match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
+    let mut reading = std::pin::pin!(axum::body::to_bytes(body, limit));
+    // A small body came with its head: no timer for it.
+    let read = match futures_util::FutureExt::now_or_never(&mut reading) {
+        Some(read) => Ok(read),
+        None => tokio::time::timeout(timeout, reading).await,
+    };
+    match read {
         Ok(Ok(bytes)) => Ok(bytes),
         Ok(Err(_)) => Err(over()),
         Err(_) => Err(error_response(

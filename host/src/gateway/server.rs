@@ -3,7 +3,9 @@
 //!
 //! - a connection that has not sent a whole request head within the
 //!   header-read timeout (counted from accept, or from the first byte of a
-//!   later request) is closed: slowloris clients hold nothing for long;
+//!   later request) is closed: slowloris clients hold nothing for long (the
+//!   watchdog wakes at deadlines, not per request, so a head that starts
+//!   between two of its looks is cut within twice the timeout at worst);
 //! - a kept-alive connection idle past the idle timeout is closed;
 //! - at most `max_connections` are open; at the cap the connection idle the
 //!   longest is closed to make room, so a new client — a health check —
@@ -140,8 +142,14 @@ async fn connection(
     builder.keep_alive(true).header_read_timeout(None);
     let mut conn = pin!(builder.serve_connection(io, service));
     let mut closing = false;
+    // The watchdog wakes at deadlines only, never per request: requests
+    // move `idle_since` without telling it, and it re-reads the state when
+    // it wakes. While a connection is busy or idle it looks again at least
+    // this often, so a head that starts meanwhile is cut within twice the
+    // header-read timeout at worst.
+    let every = limits.header_read_timeout.min(limits.idle_timeout);
+    let mut wake = Instant::now() + every;
     loop {
-        let deadline = state.deadline(&limits);
         tokio::select! {
             result = conn.as_mut() => {
                 if let Err(error) = result {
@@ -149,13 +157,15 @@ async fn connection(
                 }
                 return;
             }
-            () = sleep_until(deadline) => {
-                if state.deadline(&limits).is_some_and(|d| d <= Instant::now()) {
+            () = tokio::time::sleep_until(wake) => {
+                let now = Instant::now();
+                match state.deadline(&limits) {
                     // No request in flight: dropping the connection closes it.
-                    return;
+                    Some(deadline) if deadline <= now => return,
+                    Some(deadline) => wake = deadline.min(now + every),
+                    None => wake = now + every,
                 }
             }
-            () = state.changed.notified() => {}
             () = state.evict.notified() => {
                 if state.busy.load(Ordering::Acquire) == 0 {
                     return;
@@ -173,13 +183,6 @@ async fn connection(
     }
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// What the watchdog of one connection knows.
 struct ConnState {
     epoch: Instant,
@@ -193,8 +196,6 @@ struct ConnState {
     /// Whether a request has ever been answered (then an idle wait is a
     /// keep-alive wait).
     served: AtomicU64,
-    /// Wakes the watchdog when the above change.
-    changed: Notify,
     /// Asks the connection to close if idle (the cap needs room).
     evict: Notify,
     /// Already asked to.
@@ -209,7 +210,6 @@ impl ConnState {
             idle_since: AtomicU64::new(0),
             head_started: AtomicU64::new(0),
             served: AtomicU64::new(0),
-            changed: Notify::new(),
             evict: Notify::new(),
             evicted: std::sync::atomic::AtomicBool::new(false),
         };
@@ -230,19 +230,19 @@ impl ConnState {
     fn begin(self: &Arc<Self>) -> Busy {
         self.busy.fetch_add(1, Ordering::AcqRel);
         self.head_started.store(0, Ordering::Release);
-        self.changed.notify_one();
         Busy(self.clone())
     }
 
     /// Bytes arrived: the first of a head starts its timeout.
     fn read_some(&self) {
-        if self.busy.load(Ordering::Acquire) == 0
-            && self
-                .head_started
-                .compare_exchange(0, self.now_ms() + 1, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
+        if self.busy.load(Ordering::Acquire) == 0 && self.head_started.load(Ordering::Acquire) == 0
         {
-            self.changed.notify_one();
+            let _ = self.head_started.compare_exchange(
+                0,
+                self.now_ms() + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
         }
     }
 
@@ -279,9 +279,7 @@ impl Drop for Busy {
         let state = &self.0;
         state.idle_since.store(state.now_ms(), Ordering::Release);
         state.served.store(1, Ordering::Release);
-        if state.busy.fetch_sub(1, Ordering::AcqRel) == 1 {
-            state.changed.notify_one();
-        }
+        state.busy.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

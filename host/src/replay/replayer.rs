@@ -17,7 +17,9 @@ use crate::status::state_json;
 
 use super::provider::{Answered, ReplayProvider, Unrecorded};
 use super::state_feed::StateFeed;
-use super::trace::{Header, RunSettings, StateChange, StateEvent, Trace};
+use super::trace::{
+    Header, OutcomeEvent, RequestEvent, RunSettings, StateChange, StateEvent, Trace,
+};
 
 /// The secret every replayed profile gets: replay calls no provider, and a
 /// trace never holds a real one.
@@ -395,13 +397,14 @@ pub fn replay(
         .map_err(ReplayError::Runtime)?;
     let mut requests = trace.requests.clone();
     requests.sort_by_key(|r| (r.at, r.id));
+    let horizons = read_horizons(&requests, &trace.outcomes);
     let mut decisions = Vec::new();
     for (done, request) in requests.iter().enumerate() {
         let now = clock.now_ms();
         if request.at > now {
             clock.advance(request.at - now);
         }
-        feed.catch_up(clock.now_ms())?;
+        feed.catch_up(clock.now_ms().max(horizons[done]))?;
         decisions.extend(feed.take_applied().into_iter().map(Decision::from));
         let started = clock.now_ms();
         decisions.push(Decision::Request {
@@ -544,7 +547,7 @@ pub fn replay(
 }
 
 /// The run options a recorded request means (as the gateway routes it).
-fn options_for(agent: &str, request: &super::trace::RequestEvent) -> RunOptions {
+fn options_for(agent: &str, request: &RequestEvent) -> RunOptions {
     RunOptions {
         session: request.session.clone(),
         compaction_count: request.compaction_count,
@@ -609,4 +612,73 @@ fn seed_state(header: &Header) -> Result<(AuthStore, SessionStore), StateError> 
         sessions.update(id, |e| *e = entry.clone())?;
     }
     Ok((store, sessions))
+}
+
+/// For each request (in `requests`' order), until when a change another
+/// process made is one its decisions before its first call could have
+/// read. Live, the gateway reads the state some time after a request
+/// starts — a millisecond later, say — and notices a foreign change then;
+/// the replay makes those decisions at the request's own instant, so the
+/// change must be applied up to the request's first recorded call (or, for
+/// a request that made none, up to the next request).
+fn read_horizons(requests: &[RequestEvent], outcomes: &[OutcomeEvent]) -> Vec<u64> {
+    let mut first_call: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    for outcome in outcomes {
+        let at = first_call.entry(outcome.request).or_insert(outcome.at);
+        *at = (*at).min(outcome.at);
+    }
+    requests
+        .iter()
+        .enumerate()
+        .map(|(index, request)| {
+            // A change noticed at the next request's instant is its own.
+            let next = requests.get(index + 1).map(|r| r.at.saturating_sub(1));
+            match (first_call.get(&request.id), next) {
+                (Some(call), Some(next)) => (*call).min(next),
+                (Some(call), None) => *call,
+                (None, Some(next)) => next,
+                (None, None) => request.at,
+            }
+            .max(request.at)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(id: u64, at: u64) -> RequestEvent {
+        RequestEvent {
+            id,
+            at,
+            session: None,
+            model: "auto".into(),
+            stream: false,
+            compaction_count: 0,
+            content: None,
+        }
+    }
+
+    fn call(request: u64, at: u64) -> OutcomeEvent {
+        OutcomeEvent {
+            request,
+            at,
+            provider: "openai".into(),
+            model: "openai/gpt-4o".into(),
+            profile: "openai:a".into(),
+            latency_ms: 5,
+            error: None,
+            hung: false,
+            content: None,
+        }
+    }
+
+    #[test]
+    fn changes_read_before_a_first_call_apply_before_its_request() {
+        let requests = [request(1, 100), request(2, 200), request(3, 300)];
+        // Request 1 called at 102 and 150; 2 made no call; 3 called at 301.
+        let outcomes = [call(1, 150), call(1, 102), call(3, 301)];
+        assert_eq!(read_horizons(&requests, &outcomes), [102, 299, 301]);
+    }
 }

@@ -1,12 +1,19 @@
 //! State I/O off the async workers.
 //!
-//! Taking the cross-process lock can wait on another process, and reads,
-//! writes and fsyncs wait on the disk. On a multi-threaded tokio runtime
-//! that work runs under [`tokio::task::block_in_place`]: the worker hands
-//! its other tasks to a fresh worker first, so a slow disk or a held lock
+//! What can wait — the cross-process lock while another process holds it,
+//! and every write with its fsyncs — runs, on a multi-threaded tokio
+//! runtime, under [`tokio::task::block_in_place`]: the worker hands its
+//! other tasks to a fresh worker first, so a held lock or a slow disk
 //! stalls only the request that needs it, never the gateway. Elsewhere
 //! (the CLI's plain threads, a blocking-pool thread, a current-thread
 //! runtime that cannot hand its tasks over) it runs in place.
+//!
+//! Reads stay where they are: they take no lock (atomic renames keep them
+//! whole), read a few KiB the page cache holds, and happen several times a
+//! request — handing the worker over for each cost a third of the
+//! gateway's throughput (BENCHMARKS.md), for waits of microseconds. An
+//! uncontended lock is taken in place too: only a held one is waited for
+//! off the workers.
 
 use tokio::runtime::{Handle, RuntimeFlavor};
 

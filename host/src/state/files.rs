@@ -15,6 +15,7 @@ use std::path::Path;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::blocking::off_async;
 use super::error::StateError;
 
 /// An exclusive lock on a state directory, released on drop.
@@ -33,7 +34,15 @@ impl StateLock {
         options.create(true).truncate(false).write(true);
         private_mode(&mut options);
         let file = options.open(path).map_err(|e| StateError::io(path, e))?;
-        file.lock().map_err(|e| StateError::io(path, e))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            // Held by another process (or writer): waiting may take as long
+            // as its write does, so it waits off the async workers.
+            Err(std::fs::TryLockError::WouldBlock) => {
+                off_async(|| file.lock()).map_err(|e| StateError::io(path, e))?
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(StateError::io(path, e)),
+        }
         Ok(StateLock { _file: file })
     }
 }
@@ -79,8 +88,13 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), Sta
 }
 
 /// Writes `bytes` to `path` atomically: temporary file (0600) in the same
-/// directory, fsync, rename, fsync of the directory.
+/// directory, fsync, rename, fsync of the directory. The fsyncs wait on the
+/// disk, so the write runs off the async workers.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+    off_async(|| write_atomic_here(path, bytes))
+}
+
+fn write_atomic_here(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
     let dir = path
         .parent()
         .ok_or_else(|| StateError::Refused(format!("{} has no directory", path.display())))?;

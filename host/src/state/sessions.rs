@@ -23,7 +23,6 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::blocking::off_async;
 use super::error::StateError;
 use super::files::{self, StateLock};
 use super::watch::StateWatch;
@@ -186,7 +185,7 @@ impl SessionStore {
         if let Some(memory) = &self.memory {
             return Ok(memory.lock().unwrap_or_else(|e| e.into_inner()).clone());
         }
-        let file = off_async(|| files::read_json::<SessionsFile>(&self.path))?.unwrap_or_default();
+        let file = files::read_json::<SessionsFile>(&self.path)?.unwrap_or_default();
         if file.version > SESSIONS_VERSION {
             // Writing it back in this build's format would lose what the
             // newer one keeps: refuse, as the auth files do.
@@ -228,29 +227,27 @@ impl SessionStore {
             let mut file = memory.lock().unwrap_or_else(|e| e.into_inner());
             return Ok(change(file.sessions.entry(id.to_owned()).or_default()));
         }
-        off_async(|| {
-            let _lock = StateLock::acquire(&self.lock)?;
-            let mut file = self.read()?;
-            let before = file.sessions.get(id).cloned();
-            if let (Some(watch), Some(before)) = (&self.watch, &before) {
-                watch.session_seen(id, before);
+        let _lock = StateLock::acquire(&self.lock)?;
+        let mut file = self.read()?;
+        let before = file.sessions.get(id).cloned();
+        if let (Some(watch), Some(before)) = (&self.watch, &before) {
+            watch.session_seen(id, before);
+        }
+        let entry = file.sessions.entry(id.to_owned()).or_default();
+        let result = change(entry);
+        if before.as_ref().unwrap_or(&SessionEntry::default()) == entry {
+            if before.is_none() {
+                file.sessions.remove(id);
             }
-            let entry = file.sessions.entry(id.to_owned()).or_default();
-            let result = change(entry);
-            if before.as_ref().unwrap_or(&SessionEntry::default()) == entry {
-                if before.is_none() {
-                    file.sessions.remove(id);
-                }
-                return Ok(result);
-            }
-            let written = entry.clone();
-            file.version = SESSIONS_VERSION;
-            files::write_json_atomic(&self.path, &file)?;
-            if let Some(watch) = &self.watch {
-                watch.session_written(id, &written);
-            }
-            Ok(result)
-        })
+            return Ok(result);
+        }
+        let written = entry.clone();
+        file.version = SESSIONS_VERSION;
+        files::write_json_atomic(&self.path, &file)?;
+        if let Some(watch) = &self.watch {
+            watch.session_written(id, &written);
+        }
+        Ok(result)
     }
 }
 

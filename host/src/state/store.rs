@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
-use super::blocking::off_async;
 use super::error::StateError;
 use super::files::{self, StateLock};
 use super::paths::AgentPaths;
@@ -100,12 +99,10 @@ impl AuthStore {
         if let Some(memory) = self.memory() {
             return Ok(memory.profiles.clone());
         }
-        off_async(|| {
-            if let Some(file) = ProfilesFile::read(&self.paths.profiles)? {
-                return Ok(file);
-            }
-            Ok(ProfilesFile::read(&self.paths.legacy_profiles)?.unwrap_or_default())
-        })
+        if let Some(file) = ProfilesFile::read(&self.paths.profiles)? {
+            return Ok(file);
+        }
+        Ok(ProfilesFile::read(&self.paths.legacy_profiles)?.unwrap_or_default())
     }
 
     /// Profiles without secrets.
@@ -126,13 +123,11 @@ impl AuthStore {
             memory.profiles = file;
             return Ok(result);
         }
-        off_async(|| {
-            let _lock = self.lock()?;
-            let mut file = self.profiles()?;
-            let result = change(&mut file)?;
-            files::write_json_atomic(&self.paths.profiles, file.document())?;
-            Ok(result)
-        })
+        let _lock = self.lock()?;
+        let mut file = self.profiles()?;
+        let result = change(&mut file)?;
+        files::write_json_atomic(&self.paths.profiles, file.document())?;
+        Ok(result)
     }
 
     /// Routing state of every profile. Without `auth-state.json`, the
@@ -149,15 +144,13 @@ impl AuthStore {
         if let Some(memory) = self.memory() {
             return Ok(memory.usage.clone());
         }
-        off_async(|| {
-            if let Some(file) = UsageFile::read(&self.paths.usage)? {
-                return Ok(file);
-            }
-            let legacy = self.profiles()?.legacy_usage().unwrap_or_default();
-            Ok(UsageFile {
-                usage_stats: legacy,
-                ..UsageFile::default()
-            })
+        if let Some(file) = UsageFile::read(&self.paths.usage)? {
+            return Ok(file);
+        }
+        let legacy = self.profiles()?.legacy_usage().unwrap_or_default();
+        Ok(UsageFile {
+            usage_stats: legacy,
+            ..UsageFile::default()
         })
     }
 
@@ -175,21 +168,19 @@ impl AuthStore {
             memory.usage.usage_stats = usage;
             return Ok(result);
         }
-        off_async(|| {
-            let _lock = self.lock()?;
-            let mut file = self.usage_file()?;
-            let before = self.watch.as_ref().map(|_| file.usage_stats.clone());
-            if let Some(before) = &before {
-                self.report_change(before, None);
-            }
-            let result = change(&mut file.usage_stats)?;
-            let written = before.as_ref().map(|_| file.usage_stats.clone());
-            files::write_json_atomic(&self.paths.usage, &file.stamped())?;
-            if let (Some(before), Some(written)) = (&before, &written) {
-                self.report_change(before, Some(written));
-            }
-            Ok(result)
-        })
+        let _lock = self.lock()?;
+        let mut file = self.usage_file()?;
+        let before = self.watch.as_ref().map(|_| file.usage_stats.clone());
+        if let Some(before) = &before {
+            self.report_change(before, None);
+        }
+        let result = change(&mut file.usage_stats)?;
+        let written = before.as_ref().map(|_| file.usage_stats.clone());
+        files::write_json_atomic(&self.paths.usage, &file.stamped())?;
+        if let (Some(before), Some(written)) = (&before, &written) {
+            self.report_change(before, Some(written));
+        }
+        Ok(result)
     }
 
     /// Tells the watch the state found under the lock (`after` is `None`),
