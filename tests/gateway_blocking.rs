@@ -36,17 +36,7 @@ async fn a_state_lock_held_elsewhere_stalls_only_the_requests_that_need_it() {
     // More requests than workers, each stuck on the lock.
     let mut stuck = Vec::new();
     for _ in 0..4 {
-        let (client, base) = (h.client.clone(), h.base.clone());
-        stuck.push(tokio::spawn(async move {
-            client
-                .post(format!("{base}/v1/chat/completions"))
-                .header("content-type", "application/json")
-                .body(r#"{"model":"auto","messages":[{"role":"user","content":"hi"}]}"#)
-                .send()
-                .await
-                .unwrap()
-                .status()
-        }));
+        stuck.push(h.spawn_chat("auto"));
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     for _ in 0..3 {
@@ -58,7 +48,7 @@ async fn a_state_lock_held_elsewhere_stalls_only_the_requests_that_need_it() {
     release_tx.send(()).unwrap();
     holder.join().unwrap();
     for request in stuck {
-        assert_eq!(request.await.unwrap(), 200);
+        assert_eq!(request.await.unwrap().status, 200);
     }
     h.stop().await;
 }
@@ -75,20 +65,7 @@ async fn an_oauth_refresh_holds_only_its_own_profile() {
     document["profiles"]["acme:me"] = json!({"type": "oauth", "provider": "acme",
         "access": "stale-access", "refresh": "held-refresh", "expires": 1000});
     std::fs::write(&path, document.to_string()).unwrap();
-    let acme = |h: &Harness| {
-        let (client, base) = (h.client.clone(), h.base.clone());
-        tokio::spawn(async move {
-            let response = client
-                .post(format!("{base}/v1/chat/completions"))
-                .header("content-type", "application/json")
-                .body(r#"{"model":"acme/m1","messages":[{"role":"user","content":"hi"}]}"#)
-                .send()
-                .await
-                .unwrap();
-            (response.status(), response.text().await.unwrap())
-        })
-    };
-    let first = acme(&h);
+    let first = h.spawn_chat("acme/m1");
     // Wait for the token request to be in flight (the endpoint holds it).
     tokio::time::timeout(PATIENCE, async {
         while !h.up.calls().iter().any(|c| c.path.contains("oauth")) {
@@ -97,7 +74,7 @@ async fn an_oauth_refresh_holds_only_its_own_profile() {
     })
     .await
     .expect("the refresh started");
-    let second = acme(&h);
+    let second = h.spawn_chat("acme/m1");
     tokio::time::sleep(Duration::from_millis(100)).await;
     // Meanwhile the shared state lock is free: another process writes…
     let store = h.store.clone();
@@ -121,9 +98,9 @@ async fn an_oauth_refresh_holds_only_its_own_profile() {
     assert_eq!(other.status, 200, "{}", other.text);
     h.up.release_token_endpoint();
     for request in [first, second] {
-        let (status, text) = request.await.unwrap();
-        assert_eq!(status, 200, "{text}");
-        assert!(text.contains("fresh-access"), "{text}");
+        let served = request.await.unwrap();
+        assert_eq!(served.status, 200, "{}", served.text);
+        assert!(served.text.contains("fresh-access"), "{}", served.text);
     }
     // One refresh for both: the second waited on the profile's lock and
     // found the new token.

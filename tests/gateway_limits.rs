@@ -4,13 +4,15 @@
 //! of idle connections while `/healthz` answers, and keyless large bodies
 //! that leave its memory flat.
 
+#[path = "support/binary.rs"]
+mod binary;
 #[path = "gateway/harness.rs"]
 mod harness;
 #[path = "gateway/upstream.rs"]
 mod upstream;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use failover::gateway::ClientKeys;
@@ -28,12 +30,13 @@ fn address(h: &Harness) -> String {
     h.base.trim_start_matches("http://").to_owned()
 }
 
-/// A response's head, read within `PATIENCE`.
-async fn read_head(socket: &mut TcpStream) -> Option<String> {
+/// What arrives within `PATIENCE` until `enough` says so or the server
+/// closes the connection; `None` when neither happened in time.
+async fn read_until(socket: &mut TcpStream, enough: fn(&[u8]) -> bool) -> Option<String> {
     let mut received = Vec::new();
     let read = tokio::time::timeout(PATIENCE, async {
         let mut buf = [0u8; 4096];
-        while !received.windows(4).any(|w| w == b"\r\n\r\n") {
+        while !enough(&received) {
             match socket.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) => received.extend_from_slice(&buf[..n]),
@@ -45,22 +48,17 @@ async fn read_head(socket: &mut TcpStream) -> Option<String> {
         .map(|()| String::from_utf8_lossy(&received).into_owned())
 }
 
-/// Reads until the server closes the connection (or `PATIENCE` passes);
-/// returns what arrived.
-async fn read_to_close(socket: &mut TcpStream) -> Option<String> {
-    let mut received = Vec::new();
-    let read = tokio::time::timeout(PATIENCE, async {
-        let mut buf = [0u8; 4096];
-        loop {
-            match socket.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => received.extend_from_slice(&buf[..n]),
-            }
-        }
+/// A response's head.
+async fn read_head(socket: &mut TcpStream) -> Option<String> {
+    read_until(socket, |received| {
+        received.windows(4).any(|w| w == b"\r\n\r\n")
     })
-    .await;
-    read.ok()
-        .map(|()| String::from_utf8_lossy(&received).into_owned())
+    .await
+}
+
+/// Everything until the server closes the connection.
+async fn read_to_close(socket: &mut TcpStream) -> Option<String> {
+    read_until(socket, |_| false).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,24 +118,12 @@ async fn at_the_connection_cap_idle_connections_make_room() {
         "gpt-x",
         upstream::Behaviour::Slow(Duration::from_millis(300)),
     );
-    let slow = tokio::spawn({
-        let (client, base) = (h.client.clone(), h.base.clone());
-        async move {
-            client
-                .post(format!("{base}/v1/chat/completions"))
-                .header("content-type", "application/json")
-                .body(r#"{"model":"openai/gpt-x","messages":[{"role":"user","content":"hi"}]}"#)
-                .send()
-                .await
-                .unwrap()
-                .status()
-        }
-    });
+    let slow = h.spawn_chat("openai/gpt-x");
     tokio::time::sleep(Duration::from_millis(50)).await;
     for _ in 0..10 {
         idle.push(TcpStream::connect(address(&h)).await.unwrap());
     }
-    assert_eq!(slow.await.unwrap(), 200);
+    assert_eq!(slow.await.unwrap().status, 200);
     h.stop().await;
 }
 
@@ -218,8 +204,7 @@ async fn serve_binary(dir: &Path) -> (std::process::Child, String) {
     let keys = dir.join("keys");
     std::fs::write(&keys, format!("{CLIENT_KEY}\n")).unwrap();
     let log = dir.join("serve.log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_failover"))
-        .env_remove("FAILOVER_CONFIG")
+    let mut child = binary::failover()
         .arg("--state-dir")
         .arg(dir.join("state"))
         .args(["serve", "--listen", "127.0.0.1:0", "--client-keys-file"])
@@ -227,20 +212,14 @@ async fn serve_binary(dir: &Path) -> (std::process::Child, String) {
         .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
         .spawn()
         .unwrap();
-    for _ in 0..200 {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if let Some(address) = text
-            .split("serving on http://")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-        {
-            return (child, address.to_owned());
+    match binary::serving_address_in(&log).await {
+        Some(address) => (child, address),
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("serve never listened");
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("serve never listened");
 }
 
 #[cfg(target_os = "linux")]

@@ -7,13 +7,14 @@
 //! gateway's log, `run`'s stdout and stderr, the recorded trace, and every
 //! state file but the one that holds the secrets.
 
+#[path = "support/binary.rs"]
+mod binary;
 #[path = "gateway/upstream.rs"]
 mod upstream;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use failover::auth::CredentialKind;
 use failover::state::{AuthStore, StateDir};
@@ -37,12 +38,10 @@ const MARKERS: &[&str] = &[
     "rt-refresh-Uo4",
 ];
 
+/// The binary, logging at debug: what leaks at debug leaks.
 fn failover() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_failover"));
-    command
-        .env_remove("FAILOVER_CONFIG")
-        .env_remove("FAILOVER_STATE_DIR")
-        .env("FAILOVER_LOG", "debug");
+    let mut command = binary::failover();
+    command.env("FAILOVER_LOG", "debug");
     command
 }
 
@@ -190,7 +189,9 @@ async fn no_output_channel_carries_a_secret_an_upstream_echoed() {
         .stderr(Stdio::from(log))
         .spawn()
         .unwrap();
-    let address = wait_for_address(&log_path).await;
+    let address = binary::serving_address_in(&log_path)
+        .await
+        .expect("serve listens");
     let client = reqwest::Client::new();
     let chat = |model: &str, stream: bool| {
         let body = json!({"model": model, "stream": stream,
@@ -283,23 +284,4 @@ async fn run_cli(state: &Path, config: &Path, args: &[&str]) -> String {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     )
-}
-
-/// The address `serve` logs once it listens.
-async fn wait_for_address(log: &Path) -> String {
-    for _ in 0..200 {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if let Some(address) = text
-            .split("serving on http://")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-        {
-            return address.to_owned();
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "serve never listened: {}",
-        std::fs::read_to_string(log).unwrap_or_default()
-    );
 }

@@ -1,6 +1,8 @@
 //! `failover run` and `failover serve` as real processes, against the
 //! fault-injecting upstream.
 
+#[path = "support/binary.rs"]
+mod binary;
 #[path = "support/guests.rs"]
 mod guests;
 #[path = "gateway/upstream.rs"]
@@ -14,17 +16,9 @@ use failover::auth::CredentialKind;
 use failover::state::{AuthStore, StateDir};
 use upstream::{Behaviour, Upstream};
 
-fn failover() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_failover"));
-    command
-        .env_remove("FAILOVER_CONFIG")
-        .env_remove("FAILOVER_STATE_DIR");
-    command
-}
-
 /// The binary on `state` and `config`, with `args`.
 fn in_state(state: &str, config: &str, args: &[&str]) -> Command {
-    let mut command = failover();
+    let mut command = binary::failover();
     command
         .args(["--state-dir", state, "--config", config])
         .args(args);
@@ -160,7 +154,7 @@ fn config_errors_name_the_file_and_field() {
         r#"{ models: { providers: { acme: { baseUrl: "http://x", api: "soap" } } } }"#,
     )
     .unwrap();
-    let out = failover()
+    let out = binary::failover()
         .args([
             "--state-dir",
             &dir.path().display().to_string(),
@@ -182,7 +176,7 @@ fn config_errors_name_the_file_and_field() {
 #[test]
 fn serve_refuses_an_open_address_without_client_keys() {
     let dir = tempfile::tempdir().unwrap();
-    let out = failover()
+    let out = binary::failover()
         .args([
             "--state-dir",
             &dir.path().display().to_string(),

@@ -225,6 +225,20 @@ impl Harness {
             .await
     }
 
+    /// A one-turn chat request for `model`, sent from its own task: for
+    /// requests that must be in flight while the test does something else.
+    pub fn spawn_chat(&self, model: &str) -> tokio::task::JoinHandle<Answer> {
+        let request = self
+            .client
+            .post(format!("{}/v1/chat/completions", self.base))
+            .header("content-type", "application/json")
+            .body(
+                json!({"model": model, "messages": [{"role": "user", "content": "hi"}]})
+                    .to_string(),
+            );
+        tokio::spawn(async move { answer(request.send().await.unwrap()).await })
+    }
+
     pub async fn post(&self, path: &str, body: &str, session: Option<&str>) -> Answer {
         let mut request = self
             .client
