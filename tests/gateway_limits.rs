@@ -155,6 +155,13 @@ async fn keys_are_checked_before_a_body_is_read_and_bodies_are_bounded_per_route
         .await
         .expect("answered without the body");
     assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    // A client that waits for `100 Continue` gets the refusal instead.
+    let mut waiting = TcpStream::connect(address(&h)).await.unwrap();
+    let head = head_only("/v1/chat/completions", 16 << 20, None)
+        .replace("\r\n\r\n", "\r\nexpect: 100-continue\r\n\r\n");
+    waiting.write_all(head.as_bytes()).await.unwrap();
+    let answer = read_head(&mut waiting).await.expect("answered at once");
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
     // With a key, a declared length past the limit: 413, unread.
     let mut large = TcpStream::connect(address(&h)).await.unwrap();
     large

@@ -138,7 +138,16 @@ const LINGER_TIME: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// `response` for `request`, whose body is read and discarded meanwhile
 /// (a lingering close, bounded by [`LINGER_BYTES`] and [`LINGER_TIME`]).
+/// A client that asked `Expect: 100-continue` sends no body after a final
+/// answer: there is nothing to read (and reading would send the `100`).
 pub(super) fn refuse(request: Request, response: Response) -> Response {
+    let expects_continue = request
+        .headers()
+        .get(axum::http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    if expects_continue {
+        return response;
+    }
     let mut body = request.into_body().into_data_stream();
     tokio::spawn(async move {
         let mut read = 0usize;
