@@ -3,10 +3,8 @@
 //! what the client receives, which upstream calls were made, and the
 //! profile state that results.
 
-#[path = "gateway/harness.rs"]
-mod harness;
-#[path = "gateway/upstream.rs"]
-mod upstream;
+use crate::harness;
+use crate::upstream;
 
 use std::time::Duration;
 

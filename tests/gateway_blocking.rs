@@ -4,10 +4,7 @@
 //! The runtime has two workers, as the two-core machines the gateway runs
 //! on do.
 
-#[path = "gateway/harness.rs"]
-mod harness;
-#[path = "gateway/upstream.rs"]
-mod upstream;
+use crate::harness;
 
 use std::time::Duration;
 

@@ -4,12 +4,9 @@
 //! of idle connections while `/healthz` answers, and keyless large bodies
 //! that leave its memory flat.
 
-#[path = "support/binary.rs"]
-mod binary;
-#[path = "gateway/harness.rs"]
-mod harness;
-#[path = "gateway/upstream.rs"]
-mod upstream;
+use crate::harness;
+use crate::support::binary;
+use crate::upstream;
 
 use std::path::Path;
 use std::process::Stdio;

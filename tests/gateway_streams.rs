@@ -3,10 +3,8 @@
 //! streams that end without saying they are complete, break late, outlive
 //! the run's deadline or grow past the size bound.
 
-#[path = "gateway/harness.rs"]
-mod harness;
-#[path = "gateway/upstream.rs"]
-mod upstream;
+use crate::harness;
+use crate::upstream;
 
 use failover::auth::RecordedReason;
 use failover::gateway::ClientKeys;

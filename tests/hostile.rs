@@ -4,12 +4,8 @@
 //! was not given, or opens windows in the past — each refused at the gate
 //! or contained at run time, the host staying up.
 
-#[path = "support/guests.rs"]
-mod guests;
-#[path = "gateway/harness.rs"]
-mod harness;
-#[path = "gateway/upstream.rs"]
-mod upstream;
+use crate::harness;
+use crate::support::guests;
 
 use std::sync::OnceLock;
 use std::time::Duration;

@@ -1,13 +1,10 @@
-//! Integration tests of the policy component as the host runs it. One test
-//! binary (each links wasmtime) sharing one compiled default policy.
+//! The policy component as the host runs it, sharing one compiled default
+//! policy: the case corpora natively and through the component, the
+//! contract, the profile and runner functions, the sandbox.
 
-mod native;
-
-mod policy {
-    pub mod cases;
-    pub mod contract;
-    pub mod profiles;
-    pub mod runner;
-    pub mod sandbox;
-    pub mod support;
-}
+mod cases;
+mod contract;
+mod profiles;
+mod runner;
+mod sandbox;
+mod support;

@@ -2,12 +2,9 @@
 //! second policy against the default, bad traces, unrecorded calls, and
 //! recorded gateway traffic replayed faithfully.
 
-#[path = "support/guests.rs"]
-mod guests;
-#[path = "gateway/harness.rs"]
-mod harness;
-#[path = "gateway/upstream.rs"]
-mod upstream;
+use crate::harness;
+use crate::support::guests;
+use crate::upstream;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

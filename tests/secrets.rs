@@ -7,10 +7,8 @@
 //! gateway's log, `run`'s stdout and stderr, the recorded trace, and every
 //! state file but the one that holds the secrets.
 
-#[path = "support/binary.rs"]
-mod binary;
-#[path = "gateway/upstream.rs"]
-mod upstream;
+use crate::support::binary;
+use crate::upstream;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,12 +1,9 @@
 //! `failover run` and `failover serve` as real processes, against the
 //! fault-injecting upstream.
 
-#[path = "support/binary.rs"]
-mod binary;
-#[path = "support/guests.rs"]
-mod guests;
-#[path = "gateway/upstream.rs"]
-mod upstream;
+use crate::support::binary;
+use crate::support::guests;
+use crate::upstream;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

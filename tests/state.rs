@@ -57,7 +57,7 @@ fn store(state: &Path) -> AuthStore {
 fn spawn_worker(job: &str) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
-            "worker_process",
+            "state::worker_process",
             "--exact",
             "--ignored",
             "--nocapture",

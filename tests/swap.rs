@@ -2,12 +2,9 @@
 //! built, gated and swapped into a serving gateway — through the admin
 //! endpoint and under load — and a trapping policy contained mid-serve.
 
-#[path = "support/guests.rs"]
-mod guests;
-#[path = "gateway/harness.rs"]
-mod harness;
-#[path = "gateway/upstream.rs"]
-mod upstream;
+use crate::harness;
+use crate::support::guests;
+use crate::upstream;
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};

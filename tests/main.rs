@@ -1,0 +1,33 @@
+//! The integration tests, as one binary: every test module links the host
+//! and wasmtime, and one link is a fraction of fifteen.
+//!
+//! - `support`, `harness`, `upstream`, `native` — shared helpers: the
+//!   binary, guest components, the gateway harness with its fault-injecting
+//!   upstream, the native policy core behind the host's types.
+//! - One module per area: the CLI, the policy component, the runner, the
+//!   state files, the gateway (routes, streams, limits, blocking, secrets),
+//!   hot swap, hostile modules, replay.
+
+mod support {
+    pub mod binary;
+    pub mod guests;
+}
+#[path = "gateway/harness.rs"]
+mod harness;
+mod native;
+#[path = "gateway/upstream.rs"]
+mod upstream;
+
+mod cli;
+mod gateway;
+mod gateway_blocking;
+mod gateway_limits;
+mod gateway_streams;
+mod hostile;
+mod policy;
+mod replay;
+mod runner;
+mod secrets;
+mod serve_cli;
+mod state;
+mod swap;
