@@ -6,31 +6,28 @@
 //! [`Limits::max_levels`]; text is cut to the limits before it reaches the
 //! guest, always at a character boundary.
 
+use policy_types::{ErrorLevel, ErrorReport};
+
 use crate::policy::Limits;
 use crate::provider_error::ProviderError;
 
-/// One level, cut to the limits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlatLevel {
-    pub depth: u32,
-    pub status: Option<u16>,
-    pub code: Option<String>,
-    pub message: String,
-    /// Response headers as an HTTP/1.1 header block, `Name: value\n` each,
-    /// the form the contract takes them in.
-    pub headers: String,
-}
-
-/// A whole error, flattened and cut.
+/// A whole error, flattened and cut: the contract's [`ErrorReport`] and
+/// whether anything was cut or dropped to fit the limits. It reads as the
+/// report it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlatReport {
-    /// The outermost provider named anywhere in the tree.
-    pub provider: Option<String>,
-    /// Never empty: an error with nothing in it is one empty level.
-    pub levels: Vec<FlatLevel>,
-    pub now_ms: u64,
+    /// The report the policy reads.
+    pub report: ErrorReport,
     /// Whether anything was cut or dropped to fit the limits.
     pub truncated: bool,
+}
+
+impl std::ops::Deref for FlatReport {
+    type Target = ErrorReport;
+
+    fn deref(&self) -> &ErrorReport {
+        &self.report
+    }
 }
 
 /// Flattens `error` depth-first and cuts it to `limits`.
@@ -50,7 +47,7 @@ pub fn flatten(error: &ProviderError, now_ms: u64, limits: &Limits) -> FlatRepor
                 .as_deref()
                 .map(|p| cut(p, limits.max_short_text_bytes, &mut truncated));
         }
-        levels.push(FlatLevel {
+        levels.push(ErrorLevel {
             depth,
             status: level.status,
             code: level
@@ -69,9 +66,11 @@ pub fn flatten(error: &ProviderError, now_ms: u64, limits: &Limits) -> FlatRepor
         }
     }
     FlatReport {
-        provider,
-        levels,
-        now_ms,
+        report: ErrorReport {
+            provider,
+            levels,
+            now_ms,
+        },
         truncated,
     }
 }

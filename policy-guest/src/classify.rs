@@ -9,11 +9,11 @@
 //! implied.
 
 use crate::body::{self, BodyFacts};
-use crate::model::{Classification, Detail, ErrorReport, Reason};
 use crate::retry_after;
 use crate::rules::{self, Evidence, LevelFacts, ProviderScope};
 use crate::signals;
 use crate::text::{self, Bare};
+use policy_types::{Classification, Detail, ErrorReport, Reason};
 
 /// Providers whose 429s carry real out-of-balance errors.
 const BILLING_429_PROVIDERS: &[&str] = &["moonshot", "kimi", "xai", "baichuan"];

@@ -5,7 +5,7 @@
 //! and digits, so `RATE_LIMIT_EXCEEDED`, `rate_limit_error` and
 //! `RateLimitError` all read as `ratelimit…`.
 
-use crate::model::Reason;
+use policy_types::Reason;
 
 /// How much a code says on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

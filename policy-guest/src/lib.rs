@@ -24,7 +24,6 @@
 mod body;
 mod classify;
 mod codes;
-mod model;
 /// The phrase table (shared with `build.rs`, which compiles it into a DFA).
 mod phrases;
 pub mod profiles;
@@ -42,7 +41,7 @@ pub mod component;
 
 pub use body::MAX_JSON_BODY_BYTES;
 pub use classify::classify;
-pub use model::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
+pub use policy_types::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
 pub use retry_after::MAX_RETRY_AFTER_MS;
 
 /// The policy's name, as a host reports it.

@@ -64,14 +64,8 @@ pub fn record_failure(usage: &Usage, event: &FailureEvent, config: &CooldownConf
         next.failure_counts.clear();
     }
     next.error_count = next.error_count.saturating_add(1);
-    match next
-        .failure_counts
-        .iter_mut()
-        .find(|(r, _)| *r == event.reason)
-    {
-        Some((_, count)) => *count = count.saturating_add(1),
-        None => next.failure_counts.push((event.reason, 1)),
-    }
+    let count = next.failure_counts.entry(event.reason).or_default();
+    *count = count.saturating_add(1);
     next.last_failure_at = Some(now);
 
     // An absurd wait (a year, `u64::MAX`) is a provider's bug: the floor
@@ -148,7 +142,7 @@ pub fn record_success(usage: &Usage, model: Option<&str>, now_ms: u64) -> Usage 
         disabled_until: None,
         disabled_reason: None,
         error_count: 0,
-        failure_counts: Vec::new(),
+        failure_counts: Default::default(),
         last_failure_at: usage.last_failure_at,
     }
 }

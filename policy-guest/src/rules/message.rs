@@ -9,9 +9,9 @@
 //! malformed requests and provider-specific wording last.
 
 use super::{has_code, payment, LevelFacts};
-use crate::model::Reason;
 use crate::signals::{Signal::*, Signals};
 use crate::text::{self, Bare};
+use policy_types::Reason;
 
 /// Messages longer than this are prose (a page, an echoed request) in
 /// which billing words are too easily found by chance: only a written 402

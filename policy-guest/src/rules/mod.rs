@@ -20,9 +20,9 @@ mod payment;
 mod status;
 
 use crate::codes::{self, Weight};
-use crate::model::Reason;
 use crate::signals::{Signal, Signals};
 use crate::text::{self, Bare, LeadingStatus};
+use policy_types::Reason;
 
 /// Providers whose own wording changes a rule (F-5.6).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

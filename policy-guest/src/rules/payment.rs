@@ -11,9 +11,9 @@
 
 use super::message;
 use super::{implied, specific, LevelFacts, Verdict};
-use crate::model::Reason;
 use crate::signals::Signal::*;
 use crate::text;
+use policy_types::Reason;
 
 /// The verdict of a 402 status (given, or read from the text's start).
 /// `None` when a 402 read from the text turns out not to be one: the rest

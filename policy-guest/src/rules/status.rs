@@ -13,8 +13,8 @@
 
 use super::message::{self, permanent};
 use super::{code_is, code_reasons, has_code, implied, payment, specific, LevelFacts, Verdict};
-use crate::model::Reason;
 use crate::signals::Signal::{AmbiguousBalance, Busy, Overloaded, RateLimit, TpmHint};
+use policy_types::Reason;
 
 /// The verdict a decisive status gives; `None` when the status does not
 /// decide and the rest of the evidence is read.

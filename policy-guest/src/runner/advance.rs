@@ -1,73 +1,13 @@
 //! What a run does after a failed attempt (spec F-7.4, F-7.5, F-7.5a, F-6.7,
 //! F-4.5, F-9.6).
 
-use crate::profiles::RecordedReason;
+use policy_types::{FailedAttempt, RecordedReason, RotationConfig, RunStep, StopReason};
 
 /// Same-provider profile rotations after a transient timeout before the
 /// next model (F-12.1): one tells a stuck connection of one credential from
 /// a provider that is down, and a second hang makes the model slow
 /// (F-12.3) anyway.
 pub const TIMEOUT_PROFILE_ROTATIONS: u32 = 1;
-
-/// The profile-rotation caps of `auth.cooldowns.*` (F-6.7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RotationConfig {
-    /// Same-provider profile rotations on rate limits before model fallback.
-    pub rate_limited_profile_rotations: u32,
-    /// Same-provider profile rotations on overload before model fallback.
-    pub overloaded_profile_rotations: u32,
-    /// Wait before an overload rotation.
-    pub overloaded_backoff_ms: u64,
-}
-
-/// A failed attempt and where the run stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FailedAttempt {
-    /// The classified reason (`Unknown` when the classifier named none).
-    pub reason: RecordedReason,
-    /// The caller aborted the call; a timeout-shaped abort is a timeout.
-    pub aborted: bool,
-    /// A live-switch error pointing at this model (F-9.6).
-    pub live_switch_to: Option<String>,
-    /// The profile was pinned by the user (`/model …@profile`, F-4.5).
-    pub user_pinned_profile: bool,
-    /// Profile rotations already made on this candidate.
-    pub rotations: u32,
-    /// Profiles of this provider still untried for this candidate.
-    pub profiles_left: u32,
-    /// The chain and the failed candidate's place in it.
-    pub chain: Vec<String>,
-    pub position: u32,
-}
-
-/// Why a run stops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    /// An explicit abort that is not timeout-shaped (F-7.5).
-    Aborted,
-    /// Context overflow stays with compaction/retry, never fallback (F-5.9).
-    ContextOverflow,
-    /// The same payload would fail the same way (F-5.3, F-7.5a).
-    Format,
-    /// Surfaced to the runtime (F-7.5a).
-    SessionExpired,
-    /// No candidate is left (F-7.5: a final failure does not advance).
-    Exhausted,
-}
-
-/// The next step of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NextStep {
-    /// Try the next profile of the same provider, after waiting this long.
-    RotateProfile {
-        wait_ms: u64,
-    },
-    /// Move to this chain position.
-    Candidate {
-        position: u32,
-    },
-    Stop(StopReason),
-}
 
 /// The step after a failed attempt.
 ///
@@ -82,15 +22,15 @@ pub enum NextStep {
 /// model. A profile the user pinned is never rotated away from: the
 /// run moves to the next model instead. With no candidate left, the run
 /// stops.
-pub fn next_step(attempt: &FailedAttempt, config: &RotationConfig) -> NextStep {
+pub fn next_step(attempt: &FailedAttempt, config: &RotationConfig) -> RunStep {
     use RecordedReason::*;
     if attempt.aborted && attempt.reason != Timeout {
-        return NextStep::Stop(StopReason::Aborted);
+        return RunStep::Stop(StopReason::Aborted);
     }
     match attempt.reason {
-        ContextOverflow => return NextStep::Stop(StopReason::ContextOverflow),
-        Format => return NextStep::Stop(StopReason::Format),
-        SessionExpired => return NextStep::Stop(StopReason::SessionExpired),
+        ContextOverflow => return RunStep::Stop(StopReason::ContextOverflow),
+        Format => return RunStep::Stop(StopReason::Format),
+        SessionExpired => return RunStep::Stop(StopReason::SessionExpired),
         _ => {}
     }
     let next = attempt.position.saturating_add(1);
@@ -102,9 +42,7 @@ pub fn next_step(attempt: &FailedAttempt, config: &RotationConfig) -> NextStep {
             .skip(next as usize)
             .find(|(_, model)| *model == target);
         if let Some((index, _)) = later {
-            return NextStep::Candidate {
-                position: u32::try_from(index).unwrap_or(u32::MAX),
-            };
+            return RunStep::Candidate(u32::try_from(index).unwrap_or(u32::MAX));
         }
     }
     let rotation = match attempt.reason {
@@ -119,12 +57,12 @@ pub fn next_step(attempt: &FailedAttempt, config: &RotationConfig) -> NextStep {
     };
     if let Some((cap, wait_ms)) = rotation {
         if !attempt.user_pinned_profile && attempt.profiles_left > 0 && attempt.rotations < cap {
-            return NextStep::RotateProfile { wait_ms };
+            return RunStep::RotateProfile(wait_ms);
         }
     }
     if (next as usize) < attempt.chain.len() {
-        NextStep::Candidate { position: next }
+        RunStep::Candidate(next)
     } else {
-        NextStep::Stop(StopReason::Exhausted)
+        RunStep::Stop(StopReason::Exhausted)
     }
 }

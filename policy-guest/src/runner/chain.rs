@@ -1,51 +1,9 @@
 //! Which model a run starts from and which candidates it may fall back to
 //! (spec §3 and F-7.3).
 
-/// Why the current model was chosen; it decides whether fallback is allowed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SelectionSource {
-    /// `agents.defaults.model.primary` (F-3.1).
-    ConfiguredDefault,
-    /// `agents.list[].model` (F-3.2).
-    AgentPrimary,
-    /// A runtime fallback persisted on the session (F-3.3).
-    AutoOverride,
-    /// `/model`, the picker, `sessions.patch` (F-3.4).
-    UserOverride,
-    /// `modelOverride` without `modelOverrideSource` (F-3.5).
-    LegacyOverride,
-    /// A cron job's `payload.model` (F-3.6).
-    CronJob,
-    /// A heartbeat run.
-    Heartbeat,
-}
-
-/// The inputs of [`candidate_chain`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChainRequest {
-    /// The model the run starts with (`provider/model`).
-    pub requested: String,
-    pub source: SelectionSource,
-    /// `agents.defaults.model.primary`.
-    pub configured_primary: Option<String>,
-    /// `agents.defaults.model.fallbacks`.
-    pub configured_fallbacks: Vec<String>,
-    /// The selection's own fallbacks: the agent model object's `fallbacks`
-    /// (agent primary) or the job's `payload.fallbacks` (cron). `None` when
-    /// it gives none.
-    pub source_fallbacks: Option<Vec<String>>,
-    /// A caller's `fallbacksOverride`, used exactly.
-    pub fallbacks_override: Option<Vec<String>>,
-}
-
-/// The candidates, requested model first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Chain {
-    pub candidates: Vec<String>,
-    /// The selection is exact (F-7.6): if it fails before a reply, the
-    /// failure is reported, never answered by an unrelated fallback.
-    pub strict: bool,
-}
+use policy_types::{
+    ChainRequest, FallbackChain, OverrideSource, Selection, SelectionRequest, SelectionSource,
+};
 
 /// The candidate chain for a run (F-7.3, with the selection-source policy of
 /// F-3.1 … F-3.6).
@@ -59,8 +17,8 @@ pub struct Chain {
 /// fallbacks — deduplicated, not filtered by any allow-list, tried before
 /// the configured primary even across providers — and then the configured
 /// primary, so the chain can return to the normal default.
-pub fn candidate_chain(request: &ChainRequest) -> Chain {
-    let strict = |requested: &str| Chain {
+pub fn candidate_chain(request: &ChainRequest) -> FallbackChain {
+    let strict = |requested: &str| FallbackChain {
         candidates: vec![requested.to_owned()],
         strict: true,
     };
@@ -94,7 +52,11 @@ pub fn candidate_chain(request: &ChainRequest) -> Chain {
     chain_of(&request.requested, configured, false)
 }
 
-fn chain_of<'a>(requested: &str, rest: impl Iterator<Item = &'a String>, strict: bool) -> Chain {
+fn chain_of<'a>(
+    requested: &str,
+    rest: impl Iterator<Item = &'a String>,
+    strict: bool,
+) -> FallbackChain {
     let mut candidates = vec![requested.to_owned()];
     for model in rest {
         let model = model.trim();
@@ -102,55 +64,7 @@ fn chain_of<'a>(requested: &str, rest: impl Iterator<Item = &'a String>, strict:
             candidates.push(model.to_owned());
         }
     }
-    Chain { candidates, strict }
-}
-
-/// A session's model override, as stored on the session entry (F-9.1).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionOverride {
-    /// `providerOverride/modelOverride`.
-    pub model: String,
-    /// `modelOverrideSource`: `Some(true)` for `user`, `Some(false)` for
-    /// `auto`, `None` when absent (a legacy entry).
-    pub user: Option<bool>,
-    /// The model an auto override fell back from.
-    pub origin: Option<String>,
-}
-
-/// The inputs of [`resolve_selection`].
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SelectionRequest {
-    pub configured_primary: Option<String>,
-    /// The agent's own model (`agents.list[].model`), if it has one.
-    pub agent_primary: Option<String>,
-    /// A cron job's `payload.model`.
-    pub cron_model: Option<String>,
-    /// The run is a heartbeat, with its own `heartbeat.model` if any.
-    pub heartbeat: bool,
-    pub heartbeat_model: Option<String>,
-    pub session_override: Option<SessionOverride>,
-    /// How often an auto override re-probes the configured primary
-    /// (F-12.2); 0 never does.
-    pub primary_probe_interval_ms: u64,
-    /// When the session last tried its configured primary: its last probe,
-    /// or the fallback that wrote the override.
-    pub last_primary_probe_at: Option<u64>,
-    pub now_ms: u64,
-}
-
-/// The model a run starts with and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Selection {
-    pub model: Option<String>,
-    pub source: SelectionSource,
-    /// The session's auto override must be cleared (F-3.3: a heartbeat
-    /// without its own model, whose override's origin is no longer the
-    /// configured default).
-    pub clear_override: bool,
-    /// Try the configured primary once before the auto override's model
-    /// (F-12.2): it answered, the override goes; it failed, the run goes
-    /// on with the override as if nothing happened.
-    pub probe_primary: bool,
+    FallbackChain { candidates, strict }
 }
 
 /// The starting model of a run (spec §3).
@@ -182,10 +96,12 @@ pub fn resolve_selection(request: &SelectionRequest) -> Selection {
         ),
     };
     match &request.session_override {
-        Some(over) => match over.user {
-            Some(true) => pick(&Some(over.model.clone()), SelectionSource::UserOverride),
+        Some(over) => match over.source {
+            Some(OverrideSource::User) => {
+                pick(&Some(over.model.clone()), SelectionSource::UserOverride)
+            }
             None => pick(&Some(over.model.clone()), SelectionSource::LegacyOverride),
-            Some(false) => {
+            Some(OverrideSource::Auto) => {
                 let stale = request.heartbeat && over.origin != request.configured_primary;
                 if stale {
                     Selection {

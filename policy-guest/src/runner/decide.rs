@@ -1,53 +1,12 @@
 //! Whether to attempt, probe or skip a candidate whose profiles may all be
 //! blocked (spec F-8.1 … F-8.5).
 
-use crate::profiles::{RankedProfile, RecordedReason};
+use policy_types::{CandidateDecision, CandidateRequest, RecordedReason};
 
 /// How long a provider's probes are throttled (F-8.3, ref 30 s).
 pub const PROBE_THROTTLE_MS: u64 = 30_000;
 /// How close to a cooldown's end the primary may be probed (F-8.3, ref 2 min).
 pub const PROBE_MARGIN_MS: u64 = 2 * 60_000;
-
-/// Why a blocked profile is blocked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Block {
-    pub profile: String,
-    /// The reason of the window that ends last.
-    pub reason: RecordedReason,
-    pub until: u64,
-}
-
-/// A candidate about to be tried.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CandidateRequest {
-    /// The candidate is the chain's first (the primary of this run).
-    pub primary: bool,
-    /// An earlier candidate of this run used the same provider (F-8.4).
-    pub sibling: bool,
-    /// `order-profiles` for this provider and model.
-    pub ranked: Vec<RankedProfile>,
-    /// Why each blocked profile is blocked.
-    pub blocks: Vec<Block>,
-    /// The provider's last probe, from the host's throttle state.
-    pub last_probe_at: Option<u64>,
-    /// This run already made its transient probe of this provider (F-8.5).
-    pub transient_probe_used: bool,
-    /// The chain has candidates besides this one: a billing-disabled primary
-    /// is probed only then (F-8.2).
-    pub has_fallbacks: bool,
-    pub now_ms: u64,
-}
-
-/// What to do with a candidate.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CandidateDecision {
-    /// Try these profiles, in order.
-    Attempt(Vec<String>),
-    /// Every profile is blocked; try this one anyway, once.
-    Probe { profile: String, transient: bool },
-    /// Skip the candidate; the reason of its soonest-free profile.
-    Skip(RecordedReason),
-}
 
 /// The decision for one candidate.
 ///

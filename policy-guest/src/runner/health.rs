@@ -3,6 +3,8 @@
 //! attempt decides. This is the model's health, kept apart from credential
 //! state: a hung provider says nothing about a key.
 
+use policy_types::{Gate, ModelHealth};
+
 /// Hangs in a row that make a model slow.
 pub const SLOW_AFTER_HANGS: u32 = 2;
 /// Hangs count as "in a row" when each follows the previous within this:
@@ -16,31 +18,6 @@ pub const SLOW_FOR_MS: u64 = 60_000;
 /// (its process died): another may start. Longer than any attempt timeout
 /// a provider is configured with by default (120 s).
 pub const TRIAL_EXPIRY_MS: u64 = 5 * 60_000;
-
-/// A model's recent responsiveness, kept by the host per `provider/model`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ModelHealth {
-    /// Attempts in a row that ended on the attempt deadline.
-    pub hangs: u32,
-    /// When the last of them ended.
-    pub last_hang_at: Option<u64>,
-    /// The model is skipped until then while other candidates remain.
-    pub slow_until: Option<u64>,
-    /// A half-open attempt started then and has not ended.
-    pub trial_started_at: Option<u64>,
-}
-
-/// Whether a model may be attempted now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gate {
-    /// Healthy, or nothing else remains: attempt it.
-    Open,
-    /// Its slow spell is over: this attempt decides (the host records the
-    /// trial in the returned health).
-    Trial,
-    /// Slow, or another request's trial is under way: skip it.
-    Skip,
-}
 
 /// The gate for a model and the health to keep.
 ///

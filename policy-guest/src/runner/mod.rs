@@ -10,19 +10,15 @@ mod decide;
 mod health;
 mod summary;
 
-pub use advance::{
-    next_step, FailedAttempt, NextStep, RotationConfig, StopReason, TIMEOUT_PROFILE_ROTATIONS,
-};
-pub use chain::{
-    candidate_chain, resolve_selection, Chain, ChainRequest, Selection, SelectionRequest,
-    SelectionSource, SessionOverride,
-};
-pub use decide::{
-    decide_candidate, Block, CandidateDecision, CandidateRequest, PROBE_MARGIN_MS,
-    PROBE_THROTTLE_MS,
-};
+pub use advance::{next_step, TIMEOUT_PROFILE_ROTATIONS};
+pub use chain::{candidate_chain, resolve_selection};
+pub use decide::{decide_candidate, PROBE_MARGIN_MS, PROBE_THROTTLE_MS};
 pub use health::{
-    model_gate, record_attempt_end, Gate, ModelHealth, HANG_WINDOW_MS, SLOW_AFTER_HANGS,
-    SLOW_FOR_MS, TRIAL_EXPIRY_MS,
+    model_gate, record_attempt_end, HANG_WINDOW_MS, SLOW_AFTER_HANGS, SLOW_FOR_MS, TRIAL_EXPIRY_MS,
 };
-pub use summary::{summarise, AttemptRecord, Summary};
+pub use policy_types::{
+    AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
+    Gate, ModelHealth, OverrideSource, ProfileBlock, RotationConfig, RunStep, RunSummary,
+    Selection, SelectionRequest, SelectionSource, SessionOverride, StopReason,
+};
+pub use summary::summarise;

@@ -1,28 +1,7 @@
 //! The summary of a run in which every candidate failed (spec F-10.3,
 //! F-10.4).
 
-use crate::profiles::{RecordedReason, StoredProfile};
-
-/// One failed or skipped candidate of the run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AttemptRecord {
-    /// `provider/model`.
-    pub model: String,
-    /// The provider, aliases resolved.
-    pub provider: String,
-    pub reason: RecordedReason,
-}
-
-/// What a person is told about an exhausted chain.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Summary {
-    /// The reason every attempt shared, if they shared one ("all models are
-    /// rate-limited").
-    pub common_reason: Option<RecordedReason>,
-    /// When the soonest attempted candidate has a usable profile again; none
-    /// when one already has, or when nothing blocks them (nothing to wait for).
-    pub ready_at: Option<u64>,
-}
+use policy_types::{AttemptRecord, RunSummary, StoredProfile};
 
 /// The summary of an exhausted chain.
 ///
@@ -30,7 +9,11 @@ pub struct Summary {
 /// blocks it until the later of its disable and its cooldown — a cooldown
 /// scoped to an unrelated model is ignored — and the model is ready when its
 /// first profile is. The chain is ready when its first model is.
-pub fn summarise(attempts: &[AttemptRecord], profiles: &[StoredProfile], now_ms: u64) -> Summary {
+pub fn summarise(
+    attempts: &[AttemptRecord],
+    profiles: &[StoredProfile],
+    now_ms: u64,
+) -> RunSummary {
     let common_reason = attempts
         .first()
         .map(|a| a.reason)
@@ -48,7 +31,7 @@ pub fn summarise(attempts: &[AttemptRecord], profiles: &[StoredProfile], now_ms:
             }
         }
         if !blocked_everywhere {
-            return Summary {
+            return RunSummary {
                 common_reason,
                 ready_at: None,
             };
@@ -57,7 +40,7 @@ pub fn summarise(attempts: &[AttemptRecord], profiles: &[StoredProfile], now_ms:
             ready_at = Some(ready_at.map_or(until, |r| r.min(until)));
         }
     }
-    Summary {
+    RunSummary {
         common_reason,
         ready_at,
     }

@@ -1,0 +1,144 @@
+//! A failed provider call as the policy reads it, and its verdict (§5).
+
+/// Why a provider call failed (F-5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
+pub enum Reason {
+    /// Too many requests, or a usage window is full.
+    RateLimit,
+    /// The provider is busy.
+    Overloaded,
+    /// Out of credit or quota.
+    Billing,
+    /// The credential was refused; maybe a typo or a rotation.
+    Auth,
+    /// The credential is dead: revoked, deactivated, signed out.
+    AuthPermanent,
+    /// No answer in time, or a transport failure.
+    Timeout,
+    /// The request is malformed: retrying it fails the same way.
+    Format,
+    /// The model does not exist or is not available.
+    ModelNotFound,
+    /// A provider-side session or conversation is gone.
+    SessionExpired,
+    /// The prompt does not fit the model's context.
+    ContextOverflow,
+}
+
+impl Reason {
+    /// Every reason, in the contract's order.
+    pub const ALL: [Reason; 10] = [
+        Reason::RateLimit,
+        Reason::Overloaded,
+        Reason::Billing,
+        Reason::Auth,
+        Reason::AuthPermanent,
+        Reason::Timeout,
+        Reason::Format,
+        Reason::ModelNotFound,
+        Reason::SessionExpired,
+        Reason::ContextOverflow,
+    ];
+
+    /// Whether a failure of this reason advances the fallback chain (F-7.4,
+    /// F-7.5, F-7.5a): `format` and `session_expired` are surfaced,
+    /// `context_overflow` stays with compaction.
+    pub fn advances_chain(self) -> bool {
+        !matches!(
+            self,
+            Reason::Format | Reason::SessionExpired | Reason::ContextOverflow
+        )
+    }
+
+    /// The spec's snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::RateLimit => "rate_limit",
+            Reason::Overloaded => "overloaded",
+            Reason::Billing => "billing",
+            Reason::Auth => "auth",
+            Reason::AuthPermanent => "auth_permanent",
+            Reason::Timeout => "timeout",
+            Reason::Format => "format",
+            Reason::ModelNotFound => "model_not_found",
+            Reason::SessionExpired => "session_expired",
+            Reason::ContextOverflow => "context_overflow",
+        }
+    }
+}
+
+/// A diagnostic label for errors that expose too little (F-5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
+pub enum Detail {
+    /// The provider answered nothing.
+    EmptyResponse,
+    /// An error with no message, code or status worth reading.
+    NoErrorDetails,
+    /// Words no rule knows.
+    Unclassified,
+}
+
+impl Detail {
+    /// The spec's snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Detail::EmptyResponse => "empty_response",
+            Detail::NoErrorDetails => "no_error_details",
+            Detail::Unclassified => "unclassified",
+        }
+    }
+}
+
+/// One level of a nested provider error, in depth-first order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ErrorLevel {
+    /// 0 for the outermost error, 1 for its `error`/`cause`, and so on.
+    pub depth: u32,
+    /// HTTP status, 100–599.
+    pub status: Option<u16>,
+    /// A symbolic code: `ETIMEDOUT`, `rate_limit_exceeded` …
+    pub code: Option<String>,
+    /// The message text, possibly a raw JSON error body.
+    pub message: String,
+    /// Response headers as an HTTP/1.1 header block (`Name: value` lines).
+    pub headers: String,
+}
+
+/// A failed provider call, flattened for the policy.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ErrorReport {
+    /// The provider that was called.
+    pub provider: Option<String>,
+    /// Never empty: an error with nothing in it is one empty level.
+    pub levels: Vec<ErrorLevel>,
+    /// Milliseconds since the Unix epoch, for HTTP-date `retry-after` values.
+    pub now_ms: u64,
+}
+
+/// The verdict on one failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "camelCase")
+)]
+pub struct Classification {
+    /// `None` when no rule names the failure: a transient unknown failure.
+    pub reason: Option<Reason>,
+    /// Whether the failure advances the fallback chain.
+    pub failover: bool,
+    /// Why there is little to go on, when that is the case.
+    pub detail: Option<Detail>,
+    /// How long the provider asked callers to wait, in milliseconds.
+    pub retry_after_ms: Option<u64>,
+}
