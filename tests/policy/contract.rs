@@ -33,19 +33,23 @@ fn world_names() -> (BTreeSet<String>, BTreeSet<String>) {
     )
 }
 
+/// The import and export names the embedded component declares, read from
+/// its own type information.
 fn component_names() -> (BTreeSet<String>, BTreeSet<String>) {
-    let engine = wasmtime::Engine::default();
-    let component = wasmtime::component::Component::new(&engine, DEFAULT_POLICY).expect("compiles");
-    let ty = component.component_type();
-    let imports = ty
-        .imports(&engine)
-        .map(|(name, _)| name.to_owned())
-        .collect();
-    let exports = ty
-        .exports(&engine)
-        .map(|(name, _)| name.to_owned())
-        .collect();
-    (imports, exports)
+    let decoded = wit_component::decode(DEFAULT_POLICY).expect("a component");
+    let wit_component::DecodedWasm::Component(resolve, world) = decoded else {
+        panic!("the default policy is a component, not a WIT package");
+    };
+    let world = &resolve.worlds[world];
+    let names = |keys: Vec<&wit_parser::WorldKey>| -> BTreeSet<String> {
+        keys.into_iter()
+            .map(|key| resolve.name_world_key(key))
+            .collect()
+    };
+    (
+        names(world.imports.keys().collect()),
+        names(world.exports.keys().collect()),
+    )
 }
 
 #[test]

@@ -1,13 +1,13 @@
 //! Builds guest crates of this repository (the example policy, the hostile
 //! fixture) for wasm32 and encodes them as components, the way
-//! `host/build.rs` builds the default policy. One target directory under
+//! `host/sandbox/build.rs` builds the default policy. One target directory under
 //! cargo's test scratch space serves every guest and test binary; a file
 //! lock keeps one build (and the copy of its output) at a time.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-include!("../../host/guest_build_env.rs");
+include!("../../host/sandbox/guest_build_env.rs");
 
 /// The guest crate at `dir` (relative to the repository), built with
 /// `features`, as component bytes.

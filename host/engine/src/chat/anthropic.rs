@@ -1,0 +1,375 @@
+//! The Anthropic Messages shape (upstream only): rendering requests,
+//! reading replies and streams.
+
+use serde_json::{json, Value};
+
+use super::openai::unreadable;
+use super::sse::SseEvent;
+use super::tools;
+use super::{
+    ChatRequest, Completion, FinishReason, StreamEvent, TokenUsage, ToolCallDelta, TranslateError,
+};
+use failover_sandbox::provider_error::ProviderError;
+
+/// `max_tokens` when the client gave none: Anthropic requires one, and
+/// OpenAI clients expect "as much as the model likes"; 4096 fits every
+/// current model's output limit.
+pub const DEFAULT_MAX_TOKENS: u64 = 4096;
+
+/// The API version header value this translation is written against.
+pub const API_VERSION: &str = "2023-06-01";
+
+/// The upstream request body, or why the request cannot be translated.
+pub fn render_request(request: &ChatRequest, model: &str) -> Result<Value, TranslateError> {
+    if !request.openai_only.is_empty() {
+        return Err(TranslateError(format!(
+            "this request cannot be translated to the Anthropic Messages API: {} has no counterpart there",
+            request.openai_only.join(", ")
+        )));
+    }
+    let messages = match &request.openai_messages {
+        // Tool calls and results: translated turn by turn.
+        Some(raw) => tools::anthropic_messages(raw)?,
+        None => text_turns(request),
+    };
+    let mut body = json!({
+        "model": model,
+        "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "messages": messages,
+    });
+    tools::add_anthropic_tools(&request.openai_extra, &mut body);
+    if let Some(system) = &request.system {
+        body["system"] = system.clone().into();
+    }
+    if request.stream {
+        body["stream"] = true.into();
+    }
+    if let Some(t) = request.temperature {
+        body["temperature"] = t.into();
+    }
+    if let Some(p) = request.top_p {
+        body["top_p"] = p.into();
+    }
+    if !request.stop.is_empty() {
+        body["stop_sequences"] = request.stop.clone().into();
+    }
+    Ok(body)
+}
+
+/// Text turns, consecutive turns of one role merged (Anthropic wants them
+/// alternating).
+fn text_turns(request: &ChatRequest) -> Vec<Value> {
+    let mut messages: Vec<(super::Role, String)> = Vec::new();
+    for message in &request.messages {
+        match messages.last_mut() {
+            Some((role, text)) if *role == message.role => {
+                text.push_str("\n\n");
+                text.push_str(&message.content);
+            }
+            _ => messages.push((message.role, message.content.clone())),
+        }
+    }
+    messages
+        .iter()
+        .map(|(role, text)| json!({"role": role.as_str(), "content": text}))
+        .collect()
+}
+
+/// Reads a non-streaming reply; an `error` object or another shape is a
+/// provider error carrying the body.
+pub fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
+    let value: Value = serde_json::from_str(text).map_err(|_| unreadable(text))?;
+    if value.get("type").and_then(Value::as_str) == Some("error")
+        || value.get("error").is_some_and(|e| !e.is_null())
+    {
+        return Err(ProviderError::message(text));
+    }
+    let content = value
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| unreadable(text))?;
+    let text_out: String = content
+        .iter()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|block| block.get("text").and_then(Value::as_str))
+        .collect();
+    let mut message_extra = serde_json::Map::new();
+    if let Some(calls) = tools::openai_tool_calls(content) {
+        message_extra.insert("tool_calls".into(), calls);
+    }
+    Ok(Completion {
+        id: value
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        text: text_out,
+        finish: stop_reason(value.get("stop_reason")).unwrap_or(FinishReason::Stop),
+        usage: value.get("usage").and_then(|u| {
+            Some(TokenUsage {
+                prompt_tokens: u.get("input_tokens")?.as_u64()?,
+                completion_tokens: u.get("output_tokens")?.as_u64()?,
+            })
+        }),
+        message_extra,
+    })
+}
+
+fn stop_reason(value: Option<&Value>) -> Option<FinishReason> {
+    Some(match value?.as_str()? {
+        "end_turn" | "stop_sequence" | "pause_turn" => FinishReason::Stop,
+        "max_tokens" => FinishReason::Length,
+        "tool_use" => FinishReason::ToolCalls,
+        "refusal" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    })
+}
+
+/// Reads an Anthropic stream, one server-sent event at a time.
+#[derive(Debug, Default)]
+pub struct StreamDecoder {
+    pub id: String,
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    finish: Option<FinishReason>,
+    /// Content block index → tool-call index, for each `tool_use` block.
+    tool_blocks: Vec<(u64, u32)>,
+    /// `message_stop` arrived.
+    pub done: bool,
+}
+
+impl StreamDecoder {
+    /// The events one server-sent event carries; an `error` event is a
+    /// provider error carrying its data.
+    pub fn feed(&mut self, event: &SseEvent) -> Result<Vec<StreamEvent>, ProviderError> {
+        let data = event.data.trim();
+        if data.is_empty() {
+            return Ok(Vec::new());
+        }
+        let value: Value = serde_json::from_str(data).map_err(|_| unreadable(data))?;
+        let kind = value
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(&event.event);
+        match kind {
+            "error" => return Err(ProviderError::message(data)),
+            "message_start" => {
+                let message = value.get("message");
+                if let Some(id) = message.and_then(|m| m.get("id")).and_then(Value::as_str) {
+                    self.id = id.to_owned();
+                }
+                self.input_tokens = message
+                    .and_then(|m| m.pointer("/usage/input_tokens"))
+                    .and_then(Value::as_u64);
+            }
+            "content_block_start" => {
+                let block = value.get("content_block");
+                if block.and_then(|b| b.get("type")).and_then(Value::as_str) == Some("tool_use") {
+                    let block = block.expect("just read");
+                    let index = u32::try_from(self.tool_blocks.len()).unwrap_or(u32::MAX);
+                    let at = value
+                        .get("index")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(u64::MAX);
+                    self.tool_blocks.push((at, index));
+                    // The input comes as deltas; a proxy may send it whole here.
+                    let arguments = block
+                        .get("input")
+                        .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+                        .map(Value::to_string)
+                        .unwrap_or_default();
+                    return Ok(vec![StreamEvent::ToolCall(ToolCallDelta {
+                        index,
+                        id: block.get("id").and_then(Value::as_str).map(str::to_owned),
+                        name: block.get("name").and_then(Value::as_str).map(str::to_owned),
+                        arguments,
+                    })]);
+                }
+            }
+            "content_block_delta" => {
+                if let Some(text) = value.pointer("/delta/text").and_then(Value::as_str) {
+                    if !text.is_empty() {
+                        return Ok(vec![StreamEvent::Text(text.to_owned())]);
+                    }
+                }
+                if let Some(json) = value.pointer("/delta/partial_json").and_then(Value::as_str) {
+                    let at = value
+                        .get("index")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(u64::MAX);
+                    let index = self
+                        .tool_blocks
+                        .iter()
+                        .find(|(block, _)| *block == at)
+                        .or(self.tool_blocks.last())
+                        .map(|(_, index)| *index);
+                    if let (Some(index), false) = (index, json.is_empty()) {
+                        return Ok(vec![StreamEvent::ToolCall(ToolCallDelta {
+                            index,
+                            arguments: json.to_owned(),
+                            ..Default::default()
+                        })]);
+                    }
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = stop_reason(value.pointer("/delta/stop_reason")) {
+                    self.finish = Some(reason);
+                }
+                if let Some(out) = value
+                    .pointer("/usage/output_tokens")
+                    .and_then(Value::as_u64)
+                {
+                    self.output_tokens = Some(out);
+                }
+            }
+            "message_stop" => {
+                self.done = true;
+                return Ok(vec![self.finish_event()]);
+            }
+            _ => {}
+        }
+        Ok(Vec::new())
+    }
+
+    /// The stream ended: `None` when it ended before `message_stop` (cut off).
+    pub fn end(&mut self) -> Option<StreamEvent> {
+        None
+    }
+
+    fn finish_event(&mut self) -> StreamEvent {
+        StreamEvent::Finish {
+            reason: self.finish.take().unwrap_or(FinishReason::Stop),
+            usage: match (self.input_tokens, self.output_tokens) {
+                (Some(prompt_tokens), Some(completion_tokens)) => Some(TokenUsage {
+                    prompt_tokens,
+                    completion_tokens,
+                }),
+                _ => None,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::{Message, Role};
+
+    #[test]
+    fn requests_translate_system_turns_and_limits() {
+        let request = ChatRequest {
+            system: Some("be brief".into()),
+            messages: vec![
+                Message {
+                    role: Role::User,
+                    content: "a".into(),
+                },
+                Message {
+                    role: Role::User,
+                    content: "b".into(),
+                },
+                Message {
+                    role: Role::Assistant,
+                    content: "c".into(),
+                },
+            ],
+            stop: vec!["X".into()],
+            ..Default::default()
+        };
+        let body = render_request(&request, "claude-sonnet-4").unwrap();
+        assert_eq!(body["system"], "be brief");
+        assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
+        assert_eq!(body["messages"][0]["content"], "a\n\nb");
+        assert_eq!(body["messages"].as_array().unwrap().len(), 2);
+        assert_eq!(body["stop_sequences"][0], "X");
+        let tools = ChatRequest {
+            openai_only: vec!["field `response_format`".into()],
+            ..Default::default()
+        };
+        let error = render_request(&tools, "m").unwrap_err().to_string();
+        assert!(
+            error.contains("field `response_format`") && error.contains("cannot be translated")
+        );
+    }
+
+    #[test]
+    fn replies_and_streams() {
+        let reply = parse_completion(
+            r#"{"id":"m1","type":"message","content":[{"type":"text","text":"hi"}],
+                "stop_reason":"max_tokens","usage":{"input_tokens":4,"output_tokens":2}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (reply.text.as_str(), reply.finish.as_openai()),
+            ("hi", "length")
+        );
+        assert!(
+            parse_completion(r#"{"type":"error","error":{"type":"overloaded_error"}}"#).is_err()
+        );
+        let mut decoder = StreamDecoder::default();
+        let feed = |d: &mut StreamDecoder, data: &str| {
+            d.feed(&SseEvent {
+                event: String::new(),
+                data: data.into(),
+            })
+            .unwrap()
+        };
+        feed(
+            &mut decoder,
+            r#"{"type":"message_start","message":{"id":"m2","usage":{"input_tokens":3}}}"#,
+        );
+        assert_eq!(
+            feed(
+                &mut decoder,
+                r#"{"type":"content_block_delta","delta":{"type":"text_delta","text":"yo"}}"#
+            ),
+            [StreamEvent::Text("yo".into())]
+        );
+        feed(
+            &mut decoder,
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":1}}"#,
+        );
+        let last = feed(&mut decoder, r#"{"type":"message_stop"}"#);
+        assert_eq!(
+            last,
+            [StreamEvent::Finish {
+                reason: FinishReason::Stop,
+                usage: Some(TokenUsage {
+                    prompt_tokens: 3,
+                    completion_tokens: 1
+                })
+            }]
+        );
+        let mut tool = StreamDecoder::default();
+        let start = feed(
+            &mut tool,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"weather","input":{}}}"#,
+        );
+        assert!(matches!(&start[..], [StreamEvent::ToolCall(c)]
+            if c.id.as_deref() == Some("toolu_1") && c.index == 0 && c.arguments.is_empty()));
+        let piece = feed(
+            &mut tool,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\": \"Oslo\"}"}}"#,
+        );
+        assert!(matches!(&piece[..], [StreamEvent::ToolCall(c)]
+            if c.index == 0 && c.arguments == r#"{"city": "Oslo"}"# && c.id.is_none()));
+        let reply = parse_completion(
+            r#"{"id":"m3","type":"message","content":[{"type":"tool_use","id":"toolu_2","name":"f","input":{"a":1}}],
+                "stop_reason":"tool_use"}"#,
+        )
+        .unwrap();
+        assert_eq!(reply.finish, FinishReason::ToolCalls);
+        assert_eq!(
+            reply.message_extra["tool_calls"][0]["function"]["arguments"],
+            r#"{"a":1}"#
+        );
+        let error = StreamDecoder::default()
+            .feed(&SseEvent {
+                event: "error".into(),
+                data: r#"{"type":"error","error":{"type":"overloaded_error"}}"#.into(),
+            })
+            .unwrap_err();
+        assert!(error.message.contains("overloaded_error"));
+    }
+}

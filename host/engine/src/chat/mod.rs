@@ -1,0 +1,198 @@
+//! Text chat in one shape, translated to and from the providers' shapes.
+//!
+//! - [`ChatRequest`] — what a client asked: system prompt, turns, sampling.
+//! - [`Completion`], [`StreamEvent`], [`ChatReply`] — what came back.
+//! - [`openai`] — the OpenAI chat-completions shape (the gateway's own
+//!   face, and the upstream shape of every OpenAI-compatible server).
+//! - [`anthropic`] — the Anthropic Messages shape (upstream only).
+//! - [`sse`] — server-sent events, decoded incrementally.
+//! - [`guard`] — a served stream bounded by the run's deadline and a size.
+//! - [`tools`] — OpenAI tool definitions, tool calls and tool results in
+//!   the Anthropic shape.
+//!
+//! What one shape can say and the other cannot (images, several choices,
+//! response formats …) is passed through untouched to OpenAI-shaped
+//! upstreams and refused, by name, for Anthropic ones. Tools translate both
+//! ways: definitions, `tool_choice`, assistant tool calls and tool results
+//! go to Anthropic as `tool_use`/`tool_result` blocks, and Anthropic's
+//! `tool_use` comes back as OpenAI tool calls, whole or streamed.
+
+pub mod anthropic;
+pub mod guard;
+pub mod openai;
+pub mod sse;
+pub mod tools;
+
+use std::pin::Pin;
+
+use futures_util::Stream;
+use serde_json::{Map, Value};
+
+use failover_sandbox::provider_error::ProviderError;
+
+/// Who said a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+impl Role {
+    /// The wire spelling (the same in both shapes).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+/// One text turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+}
+
+/// A chat request, independent of the wire shape.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatRequest {
+    /// What the client asked for: `auto`, `agent:<id>` or `provider/model`.
+    pub model: String,
+    /// The system prompt (several system messages joined by blank lines).
+    pub system: Option<String>,
+    pub messages: Vec<Message>,
+    pub max_tokens: Option<u64>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub stop: Vec<String>,
+    pub stream: bool,
+    /// OpenAI-shaped messages as the client sent them, kept when some turn
+    /// is more than text (images, tool calls): sent as they are to
+    /// OpenAI-shaped upstreams.
+    pub openai_messages: Option<Vec<Value>>,
+    /// OpenAI request fields with no counterpart here (`tools`,
+    /// `response_format`, `seed` …), passed through to OpenAI-shaped upstreams.
+    pub openai_extra: Map<String, Value>,
+    /// What only the OpenAI shape can say, named for the error when the
+    /// request must be translated (`field \`tools\``, `messages[2] (image_url)`).
+    pub openai_only: Vec<String>,
+    /// Wall-clock deadline of the whole run (ms since the epoch); attempts
+    /// are cut to it.
+    pub deadline_ms: Option<u64>,
+    /// The request's id in a trace being recorded; its calls' outcomes are
+    /// recorded under it.
+    pub record_id: Option<u64>,
+}
+
+/// Why generation stopped, in OpenAI's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishReason {
+    Stop,
+    Length,
+    ContentFilter,
+    ToolCalls,
+    /// Anything else, as the provider said it.
+    Other(String),
+}
+
+impl FinishReason {
+    /// OpenAI's `finish_reason`.
+    pub fn as_openai(&self) -> &str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::Other(other) => other,
+        }
+    }
+}
+
+/// Token counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// A whole reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    /// The provider's id for it.
+    pub id: String,
+    pub text: String,
+    pub finish: FinishReason,
+    pub usage: Option<TokenUsage>,
+    /// Fields of an OpenAI-shaped upstream's message beyond `role` and
+    /// `content` (`tool_calls`, `refusal`), passed through to the client.
+    pub message_extra: Map<String, Value>,
+}
+
+/// One piece of a streamed tool call, in OpenAI's delta shape: a call's
+/// first piece has its id and function name, its arguments (JSON text)
+/// arrive in fragments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolCallDelta {
+    /// Which call of the reply (0, 1 … for parallel calls).
+    pub index: u32,
+    pub id: Option<String>,
+    pub name: Option<String>,
+    /// The next fragment of the arguments.
+    pub arguments: String,
+}
+
+/// One piece of a streamed reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    Text(String),
+    /// A piece of a tool call: content like text, so a reply of tool calls
+    /// alone is a reply.
+    ToolCall(ToolCallDelta),
+    Finish {
+        reason: FinishReason,
+        usage: Option<TokenUsage>,
+    },
+}
+
+/// The rest of a stream after its first events; an error ends it.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
+
+impl StreamEvent {
+    /// Whether it is content (text or a tool call): the first content is
+    /// the point of no return for failing over.
+    pub fn is_content(&self) -> bool {
+        matches!(self, StreamEvent::Text(_) | StreamEvent::ToolCall(_))
+    }
+}
+
+/// A streamed reply whose start has arrived: the run counts it as served
+/// once content has come, and may fail over only before that.
+pub struct StreamReply {
+    pub id: String,
+    /// Events read before the call returned (they include the first
+    /// content).
+    pub first: Vec<StreamEvent>,
+    pub rest: EventStream,
+}
+
+impl std::fmt::Debug for StreamReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamReply")
+            .field("id", &self.id)
+            .field("first", &self.first)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a provider call returns.
+#[derive(Debug)]
+pub enum ChatReply {
+    Complete(Completion),
+    Stream(StreamReply),
+}
+
+/// A request that cannot be sent in the shape a provider needs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TranslateError(pub String);

@@ -1,0 +1,563 @@
+//! The JSON5 config file (spec §11).
+//!
+//! ```json5
+//! {
+//!   auth: {
+//!     profiles: { "openai:work": { provider: "openai", mode: "api_key" } },
+//!     order: { openai: ["openai-codex:user@example.com", "openai:api-key-backup"] },
+//!     cooldowns: { billingBackoffHours: 5, billingBackoffHoursByProvider: { openrouter: 2 },
+//!                  billingMaxHours: 24, failureWindowHours: 24,
+//!                  overloadedProfileRotations: 1, overloadedBackoffMs: 0,
+//!                  rateLimitedProfileRotations: 1 },
+//!   },
+//!   agents: {
+//!     defaults: { model: { primary: "anthropic/claude-sonnet-4", fallbacks: ["openai/gpt-4o"] },
+//!                 imageModel: "openai/gpt-image-1" },
+//!     list: [{ id: "main", model: "anthropic/claude-sonnet-4" }],
+//!   },
+//!   models: { providers: {
+//!     openai: { baseUrl: "https://api.openai.com/v1", api: "openai-chat", timeoutSeconds: 120 },
+//!     anthropic: { api: "anthropic-messages", models: ["claude-sonnet-4"],
+//!                  oauth: { tokenUrl: "https://…/oauth/token", clientId: "…" } },
+//!   } },
+//!   gateway: { maxConnections: 1024, maxRequestBytes: 16777216 },  // gateway::limits
+//! }
+//! ```
+//!
+//! Config is metadata and routing only — never secrets. Keys this version
+//! does not use are ignored (the seeds' config has many). Errors name the
+//! file and the line and column.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::auth::{ConfiguredProfile, CooldownConfig, CredentialKind};
+use crate::state::{canonical_provider, StateError};
+
+/// Environment variable naming the config file.
+pub const CONFIG_ENV: &str = "FAILOVER_CONFIG";
+
+/// `auth.cooldowns.billingBackoffHours` default (F-6.5).
+pub const DEFAULT_BILLING_BACKOFF_HOURS: f64 = 5.0;
+/// `auth.cooldowns.billingMaxHours` default (F-6.5).
+pub const DEFAULT_BILLING_MAX_HOURS: f64 = 24.0;
+/// `auth.cooldowns.failureWindowHours` default (F-6.6).
+pub const DEFAULT_FAILURE_WINDOW_HOURS: f64 = 24.0;
+/// `auth.cooldowns.overloadedProfileRotations` default (F-6.7).
+pub const DEFAULT_OVERLOADED_PROFILE_ROTATIONS: u32 = 1;
+/// `auth.cooldowns.rateLimitedProfileRotations` default (F-6.7).
+pub const DEFAULT_RATE_LIMITED_PROFILE_ROTATIONS: u32 = 1;
+
+/// Longest configurable window: a year. Longer is a typo, and keeps the
+/// millisecond arithmetic far from overflow.
+const MAX_HOURS: f64 = 366.0 * 24.0;
+
+/// The whole config.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    pub auth: AuthConfig,
+    pub agents: AgentsConfig,
+    pub models: ModelsConfig,
+    pub policy: PolicyConfig,
+    /// `gateway.*`: what `failover serve` bounds (see `gateway::limits`).
+    pub gateway: crate::gateway::GatewayConfig,
+}
+
+/// `policy.*`: the sandbox limits every policy call runs under, overriding
+/// the defaults of `host/src/policy/limits.rs` (each has its reason there).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct PolicyConfig {
+    pub fuel_per_call: Option<u64>,
+    pub max_memory_bytes: Option<u64>,
+    pub call_deadline_ms: Option<u64>,
+    pub max_message_bytes: Option<u64>,
+}
+
+/// Allowed ranges of the `policy.*` limits: below, the default policy
+/// cannot work; above, the limit stops protecting the host.
+const POLICY_LIMIT_RANGES: [(&str, u64, u64); 4] = [
+    ("policy.fuelPerCall", 1_000_000, 100_000_000_000),
+    ("policy.maxMemoryBytes", 1 << 20, 1 << 30),
+    ("policy.callDeadlineMs", 10, 60_000),
+    ("policy.maxMessageBytes", 1 << 10, 16 << 20),
+];
+
+/// `auth.*`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AuthConfig {
+    pub profiles: BTreeMap<String, ProfileMeta>,
+    pub order: BTreeMap<String, Vec<String>>,
+    pub cooldowns: Cooldowns,
+}
+
+/// An `auth.profiles` entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProfileMeta {
+    /// The provider; the id's prefix when absent.
+    pub provider: Option<String>,
+    /// The credential kind expected (`api_key`, `oauth`, `token`).
+    pub mode: Option<CredentialKind>,
+    pub email: Option<String>,
+}
+
+/// `auth.cooldowns.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Cooldowns {
+    pub billing_backoff_hours: f64,
+    pub billing_backoff_hours_by_provider: BTreeMap<String, f64>,
+    pub billing_max_hours: f64,
+    pub failure_window_hours: f64,
+    pub overloaded_profile_rotations: u32,
+    pub overloaded_backoff_ms: u64,
+    pub rate_limited_profile_rotations: u32,
+}
+
+impl Default for Cooldowns {
+    fn default() -> Self {
+        Cooldowns {
+            billing_backoff_hours: DEFAULT_BILLING_BACKOFF_HOURS,
+            billing_backoff_hours_by_provider: BTreeMap::new(),
+            billing_max_hours: DEFAULT_BILLING_MAX_HOURS,
+            failure_window_hours: DEFAULT_FAILURE_WINDOW_HOURS,
+            overloaded_profile_rotations: DEFAULT_OVERLOADED_PROFILE_ROTATIONS,
+            overloaded_backoff_ms: 0,
+            rate_limited_profile_rotations: DEFAULT_RATE_LIMITED_PROFILE_ROTATIONS,
+        }
+    }
+}
+
+/// `agents.*`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentsConfig {
+    pub defaults: AgentDefaults,
+    pub list: Vec<AgentEntry>,
+}
+
+/// `agents.defaults`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AgentDefaults {
+    pub model: ModelChoice,
+    pub image_model: Option<AgentModel>,
+    /// Whole-run deadline in seconds (default [`DEFAULT_RUN_TIMEOUT_SECONDS`]).
+    pub timeout_seconds: Option<f64>,
+}
+
+/// A primary model and its fallbacks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelChoice {
+    pub primary: Option<String>,
+    pub fallbacks: Option<Vec<String>>,
+    /// How often a session on an automatic fallback tries its configured
+    /// primary again (F-12.2), in seconds; 0 never does (default
+    /// [`DEFAULT_PRIMARY_PROBE_INTERVAL_SECONDS`]). Read from
+    /// `agents.defaults.model`.
+    #[serde(rename = "primaryProbeIntervalSeconds")]
+    pub primary_probe_interval_seconds: Option<f64>,
+}
+
+/// An agent's `model`: a string (strict) or `{primary, fallbacks?}` (F-3.7).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AgentModel {
+    Name(String),
+    Choice(ModelChoice),
+}
+
+/// An `agents.list[]` entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentEntry {
+    pub id: String,
+    #[serde(default)]
+    pub model: Option<AgentModel>,
+}
+
+/// `models.*`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelsConfig {
+    pub providers: BTreeMap<String, ProviderEndpoint>,
+}
+
+/// `models.providers.<provider>`: how to reach a provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ProviderEndpoint {
+    /// The API root (`https://api.openai.com/v1`); well-known providers
+    /// have a built-in default (see [`crate::providers::endpoint`]).
+    pub base_url: Option<String>,
+    /// `openai-chat` or `anthropic-messages`.
+    pub api: Option<String>,
+    /// Where an expired OAuth profile of this provider is refreshed.
+    pub oauth: Option<OAuthEndpoint>,
+    /// The models this provider serves. When given, a request for another
+    /// model of this provider is refused as unknown; when absent, any model
+    /// name is passed through.
+    pub models: Option<Vec<ModelEntry>>,
+    /// Per-attempt deadline in seconds (default
+    /// [`DEFAULT_ATTEMPT_TIMEOUT_SECONDS`]).
+    pub timeout_seconds: Option<f64>,
+}
+
+/// `models.providers.<provider>.oauth`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct OAuthEndpoint {
+    pub token_url: Option<String>,
+    pub client_id: Option<String>,
+}
+
+/// A `models.providers.<provider>.models[]` entry: a name or `{id}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ModelEntry {
+    Name(String),
+    Described { id: String },
+}
+
+impl ModelEntry {
+    /// The model's name at the provider.
+    pub fn id(&self) -> &str {
+        match self {
+            ModelEntry::Name(id) | ModelEntry::Described { id } => id,
+        }
+    }
+}
+
+/// Per-attempt deadline: a long completion takes a minute or two; past
+/// that an upstream is stuck, and the next profile or model is the better bet.
+pub const DEFAULT_ATTEMPT_TIMEOUT_SECONDS: f64 = 120.0;
+/// Whole-run deadline (every attempt and every wait of one request): long
+/// enough for a few full attempts, short enough that a client is answered.
+pub const DEFAULT_RUN_TIMEOUT_SECONDS: f64 = 300.0;
+/// Longest configurable deadline: a day.
+const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
+/// How often a session on an automatic fallback tries its configured
+/// primary again (F-12.2): often enough that a recovered primary is back
+/// within minutes, rarely enough that a primary still down costs one
+/// attempt per session per five minutes.
+pub const DEFAULT_PRIMARY_PROBE_INTERVAL_SECONDS: f64 = 300.0;
+/// Longest configurable probe interval: a day.
+const MAX_PROBE_INTERVAL_SECONDS: f64 = 86_400.0;
+
+impl Config {
+    /// Reads the config at `path`; errors name the file, line and column.
+    pub fn load(path: &Path) -> Result<Config, StateError> {
+        let text = std::fs::read_to_string(path).map_err(|e| StateError::io(path, e))?;
+        let config: Config = json5::from_str(&text).map_err(|e| StateError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        config.validate(path)?;
+        Ok(config)
+    }
+
+    /// A config given as JSON (a trace's header), checked like a file;
+    /// errors name `source`.
+    pub fn from_value(value: serde_json::Value, source: &Path) -> Result<Config, StateError> {
+        let config: Config = serde_json::from_value(value).map_err(|e| StateError::Parse {
+            path: source.to_owned(),
+            message: format!("config: {e}"),
+        })?;
+        config.validate(source)?;
+        Ok(config)
+    }
+
+    /// The config named by `--config`, else by `FAILOVER_CONFIG`, else the
+    /// built-in defaults. (Clap folds the variable into the flag.)
+    pub fn load_optional(path: Option<&PathBuf>) -> Result<Config, StateError> {
+        path.map_or_else(|| Ok(Config::default()), |p| Config::load(p))
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), StateError> {
+        let invalid = |message: String| StateError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        let c = &self.auth.cooldowns;
+        let hours = [
+            (
+                "auth.cooldowns.billingBackoffHours".to_owned(),
+                c.billing_backoff_hours,
+            ),
+            (
+                "auth.cooldowns.billingMaxHours".to_owned(),
+                c.billing_max_hours,
+            ),
+            (
+                "auth.cooldowns.failureWindowHours".to_owned(),
+                c.failure_window_hours,
+            ),
+        ]
+        .into_iter()
+        .chain(c.billing_backoff_hours_by_provider.iter().map(|(p, h)| {
+            (
+                format!("auth.cooldowns.billingBackoffHoursByProvider.{p}"),
+                *h,
+            )
+        }));
+        for (key, value) in hours {
+            if !(value.is_finite() && value > 0.0 && value <= MAX_HOURS) {
+                return Err(invalid(format!(
+                    "{key} must be a number of hours above 0 and at most {MAX_HOURS}, not {value}"
+                )));
+            }
+        }
+        let timeouts = self
+            .models
+            .providers
+            .iter()
+            .map(|(p, e)| {
+                (
+                    format!("models.providers.{p}.timeoutSeconds"),
+                    e.timeout_seconds,
+                )
+            })
+            .chain([(
+                "agents.defaults.timeoutSeconds".to_owned(),
+                self.agents.defaults.timeout_seconds,
+            )]);
+        if let Some(value) = self.agents.defaults.model.primary_probe_interval_seconds {
+            if !(value.is_finite() && (0.0..=MAX_PROBE_INTERVAL_SECONDS).contains(&value)) {
+                return Err(invalid(format!(
+                    "agents.defaults.model.primaryProbeIntervalSeconds must be a number of seconds from 0 (never) to {MAX_PROBE_INTERVAL_SECONDS}, not {value}"
+                )));
+            }
+        }
+        for (key, value) in timeouts {
+            if let Some(value) = value {
+                if !(value.is_finite() && value > 0.0 && value <= MAX_TIMEOUT_SECONDS) {
+                    return Err(invalid(format!(
+                        "{key} must be a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS}, not {value}"
+                    )));
+                }
+            }
+        }
+        let p = &self.policy;
+        let limits = [
+            p.fuel_per_call,
+            p.max_memory_bytes,
+            p.call_deadline_ms,
+            p.max_message_bytes,
+        ];
+        for ((key, low, high), value) in POLICY_LIMIT_RANGES.iter().zip(limits) {
+            if let Some(value) = value {
+                if !(*low..=*high).contains(&value) {
+                    return Err(invalid(format!(
+                        "{key} must be from {low} to {high}, not {value}"
+                    )));
+                }
+            }
+        }
+        for (provider, endpoint) in &self.models.providers {
+            crate::providers::endpoint::check(provider, endpoint).map_err(invalid)?;
+        }
+        for id in self.auth.profiles.keys() {
+            crate::state::secrets::check_id(id)
+                .map_err(|e| invalid(format!("auth.profiles: {e}")))?;
+        }
+        self.gateway.validate(path)
+    }
+
+    /// The `auth.cooldowns.*` numbers the policy takes, in milliseconds.
+    pub fn cooldown_config(&self) -> CooldownConfig {
+        let c = &self.auth.cooldowns;
+        CooldownConfig {
+            billing_backoff_ms: hours_to_ms(c.billing_backoff_hours),
+            billing_backoff_ms_by_provider: c
+                .billing_backoff_hours_by_provider
+                .iter()
+                .map(|(provider, hours)| {
+                    (canonical_provider(provider).to_owned(), hours_to_ms(*hours))
+                })
+                .collect(),
+            billing_max_ms: hours_to_ms(c.billing_max_hours),
+            failure_window_ms: hours_to_ms(c.failure_window_hours),
+        }
+    }
+
+    /// `auth.profiles` as the policy takes them, aliases resolved.
+    pub fn configured_profiles(&self) -> Vec<ConfiguredProfile> {
+        self.auth
+            .profiles
+            .iter()
+            .map(|(id, meta)| {
+                let provider = meta
+                    .provider
+                    .as_deref()
+                    .unwrap_or_else(|| id.split(':').next().unwrap_or_default());
+                ConfiguredProfile {
+                    id: id.clone(),
+                    provider: canonical_provider(provider).to_owned(),
+                    mode: meta.mode,
+                }
+            })
+            .collect()
+    }
+
+    /// `auth.order[provider]`, aliases of the key resolved.
+    pub fn explicit_order(&self, provider: &str) -> Option<Vec<String>> {
+        self.auth
+            .order
+            .iter()
+            .find(|(key, _)| canonical_provider(key) == provider)
+            .map(|(_, order)| order.clone())
+    }
+}
+
+/// Seconds (validated) to milliseconds.
+pub fn seconds_to_ms(seconds: f64) -> u64 {
+    (seconds * 1000.0).round() as u64
+}
+
+impl Config {
+    /// The sandbox limits: the defaults with `policy.*` applied.
+    pub fn policy_limits(&self) -> failover_sandbox::Limits {
+        let defaults = failover_sandbox::Limits::default();
+        let p = &self.policy;
+        failover_sandbox::Limits {
+            fuel_per_call: p.fuel_per_call.unwrap_or(defaults.fuel_per_call),
+            max_memory_bytes: p.max_memory_bytes.map_or(defaults.max_memory_bytes, |b| {
+                usize::try_from(b).unwrap_or(usize::MAX)
+            }),
+            call_deadline: p
+                .call_deadline_ms
+                .map_or(defaults.call_deadline, std::time::Duration::from_millis),
+            max_message_bytes: p.max_message_bytes.map_or(defaults.max_message_bytes, |b| {
+                usize::try_from(b).unwrap_or(usize::MAX)
+            }),
+            ..defaults
+        }
+    }
+
+    /// How often an auto override re-probes the configured primary
+    /// (F-12.2), in milliseconds; 0 never.
+    pub fn primary_probe_interval_ms(&self) -> u64 {
+        seconds_to_ms(
+            self.agents
+                .defaults
+                .model
+                .primary_probe_interval_seconds
+                .unwrap_or(DEFAULT_PRIMARY_PROBE_INTERVAL_SECONDS),
+        )
+    }
+
+    /// The whole-run deadline, in milliseconds.
+    pub fn run_timeout_ms(&self) -> u64 {
+        seconds_to_ms(
+            self.agents
+                .defaults
+                .timeout_seconds
+                .unwrap_or(DEFAULT_RUN_TIMEOUT_SECONDS),
+        )
+    }
+
+    /// `models.providers` entry of `provider`, aliases of the key resolved.
+    pub fn provider_endpoint(&self, provider: &str) -> Option<&ProviderEndpoint> {
+        self.models
+            .providers
+            .iter()
+            .find(|(key, _)| canonical_provider(key) == provider)
+            .map(|(_, endpoint)| endpoint)
+    }
+}
+
+fn hours_to_ms(hours: f64) -> u64 {
+    // Validated finite, positive and at most a year: the product fits.
+    (hours * 3_600_000.0).round() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Config, StateError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("failover.json5");
+        std::fs::write(&path, text).unwrap();
+        Config::load(&path)
+    }
+
+    #[test]
+    fn defaults_match_the_spec() {
+        let ms = Config::default().cooldown_config();
+        assert_eq!(ms.billing_backoff_ms, 5 * 3_600_000);
+        assert_eq!(ms.billing_max_ms, 24 * 3_600_000);
+        assert_eq!(ms.failure_window_ms, 24 * 3_600_000);
+    }
+
+    #[test]
+    fn reads_json5_with_comments_and_the_seeds_keys() {
+        let config = load(
+            r#"// the seeds' example
+            {
+              auth: { order: { openai: ["openai-codex:user@example.com", "openai:api-key-backup"] },
+                      cooldowns: { billingBackoffHoursByProvider: { openrouter: 2 } } },
+              agents: { defaults: { model: { primary: "anthropic/claude-sonnet-4", fallbacks: [] } },
+                        list: [ { id: "main", model: "ollama/qwen3.5:27b" },
+                                { id: "ops", model: { primary: "openai/gpt-4o" } } ] },
+              gateway: { port: 18789 }, // unknown keys are ignored
+            }"#,
+        )
+        .unwrap();
+        assert_eq!(config.explicit_order("openai").unwrap().len(), 2);
+        assert_eq!(
+            config.cooldown_config().billing_backoff_ms_by_provider,
+            [("openrouter".to_owned(), 7_200_000)]
+        );
+        assert!(matches!(
+            config.agents.list[1].model,
+            Some(AgentModel::Choice(_))
+        ));
+    }
+
+    #[test]
+    fn policy_limits_override_the_defaults_within_range() {
+        let config = load("{ policy: { fuelPerCall: 2000000, callDeadlineMs: 500 } }").unwrap();
+        let limits = config.policy_limits();
+        assert_eq!(limits.fuel_per_call, 2_000_000);
+        assert_eq!(limits.call_deadline, std::time::Duration::from_millis(500));
+        assert_eq!(
+            limits.max_memory_bytes,
+            failover_sandbox::Limits::default().max_memory_bytes
+        );
+        let error = load("{ policy: { maxMemoryBytes: 1 } }")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("policy.maxMemoryBytes must be from"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn errors_name_file_line_and_column() {
+        let error = load("{\n  auth: { cooldowns: { billingMaxHours: 'a day' } }\n}")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("failover.json5") && error.contains("line 2"),
+            "{error}"
+        );
+        let error = load("{ auth: { cooldowns: { failureWindowHours: -1 } } }")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("auth.cooldowns.failureWindowHours"),
+            "{error}"
+        );
+        let error = load("{ auth: { profiles: { nocolon: {} } } }")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("provider:name"), "{error}");
+    }
+}

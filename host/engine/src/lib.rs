@@ -1,0 +1,29 @@
+//! The failover engine: everything around the policy but running it.
+//!
+//! - [`runner`] — the fallback run: one request through the candidate chain,
+//!   rotating profiles inside a provider, deciding every step through a
+//!   [`failover_sandbox::Decider`].
+//! - [`state`] — profiles, their routing state and sessions on disk, safe
+//!   across processes.
+//! - [`config`] — the JSON5 config.
+//! - [`chat`] — chat requests and replies in the OpenAI and Anthropic shapes.
+//! - [`providers`] — calling OpenAI-compatible and Anthropic endpoints over
+//!   HTTP: credentials, OAuth refresh, redaction, streaming.
+//! - [`gateway`] — `failover serve`: the OpenAI-compatible gateway.
+//! - [`replay`] — recording traffic and replaying it through any policy.
+//! - [`status`] — what `failover status` and `GET /status` report.
+//! - [`auth`] — the profile types, from `policy-types`.
+//! - [`logging`] — log output.
+
+pub mod auth;
+pub mod chat;
+pub mod config;
+pub mod gateway;
+pub mod logging;
+pub mod providers;
+pub mod replay;
+pub mod runner;
+pub mod state;
+pub mod status;
+
+pub use failover_sandbox as sandbox;

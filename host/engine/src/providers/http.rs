@@ -1,0 +1,497 @@
+//! The real provider: calls OpenAI-compatible and Anthropic endpoints over
+//! HTTP with the profile's credential, and captures every way that fails.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use serde_json::Value;
+
+use super::capture;
+use super::endpoint::{self, Api, Endpoint};
+use super::oauth;
+use super::redact::Redactor;
+use crate::auth::CredentialKind;
+use crate::chat::sse::SseDecoder;
+use crate::chat::{
+    self, anthropic, openai, tools, ChatReply, ChatRequest, StreamEvent, StreamReply,
+};
+use crate::config::Config;
+use crate::replay::record::Recorder;
+use crate::replay::trace::OutcomeEvent;
+use crate::runner::{clock::now_ms, CallError, Provider, Target};
+use crate::state::{split_model, AuthStore, Credential};
+use failover_sandbox::provider_error::ProviderError;
+
+/// Largest successful non-streaming reply read: a chat completion is KiB;
+/// beyond this an upstream is misbehaving and would only grow memory.
+pub const MAX_REPLY_BYTES: usize = 32 << 20;
+
+/// Calls providers over HTTP. Cheap to clone (the client pools connections).
+#[derive(Clone)]
+pub struct HttpProvider {
+    config: Arc<Config>,
+    store: AuthStore,
+    client: reqwest::Client,
+    recorder: Option<Arc<Recorder>>,
+    /// One OAuth refresh per profile at a time (shared by clones).
+    refresher: Arc<oauth::Refresher>,
+}
+
+impl HttpProvider {
+    /// A provider calling the endpoints of `config` with the credentials in
+    /// `store`.
+    pub fn new(config: Arc<Config>, store: AuthStore) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("failover/", env!("CARGO_PKG_VERSION")))
+            // Deadlines are the caller's (per attempt, per run).
+            .connect_timeout(Duration::from_secs(10))
+            .build()?;
+        Ok(HttpProvider {
+            config,
+            store,
+            client,
+            recorder: None,
+            refresher: Arc::default(),
+        })
+    }
+
+    /// Records every call's outcome (for requests with a `record_id`).
+    pub fn with_recorder(mut self, recorder: Option<Arc<Recorder>>) -> Self {
+        self.recorder = recorder;
+        self
+    }
+
+    /// The config it calls with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The profile's credential, refreshed first when it is an expired
+    /// OAuth token; every secret met on the way is added to `redactor`.
+    async fn credential(
+        &self,
+        target: &Target,
+        endpoint: &Endpoint,
+        redactor: &mut Redactor,
+    ) -> Result<Credential, ProviderError> {
+        let provider = target.provider.as_str();
+        let profiles = self.store.profiles().map_err(|e| {
+            ProviderError::message(format!("cannot read the profiles: {e}")).with_provider(provider)
+        })?;
+        let credential = profiles.credential(&target.profile).ok_or_else(|| {
+            ProviderError::message(format!(
+                "profile {} has no usable credential",
+                target.profile
+            ))
+            .with_provider(provider)
+            .with_status(401)
+        })?;
+        oauth::learn(redactor, &credential);
+        if oauth::needs_refresh(&credential, now_ms()) {
+            return self
+                .refresher
+                .refresh(
+                    &self.client,
+                    &self.store,
+                    endpoint,
+                    &target.profile,
+                    redactor,
+                )
+                .await;
+        }
+        Ok(credential)
+    }
+
+    async fn attempt(
+        &self,
+        target: &Target,
+        request: &ChatRequest,
+        redactor: &mut Redactor,
+    ) -> Result<ChatReply, ProviderError> {
+        let provider = target.provider.as_str();
+        let endpoint = endpoint::resolve(&self.config, provider).ok_or_else(|| {
+            ProviderError::message(format!(
+                "no endpoint for provider {provider}: set models.providers.{provider}.baseUrl"
+            ))
+            .with_provider(provider)
+        })?;
+        let model = split_model(&target.model).1;
+        let body = match endpoint.api {
+            Api::OpenAiChat => openai::render_request(request, model),
+            Api::AnthropicMessages => anthropic::render_request(request, model).map_err(|e| {
+                ProviderError::message(e.to_string())
+                    .with_provider(provider)
+                    .with_status(400)
+                    .with_code("untranslatable_request")
+            })?,
+        };
+        let budget = attempt_budget(&endpoint, request.deadline_ms);
+        let started = tokio::time::Instant::now();
+        let credential = self.credential(target, &endpoint, redactor).await?;
+        self.exchange(
+            target,
+            request,
+            &endpoint,
+            &credential,
+            &body,
+            budget,
+            started,
+        )
+        .await
+    }
+
+    /// Sends the request and reads the reply within `budget`.
+    #[allow(clippy::too_many_arguments)]
+    async fn exchange(
+        &self,
+        target: &Target,
+        request: &ChatRequest,
+        endpoint: &Endpoint,
+        credential: &Credential,
+        body: &Value,
+        budget: Duration,
+        started: tokio::time::Instant,
+    ) -> Result<ChatReply, ProviderError> {
+        let provider = target.provider.as_str();
+        let sent = tokio::time::timeout(budget, self.send(endpoint, credential, body)).await;
+        let response = match sent {
+            Err(_) => return Err(capture::timeout_error(provider, millis(budget))),
+            Ok(Err(error)) => return Err(capture::transport_error(provider, error)),
+            Ok(Ok(response)) => response,
+        };
+        if !response.status().is_success() {
+            return Err(capture::response_error(provider, response).await);
+        }
+        let left = budget.saturating_sub(started.elapsed());
+        let is_sse = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.starts_with("text/event-stream"));
+        if request.stream && is_sse {
+            let upstream = Upstream::new(
+                provider,
+                endpoint.api,
+                response,
+                endpoint.attempt_timeout_ms,
+            );
+            return upstream.start(left).await.map(ChatReply::Stream);
+        }
+        let text = tokio::time::timeout(left, read_bounded(response))
+            .await
+            .map_err(|_| capture::timeout_error(provider, millis(budget)))?
+            .map_err(|e| capture::transport_error(provider, e))?;
+        let completion = match endpoint.api {
+            Api::OpenAiChat => openai::parse_completion(&text),
+            Api::AnthropicMessages => anthropic::parse_completion(&text),
+        }
+        .map_err(|e| e.with_provider(provider))?;
+        if !request.stream {
+            return Ok(ChatReply::Complete(completion));
+        }
+        // Asked to stream, answered whole: a stream of one piece (its text,
+        // its tool calls).
+        let mut first = Vec::new();
+        if !completion.text.is_empty() {
+            first.push(StreamEvent::Text(completion.text));
+        }
+        if let Some(calls) = completion.message_extra.get("tool_calls") {
+            first.extend(
+                tools::deltas_of(calls)
+                    .into_iter()
+                    .map(StreamEvent::ToolCall),
+            );
+        }
+        if first.is_empty() {
+            return Err(ProviderError::default().with_provider(provider));
+        }
+        first.push(StreamEvent::Finish {
+            reason: completion.finish,
+            usage: completion.usage,
+        });
+        Ok(ChatReply::Stream(StreamReply {
+            id: completion.id.clone(),
+            first,
+            rest: Box::pin(futures_util::stream::empty()),
+        }))
+    }
+
+    async fn send(
+        &self,
+        endpoint: &Endpoint,
+        credential: &Credential,
+        body: &Value,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let secret = credential.secret.expose();
+        let builder = match endpoint.api {
+            Api::OpenAiChat => self
+                .client
+                .post(format!("{}/chat/completions", endpoint.base_url))
+                .bearer_auth(secret),
+            Api::AnthropicMessages => {
+                let base = endpoint.base_url.trim_end_matches("/v1");
+                let builder = self
+                    .client
+                    .post(format!("{base}/v1/messages"))
+                    .header("anthropic-version", anthropic::API_VERSION);
+                match credential.kind {
+                    CredentialKind::ApiKey => builder.header("x-api-key", secret),
+                    CredentialKind::OAuth | CredentialKind::Token => builder.bearer_auth(secret),
+                }
+            }
+        };
+        builder
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+    }
+}
+
+impl Provider for HttpProvider {
+    type Request = ChatRequest;
+    type Reply = ChatReply;
+
+    async fn call(&self, target: &Target, request: &ChatRequest) -> Result<ChatReply, CallError> {
+        let at = now_ms();
+        let started = std::time::Instant::now();
+        let mut redactor = Redactor::default();
+        let result = self.attempt(target, request, &mut redactor).await;
+        // The choke point: nothing of this call leaves unredacted — its
+        // error, or any error of its stream however late.
+        let result = match result {
+            Err(error) => Err(redactor.error(error)),
+            Ok(ChatReply::Stream(stream)) => Ok(ChatReply::Stream(redacted(stream, redactor))),
+            Ok(complete) => Ok(complete),
+        };
+        let hung = result.as_ref().is_err_and(capture::is_deadline);
+        if let (Some(recorder), Some(id)) = (&self.recorder, request.record_id) {
+            let content = match &result {
+                Ok(ChatReply::Complete(completion)) if recorder.keeps_content() => {
+                    Some(completion.text.clone())
+                }
+                _ => None,
+            };
+            recorder.outcome(OutcomeEvent {
+                request: id,
+                at,
+                provider: target.provider.clone(),
+                model: target.model.clone(),
+                profile: target.profile.clone(),
+                latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                error: result.as_ref().err().map(ProviderError::to_json),
+                hung,
+                content,
+            });
+        }
+        result.map_err(|e| {
+            if hung {
+                CallError::Hung(Box::new(e))
+            } else {
+                CallError::Failed(Box::new(e))
+            }
+        })
+    }
+}
+
+/// The attempt's deadline: the endpoint's, cut to what is left of the run.
+fn attempt_budget(endpoint: &Endpoint, deadline_ms: Option<u64>) -> Duration {
+    let mut ms = endpoint.attempt_timeout_ms;
+    if let Some(deadline) = deadline_ms {
+        ms = ms.min(deadline.saturating_sub(now_ms()));
+    }
+    Duration::from_millis(ms)
+}
+
+/// `stream` with every later error passed through `redactor`.
+fn redacted(stream: StreamReply, redactor: Redactor) -> StreamReply {
+    let rest = stream
+        .rest
+        .map(move |item| item.map_err(|error| redactor.error(error)));
+    StreamReply {
+        rest: Box::pin(rest),
+        ..stream
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+async fn read_bounded(mut response: reqwest::Response) -> Result<String, reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        body.extend_from_slice(&chunk);
+        if body.len() > MAX_REPLY_BYTES {
+            body.truncate(MAX_REPLY_BYTES);
+            break;
+        }
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
+type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
+
+enum Decoder {
+    OpenAi(openai::StreamDecoder),
+    Anthropic(anthropic::StreamDecoder),
+}
+
+/// An upstream stream being read: bytes → server-sent events → events.
+struct Upstream {
+    provider: String,
+    bytes: ByteStream,
+    sse: SseDecoder,
+    decoder: Decoder,
+    pending: VecDeque<StreamEvent>,
+    /// The longest wait for the next bytes once content flows.
+    idle: Duration,
+    ended: bool,
+}
+
+impl Upstream {
+    fn new(provider: &str, api: Api, response: reqwest::Response, idle_ms: u64) -> Self {
+        Upstream {
+            provider: provider.to_owned(),
+            bytes: Box::pin(response.bytes_stream()),
+            sse: SseDecoder::default(),
+            decoder: match api {
+                Api::OpenAiChat => Decoder::OpenAi(Default::default()),
+                Api::AnthropicMessages => Decoder::Anthropic(Default::default()),
+            },
+            pending: VecDeque::new(),
+            idle: Duration::from_millis(idle_ms),
+            ended: false,
+        }
+    }
+
+    fn id(&self) -> &str {
+        match &self.decoder {
+            Decoder::OpenAi(d) => &d.id,
+            Decoder::Anthropic(d) => &d.id,
+        }
+    }
+
+    /// Reads until the first content — text or a tool call, the point of
+    /// no return for failover — within `budget`. A stream that errors, is
+    /// cut, or ends with no content before that is a failed attempt.
+    async fn start(mut self, budget: Duration) -> Result<StreamReply, ProviderError> {
+        let deadline = tokio::time::Instant::now() + budget;
+        let mut first = Vec::new();
+        loop {
+            let next = tokio::time::timeout_at(deadline, self.next())
+                .await
+                .map_err(|_| capture::timeout_error(&self.provider, millis(budget)))?;
+            match next {
+                Some(Ok(event)) => {
+                    let is_content = event.is_content();
+                    first.push(event);
+                    if is_content {
+                        break;
+                    }
+                }
+                Some(Err(error)) => return Err(error),
+                // Finished (or never started) without a word: empty_response.
+                None => return Err(ProviderError::default().with_provider(self.provider.as_str())),
+            }
+        }
+        let id = self.id().to_owned();
+        let rest = futures_util::stream::unfold(self, |mut upstream| async move {
+            let idle = upstream.idle;
+            let next = match tokio::time::timeout(idle, upstream.next()).await {
+                Ok(next) => next,
+                Err(_) => Some(Err(capture::timeout_error(
+                    &upstream.provider,
+                    millis(idle),
+                ))),
+            };
+            // After an error the stream is over.
+            if matches!(next, Some(Err(_))) {
+                upstream.ended = true;
+            }
+            next.map(|item| (item, upstream))
+        });
+        Ok(StreamReply {
+            id,
+            first,
+            rest: Box::pin(rest),
+        })
+    }
+
+    /// The next event; `None` after the final one.
+    async fn next(&mut self) -> Option<Result<StreamEvent, ProviderError>> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Some(Ok(event));
+            }
+            if self.ended || self.done() {
+                return None;
+            }
+            match self.bytes.next().await {
+                Some(Ok(bytes)) => {
+                    let events = match self.sse.feed(&bytes) {
+                        Ok(events) => events,
+                        Err(e) => {
+                            return Some(Err(self.fail(ProviderError::message(e.to_string()))))
+                        }
+                    };
+                    if let Err(error) = self.decode(events) {
+                        return Some(Err(self.fail(error)));
+                    }
+                }
+                Some(Err(error)) => {
+                    let error = capture::transport_error(&self.provider, error);
+                    return Some(Err(self.fail(error)));
+                }
+                None => {
+                    let tail: Vec<_> = self.sse.finish().into_iter().collect();
+                    if let Err(error) = self.decode(tail) {
+                        return Some(Err(self.fail(error)));
+                    }
+                    self.ended = true;
+                    let last = match &mut self.decoder {
+                        Decoder::OpenAi(d) => d.end(),
+                        Decoder::Anthropic(d) => d.end(),
+                    };
+                    if let Some(last) = last {
+                        self.pending.push_back(last);
+                    } else if !self.done() {
+                        return Some(Err(capture::cut_stream_error(&self.provider)));
+                    }
+                }
+            }
+        }
+    }
+
+    fn done(&self) -> bool {
+        match &self.decoder {
+            Decoder::OpenAi(d) => d.done,
+            Decoder::Anthropic(d) => d.done,
+        }
+    }
+
+    fn decode(&mut self, events: Vec<chat::sse::SseEvent>) -> Result<(), ProviderError> {
+        for event in events {
+            let decoded = match &mut self.decoder {
+                Decoder::OpenAi(d) => d.feed(&event),
+                Decoder::Anthropic(d) => d.feed(&event),
+            }
+            .map_err(|e| e.with_provider(self.provider.as_str()))?;
+            self.pending.extend(decoded);
+            if self.done() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn fail(&mut self, error: ProviderError) -> ProviderError {
+        self.ended = true;
+        self.pending.clear();
+        error
+    }
+}

@@ -1,0 +1,213 @@
+//! The provider of a replay: answers each call from the recording.
+//!
+//! A call is answered, in this order, by
+//! 1. **recorded** — the next unused outcome of the same request for the
+//!    same provider, model and profile (what the original run saw);
+//! 2. **covered** — otherwise the outcome of that provider, model and
+//!    profile recorded nearest in time, within [`COVER_WINDOW_MS`] (a
+//!    policy that calls something the original run did not still gets
+//!    what that endpoint was doing then);
+//! 3. **unrecorded** — otherwise as `--unrecorded` says: a success, or a
+//!    failure that names the missing call.
+//!
+//! The virtual clock moves by the recorded latency of each answer.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use crate::runner::{CallError, Provider, Target, VirtualClock};
+use failover_sandbox::provider_error::ProviderError;
+
+use super::state_feed::StateFeed;
+use super::trace::OutcomeEvent;
+
+/// How far from a call a recorded outcome of the same target still
+/// answers it: rate limits and overloads last about this long.
+pub const COVER_WINDOW_MS: u64 = 60_000;
+
+/// What an unrecorded call gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Unrecorded {
+    /// A failure ("no recorded outcome …"), which the policy classifies.
+    #[default]
+    Error,
+    /// A success.
+    Success,
+}
+
+/// How a call was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Answered {
+    Recorded,
+    Covered,
+    Unrecorded,
+}
+
+/// One call of the replay.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub request: u64,
+    pub at: u64,
+    pub target: Target,
+    pub answered: Answered,
+    pub ok: bool,
+}
+
+/// Answers calls from a recording.
+pub struct ReplayProvider {
+    outcomes: Vec<OutcomeEvent>,
+    /// Outcome indexes per request, in trace order.
+    by_request: HashMap<u64, Vec<usize>>,
+    /// Outcome indexes per (provider, model, profile), by time.
+    by_target: HashMap<(String, String, String), Vec<usize>>,
+    used: Mutex<HashSet<usize>>,
+    clock: VirtualClock,
+    unrecorded: Unrecorded,
+    calls: Mutex<Vec<Call>>,
+    /// Changes other processes made, applied as the clock reaches them.
+    feed: Option<Arc<StateFeed>>,
+}
+
+impl ReplayProvider {
+    pub fn new(outcomes: Vec<OutcomeEvent>, clock: VirtualClock, unrecorded: Unrecorded) -> Self {
+        let mut by_request: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut by_target: HashMap<(String, String, String), Vec<usize>> = HashMap::new();
+        for (index, o) in outcomes.iter().enumerate() {
+            by_request.entry(o.request).or_default().push(index);
+            by_target
+                .entry((o.provider.clone(), o.model.clone(), o.profile.clone()))
+                .or_default()
+                .push(index);
+        }
+        for indexes in by_target.values_mut() {
+            indexes.sort_by_key(|&i| (outcomes[i].at, i));
+        }
+        ReplayProvider {
+            by_request,
+            by_target,
+            outcomes,
+            used: Mutex::new(HashSet::new()),
+            clock,
+            unrecorded,
+            calls: Mutex::new(Vec::new()),
+            feed: None,
+        }
+    }
+
+    /// The same provider, applying `feed`'s changes after each call as the
+    /// recorded latency moves the clock past them (F-12.4).
+    pub fn with_feed(mut self, feed: Arc<StateFeed>) -> Self {
+        self.feed = Some(feed);
+        self
+    }
+
+    /// Every call so far, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        self.calls_from(0)
+    }
+
+    /// The calls from the `first`-th on.
+    pub fn calls_from(&self, first: usize) -> Vec<Call> {
+        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        calls.get(first..).map(<[Call]>::to_vec).unwrap_or_default()
+    }
+
+    /// How many calls so far.
+    pub fn call_count(&self) -> usize {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    fn same_target(outcome: &OutcomeEvent, target: &Target) -> bool {
+        outcome.provider == target.provider
+            && outcome.model == target.model
+            && outcome.profile == target.profile
+    }
+
+    fn find(&self, request: u64, target: &Target, now: u64) -> Option<(usize, Answered)> {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        let recorded = self.by_request.get(&request).and_then(|indexes| {
+            indexes
+                .iter()
+                .copied()
+                .find(|&i| !used.contains(&i) && Self::same_target(&self.outcomes[i], target))
+        });
+        if let Some(index) = recorded {
+            used.insert(index);
+            return Some((index, Answered::Recorded));
+        }
+        let key = (
+            target.provider.clone(),
+            target.model.clone(),
+            target.profile.clone(),
+        );
+        let indexes = self.by_target.get(&key)?;
+        // The outcomes around `now`: the last one at or before it, the first after.
+        let split = indexes.partition_point(|&i| self.outcomes[i].at <= now);
+        let before = split.checked_sub(1).map(|k| indexes[k]);
+        let after = indexes.get(split).copied();
+        [before, after]
+            .into_iter()
+            .flatten()
+            .filter(|&i| self.outcomes[i].at.abs_diff(now) <= COVER_WINDOW_MS)
+            .min_by_key(|&i| (self.outcomes[i].at.abs_diff(now), self.outcomes[i].at))
+            .map(|index| (index, Answered::Covered))
+    }
+}
+
+impl Provider for ReplayProvider {
+    /// The id of the recorded request being replayed.
+    type Request = u64;
+    type Reply = ();
+
+    async fn call(&self, target: &Target, request: &u64) -> Result<(), CallError> {
+        use crate::runner::Clock;
+        let now = self.clock.now_ms();
+        let found = self.find(*request, target, now);
+        let (result, answered) = match found {
+            Some((index, answered)) => {
+                let outcome = &self.outcomes[index];
+                self.clock.advance(outcome.latency_ms);
+                let result = match outcome.failure() {
+                    None => Ok(()),
+                    Some(Ok(error)) if outcome.hung => Err(CallError::Hung(Box::new(error))),
+                    Some(Ok(error)) => Err(CallError::Failed(Box::new(error))),
+                    // Checked when the trace was read.
+                    Some(Err(e)) => Err(CallError::Failed(Box::new(ProviderError::message(
+                        e.to_string(),
+                    )))),
+                };
+                (result, answered)
+            }
+            None => {
+                let result = match self.unrecorded {
+                    Unrecorded::Success => Ok(()),
+                    Unrecorded::Error => Err(CallError::Failed(Box::new(
+                        ProviderError::message(format!(
+                            "replay: no recorded outcome for {} via {}",
+                            target.model, target.profile
+                        ))
+                        .with_provider(target.provider.clone()),
+                    ))),
+                };
+                (result, Answered::Unrecorded)
+            }
+        };
+        if let Some(feed) = &self.feed {
+            // A change that cannot be applied stays pending; the replay
+            // reports it at the next request.
+            let _ = feed.catch_up(self.clock.now_ms());
+        }
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Call {
+                request: *request,
+                at: now,
+                target: target.clone(),
+                answered,
+                ok: result.is_ok(),
+            });
+        result
+    }
+}

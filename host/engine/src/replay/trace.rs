@@ -1,0 +1,416 @@
+//! The trace format (JSON Lines, versioned). See the module docs of
+//! [`crate::replay`] for an example.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::auth::{CredentialKind, Usage};
+use crate::state::SessionEntry;
+use failover_sandbox::provider_error::ProviderError;
+
+/// The format version this build writes; it reads this one and older.
+/// Version 2 added the header's run settings and `state` lines (F-12.4).
+pub const TRACE_VERSION: u32 = 2;
+
+/// Longest trace line read: a header with thousands of profiles and
+/// sessions fits; a line past this is not a trace.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
+/// One line of a trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum TraceLine {
+    Header(Box<Header>),
+    Request(RequestEvent),
+    Outcome(OutcomeEvent),
+    State(StateEvent),
+}
+
+/// The first line: what the run started from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Header {
+    pub version: u32,
+    /// The clock when recording started (ms since the epoch).
+    pub clock_start: u64,
+    /// The agent whose profiles and sessions these are.
+    pub agent: String,
+    /// The config (metadata and routing only; it never holds secrets).
+    pub config: Value,
+    /// The stored profiles, without secrets.
+    #[serde(default)]
+    pub profiles: Vec<TraceProfile>,
+    /// The sessions, by id.
+    #[serde(default)]
+    pub sessions: BTreeMap<String, SessionEntry>,
+    /// The run settings in force when the traffic was recorded, resolved
+    /// (F-12.4); absent in version 1 traces, which replay with the
+    /// built-in defaults and no run deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<RunSettings>,
+}
+
+/// What a recorded run was decided under beyond the config file: the
+/// environment's retry-wait cap, and the config's deadlines and rotation
+/// caps as they resolved then (a later default changes nothing here).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSettings {
+    /// F-6.8's cap on waiting for a `Retry-After`; 0 never waits.
+    pub retry_wait_cap_ms: u64,
+    /// The whole-run deadline (`agents.defaults.timeoutSeconds`).
+    pub run_timeout_ms: u64,
+    /// `auth.cooldowns.rateLimitedProfileRotations`.
+    pub rate_limited_profile_rotations: u32,
+    /// `auth.cooldowns.overloadedProfileRotations`.
+    pub overloaded_profile_rotations: u32,
+    /// `auth.cooldowns.overloadedBackoffMs`.
+    pub overloaded_backoff_ms: u64,
+    /// `agents.defaults.model.primaryProbeIntervalSeconds`, in ms.
+    pub primary_probe_interval_ms: u64,
+}
+
+/// A change of routing state that another process made while the traffic
+/// was recorded (F-12.4): from `at` on, the profile's state or the
+/// session is what it holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateEvent {
+    pub at: u64,
+    #[serde(flatten)]
+    pub change: StateChange,
+}
+
+/// What a [`StateEvent`] changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum StateChange {
+    /// A profile's routing state (`usageStats`).
+    Profile { profile: String, usage: Usage },
+    /// A session entry.
+    Session {
+        session: String,
+        entry: SessionEntry,
+    },
+}
+
+/// A stored profile without its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TraceProfile {
+    pub id: String,
+    /// As stored (`openai-codex` stays `openai-codex`).
+    pub provider: String,
+    #[serde(rename = "type")]
+    pub kind: CredentialKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<u64>,
+    #[serde(default)]
+    pub refreshable: bool,
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+/// A request as it arrived.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestEvent {
+    /// Unique within the trace; outcomes refer to it.
+    pub id: u64,
+    pub at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// What was asked for: `auto`, `agent:<id>` or `provider/model`.
+    pub model: String,
+    #[serde(default)]
+    pub stream: bool,
+    /// The session's compaction count, when the caller said.
+    #[serde(default)]
+    pub compaction_count: u32,
+    /// The messages, only with `--record-content`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Value>,
+}
+
+/// One provider call of a request and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutcomeEvent {
+    pub request: u64,
+    /// When the call started.
+    pub at: u64,
+    /// Aliases resolved (`openai`).
+    pub provider: String,
+    /// `provider/model`.
+    pub model: String,
+    pub profile: String,
+    #[serde(default)]
+    pub latency_ms: u64,
+    /// The failure as captured (status, headers, body preview, transport
+    /// code); absent when the call succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Value>,
+    /// The call ran to its attempt deadline without an answer (F-12.3).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hung: bool,
+    /// The reply text, only with `--record-content`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}
+
+impl OutcomeEvent {
+    /// The recorded failure, if the call failed.
+    pub fn failure(&self) -> Option<Result<ProviderError, failover_sandbox::InputError>> {
+        self.error.as_ref().map(ProviderError::from_json)
+    }
+}
+
+/// A parsed trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trace {
+    pub header: Header,
+    /// In file order (recording order: by start time).
+    pub requests: Vec<RequestEvent>,
+    pub outcomes: Vec<OutcomeEvent>,
+    /// Changes other processes made, in file order.
+    pub states: Vec<StateEvent>,
+    /// Lines skipped by `--lenient`.
+    pub skipped: Vec<(usize, String)>,
+}
+
+/// A trace that cannot be read; messages name the file and line.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: line {line}: {message}", .path.display())]
+    Line {
+        path: std::path::PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("{}: written by trace format version {found}; this build reads version {TRACE_VERSION} and older", .path.display())]
+    Newer {
+        path: std::path::PathBuf,
+        found: u32,
+    },
+    #[error("{}: empty, or no header line first", .path.display())]
+    NoHeader { path: std::path::PathBuf },
+}
+
+impl Trace {
+    /// Reads `path`. A bad line is an error naming it — or, `lenient`,
+    /// skipped and counted. A header from a newer format is always refused.
+    pub fn read(path: &Path, lenient: bool) -> Result<Trace, TraceError> {
+        let file = std::fs::File::open(path).map_err(|source| TraceError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(std::io::BufReader::new(file), path, lenient)
+    }
+
+    /// Reads a trace from `reader`; `path` names it in errors.
+    pub fn parse(reader: impl BufRead, path: &Path, lenient: bool) -> Result<Trace, TraceError> {
+        let mut header: Option<Header> = None;
+        let mut requests = Vec::new();
+        let mut outcomes = Vec::new();
+        let mut states = Vec::new();
+        let mut skipped = Vec::new();
+        let mut ids = std::collections::HashSet::new();
+        for (index, line) in reader.split(b'\n').enumerate() {
+            let number = index + 1;
+            let line = line.map_err(|source| TraceError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let parsed = parse_line(&line).and_then(|parsed| match (&header, parsed) {
+                (None, TraceLine::Header(h)) if h.version > TRACE_VERSION => {
+                    Err(LineError::Newer(h.version))
+                }
+                (None, TraceLine::Header(h)) => Ok(Some(*h)),
+                (None, _) => Err(LineError::Bad("the first line must be the header".into())),
+                (Some(_), TraceLine::Header(_)) => Err(LineError::Bad("a second header".into())),
+                (Some(_), TraceLine::Request(r)) => {
+                    if ids.insert(r.id) {
+                        requests.push(r);
+                        Ok(None)
+                    } else {
+                        Err(LineError::Bad(format!("request id {} used twice", r.id)))
+                    }
+                }
+                (Some(_), TraceLine::Outcome(o)) => {
+                    if !ids.contains(&o.request) {
+                        return Err(LineError::Bad(format!(
+                            "an outcome of request {}, which no earlier line starts",
+                            o.request
+                        )));
+                    }
+                    if let Some(Err(e)) = o.failure() {
+                        return Err(LineError::Bad(format!("outcome error: {e}")));
+                    }
+                    outcomes.push(o);
+                    Ok(None)
+                }
+                (Some(_), TraceLine::State(event)) => {
+                    states.push(event);
+                    Ok(None)
+                }
+            });
+            match parsed {
+                Ok(Some(h)) => header = Some(h),
+                Ok(None) => {}
+                Err(LineError::Newer(found)) => {
+                    return Err(TraceError::Newer {
+                        path: path.to_owned(),
+                        found,
+                    })
+                }
+                // Without a header nothing can be replayed, lenient or not.
+                Err(LineError::Bad(message)) if lenient && header.is_some() => {
+                    skipped.push((number, message))
+                }
+                Err(LineError::Bad(message)) => {
+                    return Err(TraceError::Line {
+                        path: path.to_owned(),
+                        line: number,
+                        message,
+                    })
+                }
+            }
+        }
+        let header = header.ok_or_else(|| TraceError::NoHeader {
+            path: path.to_owned(),
+        })?;
+        Ok(Trace {
+            header,
+            requests,
+            outcomes,
+            states,
+            skipped,
+        })
+    }
+}
+
+/// Why a line was not taken.
+enum LineError {
+    /// Not a trace line, or one that does not fit where it is.
+    Bad(String),
+    /// A header of a newer format: never skipped.
+    Newer(u32),
+}
+
+fn parse_line(line: &[u8]) -> Result<TraceLine, LineError> {
+    if line.len() > MAX_LINE_BYTES {
+        return Err(LineError::Bad(format!(
+            "longer than {MAX_LINE_BYTES} bytes"
+        )));
+    }
+    let text = std::str::from_utf8(line).map_err(|_| LineError::Bad("not UTF-8".to_owned()))?;
+    serde_json::from_str(text).map_err(|e| {
+        LineError::Bad(if e.is_eof() {
+            format!("truncated: {e}")
+        } else {
+            e.to_string()
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str =
+        r#"{"type":"header","version":1,"clockStart":1000,"agent":"main","config":{}}"#;
+
+    fn parse(text: &str, lenient: bool) -> Result<Trace, TraceError> {
+        Trace::parse(text.as_bytes(), Path::new("t.jsonl"), lenient)
+    }
+
+    #[test]
+    fn reads_a_trace_and_names_bad_lines() {
+        let text = format!(
+            "{HEADER}\n{}\n{}\n",
+            r#"{"type":"request","id":1,"at":1000,"model":"auto"}"#,
+            r#"{"type":"outcome","request":1,"at":1000,"provider":"openai","model":"openai/m","profile":"openai:a","error":{"status":429}}"#
+        );
+        let trace = parse(&text, false).unwrap();
+        assert_eq!((trace.requests.len(), trace.outcomes.len()), (1, 1));
+        let broken = format!("{text}{{\"type\":\"request\",\"id\":2,\"at\":");
+        let error = parse(&broken, false).unwrap_err().to_string();
+        assert!(error.contains("t.jsonl: line 4: truncated"), "{error}");
+        let lenient = parse(&broken, true).unwrap();
+        assert_eq!(lenient.skipped.len(), 1);
+        assert_eq!(lenient.skipped[0].0, 4);
+    }
+
+    #[test]
+    fn state_lines_carry_a_profile_or_a_session() {
+        let text = format!(
+            "{HEADER}\n{}\n{}\n",
+            r#"{"type":"state","at":1500,"profile":"openai:a","usage":{"cooldownUntil":9000,"cooldownReason":"rate_limit","errorCount":1}}"#,
+            r#"{"type":"state","at":1600,"session":"s1","entry":{"modelOverride":"gpt-4o","providerOverride":"openai","modelOverrideSource":"user"}}"#
+        );
+        let trace = parse(&text, false).unwrap();
+        assert_eq!(trace.states.len(), 2);
+        assert!(matches!(
+            &trace.states[0].change,
+            StateChange::Profile { profile, usage } if profile == "openai:a" && usage.cooldown_until == Some(9000)
+        ));
+        assert!(matches!(
+            &trace.states[1].change,
+            StateChange::Session { session, entry } if session == "s1" && entry.model().as_deref() == Some("openai/gpt-4o")
+        ));
+        let bad = format!(
+            "{HEADER}\n{}\n",
+            r#"{"type":"state","at":1,"profile":"p:a"}"#
+        );
+        assert!(parse(&bad, false)
+            .unwrap_err()
+            .to_string()
+            .contains("line 2"));
+    }
+
+    #[test]
+    fn an_outcome_before_its_request_names_its_line() {
+        let text = format!(
+            "{HEADER}\n{}\n",
+            r#"{"type":"outcome","request":7,"at":0,"provider":"p","model":"p/m","profile":"p:a"}"#
+        );
+        let error = parse(&text, false).unwrap_err().to_string();
+        assert!(
+            error.contains("line 2") && error.contains("request 7"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn newer_versions_and_missing_headers_are_refused() {
+        let newer = parse(
+            r#"{"type":"header","version":9,"clockStart":0,"agent":"main","config":{}}"#,
+            true,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            newer.contains("version 9") && newer.contains("reads version 2"),
+            "{newer}"
+        );
+        let headless = parse(r#"{"type":"request","id":1,"at":0,"model":"auto"}"#, true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            headless.contains("line 1") && headless.contains("header"),
+            "{headless}"
+        );
+    }
+}

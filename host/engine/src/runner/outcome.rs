@@ -1,0 +1,212 @@
+//! What a run returns: the reply and who served it, or why it failed, with a
+//! record of every attempt (spec F-10.1, F-10.3).
+
+use crate::auth::RecordedReason;
+use crate::state::StateError;
+use failover_sandbox::classification::Detail;
+use failover_sandbox::policy::PolicyError;
+
+use super::model::{RunSummary, SelectionSource, StopReason};
+
+/// One attempt of a run (F-10.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    /// `provider/model`.
+    pub model: String,
+    pub provider: String,
+    /// The profile used; `None` when the candidate was skipped.
+    pub profile: Option<String>,
+    /// The failure's reason (`Unknown` when none was named).
+    pub reason: RecordedReason,
+    pub detail: Option<Detail>,
+    pub status: Option<u16>,
+    pub code: Option<String>,
+    /// A short human-readable summary, never containing a secret.
+    pub summary: String,
+}
+
+/// A flat `model_fallback_decision` record (F-10.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FallbackStep {
+    pub from_model: String,
+    pub to_model: Option<String>,
+    pub from_failure_reason: RecordedReason,
+    pub from_failure_detail: Option<Detail>,
+    /// 1-based position of `from_model` in the chain.
+    pub chain_position: u32,
+    /// `next_fallback`, `succeeded` or `chain_exhausted`.
+    pub final_outcome: &'static str,
+}
+
+/// A successful run.
+#[derive(Debug)]
+pub struct RunOutcome<Reply> {
+    pub reply: Reply,
+    /// Who served it.
+    pub model: String,
+    pub provider: String,
+    pub profile: String,
+    /// How the run started.
+    pub source: SelectionSource,
+    /// The failed attempts before the success.
+    pub attempts: Vec<Attempt>,
+    pub steps: Vec<FallbackStep>,
+}
+
+/// Every candidate failed (F-10.3).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", render(.attempts, .summary, *.now_ms))]
+pub struct FallbackSummaryError {
+    pub attempts: Vec<Attempt>,
+    pub summary: RunSummary,
+    pub steps: Vec<FallbackStep>,
+    /// The clock when the run gave up (for "ready in ~N s").
+    pub now_ms: u64,
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Every candidate failed or was skipped.
+    #[error(transparent)]
+    Exhausted(#[from] FallbackSummaryError),
+    /// A failure that must not fall back (context overflow, a format error,
+    /// an expired session, an abort).
+    #[error("{} failed ({}) and the run stopped: {}", attempt.model, attempt.reason.as_str(), stop_reason(*.reason))]
+    Stopped {
+        reason: StopReason,
+        attempt: Box<Attempt>,
+        attempts: Vec<Attempt>,
+    },
+    /// The run's deadline passed before a reply.
+    #[error("no reply before the run's deadline ({} attempt{} made)", .attempts.len(), if .attempts.len() == 1 { "" } else { "s" })]
+    DeadlineExceeded { attempts: Vec<Attempt> },
+    /// No model is configured or selected.
+    #[error("no model to run: configure agents.defaults.model.primary or select one")]
+    NoModel,
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    #[error(transparent)]
+    State(#[from] StateError),
+}
+
+fn stop_reason(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::Aborted => "the call was aborted",
+        StopReason::ContextOverflow => {
+            "the prompt does not fit the model's context; compact and retry"
+        }
+        StopReason::Format => {
+            "the request was refused as malformed; retrying it would fail the same way"
+        }
+        StopReason::SessionExpired => "the provider's session expired",
+        StopReason::Exhausted => "no candidate is left",
+    }
+}
+
+/// "all models are rate-limited — ready in ~40 s".
+fn render(attempts: &[Attempt], summary: &RunSummary, now_ms: u64) -> String {
+    let mut models: Vec<&str> = attempts.iter().map(|a| a.model.as_str()).collect();
+    models.dedup();
+    models.sort_unstable();
+    models.dedup();
+    let headline = match summary.common_reason {
+        Some(reason) if models.len() > 1 => {
+            format!("all {} models are {}", models.len(), adjective(reason))
+        }
+        Some(reason) => format!(
+            "{} is {}",
+            attempts.first().map_or("the model", |a| a.model.as_str()),
+            adjective(reason)
+        ),
+        None => {
+            let tried: Vec<String> = attempts
+                .iter()
+                .map(|a| format!("{} ({})", a.model, a.reason.as_str()))
+                .collect();
+            format!("every model failed: {}", tried.join(", "))
+        }
+    };
+    match summary.ready_at {
+        Some(at) if at > now_ms => format!(
+            "{headline} — ready in ~{}",
+            approx((at - now_ms).div_ceil(1000))
+        ),
+        _ => headline,
+    }
+}
+
+fn adjective(reason: RecordedReason) -> &'static str {
+    match reason {
+        RecordedReason::RateLimit => "temporarily rate-limited",
+        RecordedReason::Overloaded => "overloaded",
+        RecordedReason::Billing => "out of credit",
+        RecordedReason::Auth | RecordedReason::AuthPermanent => "refusing our credentials",
+        RecordedReason::Timeout => "timing out",
+        RecordedReason::ModelNotFound => "unavailable",
+        _ => "failing",
+    }
+}
+
+/// "40 s", "5 min", "2 h".
+fn approx(seconds: u64) -> String {
+    match seconds {
+        s if s < 120 => format!("{s} s"),
+        s if s < 2 * 3600 => format!("{} min", s.div_ceil(60)),
+        s => format!("{} h", s.div_ceil(3600)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt(model: &str, reason: RecordedReason) -> Attempt {
+        Attempt {
+            model: model.into(),
+            provider: model.split('/').next().unwrap().into(),
+            profile: None,
+            reason,
+            detail: None,
+            status: None,
+            code: None,
+            summary: String::new(),
+        }
+    }
+
+    #[test]
+    fn summaries_read_like_the_spec() {
+        let error = FallbackSummaryError {
+            attempts: vec![
+                attempt("a/x", RecordedReason::RateLimit),
+                attempt("b/y", RecordedReason::RateLimit),
+            ],
+            summary: RunSummary {
+                common_reason: Some(RecordedReason::RateLimit),
+                ready_at: Some(40_000),
+            },
+            steps: Vec::new(),
+            now_ms: 0,
+        };
+        assert_eq!(
+            error.to_string(),
+            "all 2 models are temporarily rate-limited — ready in ~40 s"
+        );
+        let mixed = FallbackSummaryError {
+            attempts: vec![
+                attempt("a/x", RecordedReason::Billing),
+                attempt("b/y", RecordedReason::Timeout),
+            ],
+            summary: RunSummary {
+                common_reason: None,
+                ready_at: None,
+            },
+            steps: Vec::new(),
+            now_ms: 0,
+        };
+        assert_eq!(
+            mixed.to_string(),
+            "every model failed: a/x (billing), b/y (timeout)"
+        );
+    }
+}

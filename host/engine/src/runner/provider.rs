@@ -1,0 +1,50 @@
+//! What the runner calls: a provider, behind a trait so that tests and
+//! embedders script outcomes and the gateway plugs in real HTTP clients.
+
+use std::future::Future;
+
+use failover_sandbox::provider_error::ProviderError;
+
+/// Which provider, model and profile a call is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The provider, aliases resolved (`openai`).
+    pub provider: String,
+    /// `provider/model`, as the chain names it.
+    pub model: String,
+    /// The auth profile whose credential to use (`openai:work`). The
+    /// provider implementation looks the secret up; the runner never
+    /// handles one.
+    pub profile: String,
+}
+
+/// How a call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// The provider failed; the policy classifies the error.
+    Failed(Box<ProviderError>),
+    /// The attempt ran to its deadline without an answer: classified like
+    /// any failure, and evidence that the model is slow (F-12.3).
+    Hung(Box<ProviderError>),
+    /// The caller aborted the call. A timeout-shaped abort (its message
+    /// says so) counts as a timeout (F-7.5).
+    Aborted(Box<ProviderError>),
+    /// The runtime switched the session to another model while the call ran
+    /// (`LiveSessionModelSwitchError`, F-7.4, F-9.6).
+    LiveSwitch { model: String },
+}
+
+/// A model provider.
+pub trait Provider: Send + Sync {
+    /// What is sent.
+    type Request: Sync;
+    /// What comes back.
+    type Reply: Send;
+
+    /// Calls `target` with `request`.
+    fn call(
+        &self,
+        target: &Target,
+        request: &Self::Request,
+    ) -> impl Future<Output = Result<Self::Reply, CallError>> + Send;
+}

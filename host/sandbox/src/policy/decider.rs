@@ -1,0 +1,146 @@
+//! What the runner, the gateway and replay ask of a policy, as a trait.
+//!
+//! [`Policy`] — a WebAssembly component under the sandbox — is the
+//! implementation everything ships with. The trait exists so that a
+//! decision maker can be swapped as a whole and so that the same runs can be
+//! driven by the policy core linked natively (the replay benchmark compares
+//! the two); nothing in the host depends on which one it is given.
+
+use crate::classification::Classification;
+use crate::provider_error::ProviderError;
+use policy_types::{
+    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain, GateDecision,
+    ModelHealth, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest, SummaryRequest,
+};
+use policy_types::{
+    CooldownConfig, FailureEvent, OrderRequest, PinDecision, PinRequest, RankedProfile, Usage,
+};
+
+use super::error::PolicyError;
+use super::module::{Policy, PolicyVersion};
+
+/// Every decision of the policy contract (see `wit/policy.wit`).
+pub trait Decider: Send + Sync {
+    /// Which module decides.
+    fn version(&self) -> &PolicyVersion;
+    /// The verdict on a failed provider call (`classifier.classify`).
+    fn classify(&self, error: &ProviderError, now_ms: u64) -> Result<Classification, PolicyError>;
+    /// A provider's profiles, best first (`profiles.order-profiles`).
+    fn order_profiles(&self, request: &OrderRequest) -> Result<Vec<RankedProfile>, PolicyError>;
+    /// The profile a session uses next (`profiles.pin-profile`).
+    fn pin_profile(&self, request: &PinRequest) -> Result<PinDecision, PolicyError>;
+    /// A profile's state after a failed call (`profiles.record-failure`).
+    fn record_failure(
+        &self,
+        usage: &Usage,
+        event: &FailureEvent,
+        config: &CooldownConfig,
+    ) -> Result<Usage, PolicyError>;
+    /// A profile's state after a successful call (`profiles.record-success`).
+    fn record_success(
+        &self,
+        usage: &Usage,
+        model: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Usage, PolicyError>;
+    /// The model a run starts with (`runner.resolve-selection`).
+    fn resolve_selection(&self, request: &SelectionRequest) -> Result<Selection, PolicyError>;
+    /// A run's candidates (`runner.candidate-chain`).
+    fn candidate_chain(&self, request: &ChainRequest) -> Result<FallbackChain, PolicyError>;
+    /// Attempt, probe or skip a candidate (`runner.decide-candidate`).
+    fn decide_candidate(
+        &self,
+        request: &CandidateRequest,
+    ) -> Result<CandidateDecision, PolicyError>;
+    /// The step after a failed attempt (`runner.next-step`).
+    fn next_step(
+        &self,
+        attempt: &FailedAttempt,
+        config: &RotationConfig,
+    ) -> Result<RunStep, PolicyError>;
+    /// What people are told about an exhausted chain (`runner.summarise`).
+    fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError>;
+    /// Whether a model may be attempted now (`runner.model-gate`).
+    fn model_gate(
+        &self,
+        health: &ModelHealth,
+        others_remain: bool,
+        now_ms: u64,
+    ) -> Result<GateDecision, PolicyError>;
+    /// A model's health after an attempt ended (`runner.record-attempt-end`).
+    fn record_attempt_end(
+        &self,
+        health: &ModelHealth,
+        hung: bool,
+        now_ms: u64,
+    ) -> Result<ModelHealth, PolicyError>;
+}
+
+impl Decider for Policy {
+    fn version(&self) -> &PolicyVersion {
+        Policy::version(self)
+    }
+    fn classify(&self, error: &ProviderError, now_ms: u64) -> Result<Classification, PolicyError> {
+        Policy::classify(self, error, now_ms)
+    }
+    fn order_profiles(&self, request: &OrderRequest) -> Result<Vec<RankedProfile>, PolicyError> {
+        Policy::order_profiles(self, request)
+    }
+    fn pin_profile(&self, request: &PinRequest) -> Result<PinDecision, PolicyError> {
+        Policy::pin_profile(self, request)
+    }
+    fn record_failure(
+        &self,
+        usage: &Usage,
+        event: &FailureEvent,
+        config: &CooldownConfig,
+    ) -> Result<Usage, PolicyError> {
+        Policy::record_failure(self, usage, event, config)
+    }
+    fn record_success(
+        &self,
+        usage: &Usage,
+        model: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Usage, PolicyError> {
+        Policy::record_success(self, usage, model, now_ms)
+    }
+    fn resolve_selection(&self, request: &SelectionRequest) -> Result<Selection, PolicyError> {
+        Policy::resolve_selection(self, request)
+    }
+    fn candidate_chain(&self, request: &ChainRequest) -> Result<FallbackChain, PolicyError> {
+        Policy::candidate_chain(self, request)
+    }
+    fn decide_candidate(
+        &self,
+        request: &CandidateRequest,
+    ) -> Result<CandidateDecision, PolicyError> {
+        Policy::decide_candidate(self, request)
+    }
+    fn next_step(
+        &self,
+        attempt: &FailedAttempt,
+        config: &RotationConfig,
+    ) -> Result<RunStep, PolicyError> {
+        Policy::next_step(self, attempt, config)
+    }
+    fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError> {
+        Policy::summarise(self, request)
+    }
+    fn model_gate(
+        &self,
+        health: &ModelHealth,
+        others_remain: bool,
+        now_ms: u64,
+    ) -> Result<GateDecision, PolicyError> {
+        Policy::model_gate(self, health, others_remain, now_ms)
+    }
+    fn record_attempt_end(
+        &self,
+        health: &ModelHealth,
+        hung: bool,
+        now_ms: u64,
+    ) -> Result<ModelHealth, PolicyError> {
+        Policy::record_attempt_end(self, health, hung, now_ms)
+    }
+}

@@ -1,0 +1,167 @@
+//! The policy's profile functions (spec §4, §6), called through the
+//! component, with the host's own types on both sides and every answer
+//! checked before the host acts on it.
+
+use std::collections::HashSet;
+
+use policy_types::Mirror;
+
+use super::error::PolicyError;
+use super::module::Policy;
+use policy_types::{
+    CooldownConfig, FailureEvent, OrderRequest, PinDecision, PinRequest, RankedProfile, Usage,
+};
+
+/// Longest window a policy may open: a week past the call, the longest
+/// usage window providers announce. Anything later is an invalid decision.
+pub const MAX_WINDOW_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+
+impl Policy {
+    /// The profiles to try for a provider, best first.
+    pub fn order_profiles(
+        &self,
+        request: &OrderRequest,
+    ) -> Result<Vec<RankedProfile>, PolicyError> {
+        let input = request.clone().mirror();
+        let ranked: Vec<RankedProfile> = self
+            .call("order-profiles", |store, guest| {
+                guest
+                    .failover_policy_profiles()
+                    .call_order_profiles(store, &input)
+            })?
+            .mirror();
+        let invalid = |problem: String| PolicyError::InvalidOutput {
+            call: "order-profiles",
+            problem,
+        };
+        let known: HashSet<&str> = request.stored.iter().map(|p| p.id.as_str()).collect();
+        let mut seen = HashSet::new();
+        for entry in &ranked {
+            if !known.contains(entry.id.as_str()) {
+                return Err(invalid(format!(
+                    "it named profile {:?}, which is not stored",
+                    entry.id
+                )));
+            }
+            if !seen.insert(entry.id.as_str()) {
+                return Err(invalid(format!("it named profile {:?} twice", entry.id)));
+            }
+            if entry.available == entry.blocked_until.is_some() {
+                return Err(invalid(format!(
+                    "profile {:?} must be either available or blocked until a time",
+                    entry.id
+                )));
+            }
+        }
+        Ok(ranked)
+    }
+
+    /// The profile a session should use next.
+    pub fn pin_profile(&self, request: &PinRequest) -> Result<PinDecision, PolicyError> {
+        let input = request.clone().mirror();
+        let decision: PinDecision = self
+            .call("pin-profile", |store, guest| {
+                guest
+                    .failover_policy_profiles()
+                    .call_pin_profile(store, &input)
+            })?
+            .mirror();
+        let listed = |id: &str| request.ranked.iter().any(|r| r.id == id);
+        match decision.profile.as_deref() {
+            Some(id) if !listed(id) => {
+                return Err(PolicyError::InvalidOutput {
+                    call: "pin-profile",
+                    problem: format!("it pinned profile {id:?}, which was not offered"),
+                })
+            }
+            None if !request.ranked.is_empty() => {
+                return Err(PolicyError::InvalidOutput {
+                    call: "pin-profile",
+                    problem: "it pinned nothing although profiles were offered".into(),
+                })
+            }
+            _ => {}
+        }
+        Ok(decision)
+    }
+
+    /// A profile's state after a failed call.
+    pub fn record_failure(
+        &self,
+        usage: &Usage,
+        event: &FailureEvent,
+        config: &CooldownConfig,
+    ) -> Result<Usage, PolicyError> {
+        let (input, wit_event, wit_config) = (
+            usage.clone().mirror(),
+            event.clone().mirror(),
+            config.clone().mirror(),
+        );
+        let next = self.call("record-failure", |store, guest| {
+            guest.failover_policy_profiles().call_record_failure(
+                store,
+                &input,
+                &wit_event,
+                &wit_config,
+            )
+        })?;
+        checked_usage("record-failure", usage, next.mirror(), event.now_ms)
+    }
+
+    /// A profile's state after a successful call on `model`.
+    pub fn record_success(
+        &self,
+        usage: &Usage,
+        model: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Usage, PolicyError> {
+        let input = usage.clone().mirror();
+        let model = model.map(str::to_owned);
+        let next = self.call("record-success", |store, guest| {
+            guest.failover_policy_profiles().call_record_success(
+                store,
+                &input,
+                model.as_deref(),
+                now_ms,
+            )
+        })?;
+        checked_usage("record-success", usage, next.mirror(), now_ms)
+    }
+}
+
+/// A window the policy opened must end after `now` and within
+/// [`MAX_WINDOW_MS`]; one it left alone may stay as it was.
+fn checked_usage(
+    call: &'static str,
+    before: &Usage,
+    after: Usage,
+    now: u64,
+) -> Result<Usage, PolicyError> {
+    let windows = [
+        ("cooldownUntil", before.cooldown_until, after.cooldown_until),
+        ("disabledUntil", before.disabled_until, after.disabled_until),
+    ];
+    for (name, old, new) in windows {
+        let Some(until) = new else { continue };
+        if Some(until) == old {
+            continue;
+        }
+        if until <= now || until > now.saturating_add(MAX_WINDOW_MS) {
+            return Err(PolicyError::InvalidOutput {
+                call,
+                problem: format!(
+                    "it set {name} to {until}, outside ({now}, {now} + {MAX_WINDOW_MS} ms]"
+                ),
+            });
+        }
+    }
+    if after.last_used.is_some_and(|at| at > now)
+        || after.last_failure_at.is_some_and(|at| at > now)
+    {
+        return Err(PolicyError::InvalidOutput {
+            call,
+            problem: "it recorded a use or failure in the future".into(),
+        });
+    }
+    Ok(after)
+}
