@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use super::Context;
 use crate::chat::guard::{self, Broken};
 use crate::chat::{ChatReply, ChatRequest, Message, Role, StreamEvent};
-use crate::providers::{endpoint, HttpProvider};
+use crate::providers::HttpProvider;
 use crate::runner::{
     clock::now_ms, retry_wait_cap_from_env, RunOptions, Runner, SystemClock, Target,
 };
@@ -49,7 +49,7 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let config = context.config()?.clone();
     if let Some(model) = &args.model {
-        endpoint::known_model(&config, model).map_err(|e| anyhow!(e))?;
+        config.known_model(model).map_err(|e| anyhow!(e))?;
     }
     let store = context.store()?;
     let sessions = SessionStore::for_agent(&context.state_dir()?.agent(context.agent())?.dir);

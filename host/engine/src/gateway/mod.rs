@@ -13,7 +13,6 @@
 
 pub mod admin;
 mod keys;
-pub mod limits;
 mod reply;
 mod routes;
 mod server;
@@ -25,8 +24,8 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+pub use crate::config::gateway::{GatewayConfig, ServerLimits};
 pub use keys::{ClientKeys, KeysError, CLIENT_KEYS_FILE_ENV};
-pub use limits::{GatewayConfig, ServerLimits};
 pub use routes::router;
 
 use crate::config::Config;

@@ -11,11 +11,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
 
-use super::limits::SMALL_BODY_BYTES;
 use super::reply::{self, error_response, StreamContext};
 use super::{Gateway, GatewayRunner};
 use crate::chat::openai;
-use crate::providers::endpoint;
+use crate::config::gateway::SMALL_BODY_BYTES;
 use crate::replay::trace::RequestEvent;
 use crate::runner::{clock::now_ms, RunOptions};
 use crate::state::SessionEntry;
@@ -367,7 +366,7 @@ fn route(gateway: &Gateway, model: &str) -> Result<(Arc<GatewayRunner>, RunOptio
                 "unknown model {model:?}: use `auto`, `agent:<id>` or `provider/model`"
             )));
         }
-        endpoint::known_model(&gateway.config, model).map_err(unknown)?;
+        gateway.config.known_model(model).map_err(unknown)?;
     }
     Ok((gateway.runner().clone(), options))
 }

@@ -35,7 +35,7 @@ use tokio::sync::{watch, Notify, Semaphore};
 use tokio::time::Instant;
 use tower::Service;
 
-use super::limits::ServerLimits;
+use crate::config::gateway::ServerLimits;
 
 /// How long a new connection waits at the cap for an evicted idle one to
 /// free its slot before it is turned away.

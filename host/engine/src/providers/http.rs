@@ -11,7 +11,6 @@ use futures_util::{Stream, StreamExt};
 use serde_json::Value;
 
 use super::capture;
-use super::endpoint::{self, Api, Endpoint};
 use super::oauth;
 use super::redact::Redactor;
 use crate::auth::CredentialKind;
@@ -20,6 +19,7 @@ use crate::chat::{
     self, anthropic, openai, tools, ChatReply, ChatRequest, StreamEvent, StreamReply,
 };
 use crate::config::Config;
+use crate::config::{Api, Endpoint};
 use crate::replay::record::Recorder;
 use crate::replay::trace::OutcomeEvent;
 use crate::runner::{clock::now_ms, CallError, Provider, Target};
@@ -113,7 +113,7 @@ impl HttpProvider {
         redactor: &mut Redactor,
     ) -> Result<ChatReply, ProviderError> {
         let provider = target.provider.as_str();
-        let endpoint = endpoint::resolve(&self.config, provider).ok_or_else(|| {
+        let endpoint = self.config.endpoint(provider).ok_or_else(|| {
             ProviderError::message(format!(
                 "no endpoint for provider {provider}: set models.providers.{provider}.baseUrl"
             ))

@@ -20,9 +20,9 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::capture;
-use super::endpoint::Endpoint;
 use super::redact::Redactor;
 use crate::auth::CredentialKind;
+use crate::config::Endpoint;
 use crate::runner::clock::now_ms;
 use crate::state::files::StateLock;
 use crate::state::{AuthStore, Credential, StateError};

@@ -27,7 +27,7 @@ use super::error::StateError;
 use super::files::{self, StateLock};
 use super::watch::StateWatch;
 use crate::auth::{PinSource, RecordedReason};
-use crate::runner::OverrideSource;
+use policy_types::OverrideSource;
 
 /// The fields of a session entry the runner owns.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

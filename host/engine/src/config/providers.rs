@@ -2,7 +2,7 @@
 //! `models.providers.<provider>`, with built-in defaults for well-known
 //! providers so a config can name them without a `baseUrl`.
 
-use crate::config::{Config, ProviderEndpoint, DEFAULT_ATTEMPT_TIMEOUT_SECONDS};
+use super::{Config, ProviderEndpoint, DEFAULT_ATTEMPT_TIMEOUT_SECONDS};
 
 /// The wire shape of a provider's API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,9 +75,39 @@ impl Endpoint {
     }
 }
 
-/// `provider`'s endpoint (aliases resolved), from the config or the
-/// built-ins; `None` when neither knows it.
-pub fn resolve(config: &Config, provider: &str) -> Option<Endpoint> {
+impl Config {
+    /// `provider`'s endpoint (aliases resolved), from the config or the
+    /// built-ins; `None` when neither knows it. Configured ones were resolved
+    /// once, when the config was read.
+    pub fn endpoint(&self, provider: &str) -> Option<Endpoint> {
+        match self.endpoints.get(provider) {
+            Some(endpoint) => Some(endpoint.clone()),
+            None => resolve(self, provider),
+        }
+    }
+
+    /// The endpoint serving `provider/model`, or why no provider serves it
+    /// (the message says what to configure).
+    pub fn known_model(&self, model: &str) -> Result<Endpoint, String> {
+        known_model(self, model)
+    }
+
+    /// Every configured provider's endpoint, resolved (a config is
+    /// validated first, so each resolves).
+    pub(super) fn resolve_endpoints(&mut self) {
+        let endpoints = self
+            .models
+            .providers
+            .keys()
+            .map(|key| crate::state::canonical_provider(key).to_owned())
+            .filter_map(|provider| Some((provider.clone(), resolve(self, &provider)?)))
+            .collect();
+        self.endpoints = endpoints;
+    }
+}
+
+/// `provider`'s endpoint, worked out from the raw config and the built-ins.
+fn resolve(config: &Config, provider: &str) -> Option<Endpoint> {
     let configured = config.provider_endpoint(provider);
     let built_in = BUILT_IN.iter().find(|(name, _, _)| *name == provider);
     let base_url = configured
@@ -98,7 +128,7 @@ pub fn resolve(config: &Config, provider: &str) -> Option<Endpoint> {
         provider: provider.to_owned(),
         base_url: base_url.trim_end_matches('/').to_owned(),
         api,
-        attempt_timeout_ms: crate::config::seconds_to_ms(
+        attempt_timeout_ms: super::seconds_to_ms(
             configured
                 .and_then(|e| e.timeout_seconds)
                 .unwrap_or(DEFAULT_ATTEMPT_TIMEOUT_SECONDS),
@@ -110,9 +140,7 @@ pub fn resolve(config: &Config, provider: &str) -> Option<Endpoint> {
     })
 }
 
-/// The endpoint serving `provider/model`, or why no provider serves it
-/// (the message says what to configure).
-pub fn known_model(config: &Config, model: &str) -> Result<Endpoint, String> {
+fn known_model(config: &Config, model: &str) -> Result<Endpoint, String> {
     let (provider, name) = crate::state::split_model(model);
     if provider.is_empty() || name.is_empty() {
         return Err(format!(
@@ -120,7 +148,7 @@ pub fn known_model(config: &Config, model: &str) -> Result<Endpoint, String> {
         ));
     }
     let provider = crate::state::canonical_provider(provider);
-    let endpoint = resolve(config, provider).ok_or_else(|| {
+    let endpoint = config.endpoint(provider).ok_or_else(|| {
         format!("unknown model {model:?}: no provider {provider:?} in models.providers")
     })?;
     if !endpoint.serves(name) {
@@ -184,10 +212,10 @@ mod tests {
     #[test]
     fn built_ins_fill_what_the_config_leaves_out() {
         let config = Config::default();
-        let openai = resolve(&config, "openai").unwrap();
+        let openai = config.endpoint("openai").unwrap();
         assert_eq!(openai.api, Api::OpenAiChat);
         assert_eq!(openai.attempt_timeout_ms, 120_000);
-        assert!(resolve(&config, "acme").is_none());
+        assert!(config.endpoint("acme").is_none());
     }
 
     #[test]

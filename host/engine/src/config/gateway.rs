@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::seconds_to_ms;
+use super::seconds_to_ms;
 use crate::state::StateError;
 
 /// A slow client gets this long to send a request head: a real client

@@ -28,10 +28,16 @@
 //! does not use are ignored (the seeds' config has many). Errors name the
 //! file and the line and column.
 
+pub mod gateway;
+pub mod providers;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+pub use gateway::{GatewayConfig, ServerLimits};
+pub use providers::{Api, Endpoint};
 
 use crate::auth::{ConfiguredProfile, CooldownConfig, CredentialKind};
 use crate::state::{canonical_provider, StateError};
@@ -62,8 +68,12 @@ pub struct Config {
     pub agents: AgentsConfig,
     pub models: ModelsConfig,
     pub policy: PolicyConfig,
-    /// `gateway.*`: what `failover serve` bounds (see `gateway::limits`).
-    pub gateway: crate::gateway::GatewayConfig,
+    /// `gateway.*`: what `failover serve` bounds (see [`gateway`]).
+    pub gateway: gateway::GatewayConfig,
+    /// The configured providers' endpoints, resolved once when the config
+    /// is read (the `api` parsed, defaults filled): not part of the file.
+    #[serde(skip)]
+    endpoints: BTreeMap<String, Endpoint>,
 }
 
 /// `policy.*`: the sandbox limits every policy call runs under, overriding
@@ -193,7 +203,7 @@ pub struct ModelsConfig {
 #[serde(default, rename_all = "camelCase")]
 pub struct ProviderEndpoint {
     /// The API root (`https://api.openai.com/v1`); well-known providers
-    /// have a built-in default (see [`crate::providers::endpoint`]).
+    /// have a built-in default (see [`providers`]).
     pub base_url: Option<String>,
     /// `openai-chat` or `anthropic-messages`.
     pub api: Option<String>,
@@ -253,22 +263,24 @@ impl Config {
     /// Reads the config at `path`; errors name the file, line and column.
     pub fn load(path: &Path) -> Result<Config, StateError> {
         let text = std::fs::read_to_string(path).map_err(|e| StateError::io(path, e))?;
-        let config: Config = json5::from_str(&text).map_err(|e| StateError::Parse {
+        let mut config: Config = json5::from_str(&text).map_err(|e| StateError::Parse {
             path: path.to_owned(),
             message: e.to_string(),
         })?;
         config.validate(path)?;
+        config.resolve_endpoints();
         Ok(config)
     }
 
     /// A config given as JSON (a trace's header), checked like a file;
     /// errors name `source`.
     pub fn from_value(value: serde_json::Value, source: &Path) -> Result<Config, StateError> {
-        let config: Config = serde_json::from_value(value).map_err(|e| StateError::Parse {
+        let mut config: Config = serde_json::from_value(value).map_err(|e| StateError::Parse {
             path: source.to_owned(),
             message: format!("config: {e}"),
         })?;
         config.validate(source)?;
+        config.resolve_endpoints();
         Ok(config)
     }
 
@@ -359,7 +371,7 @@ impl Config {
             }
         }
         for (provider, endpoint) in &self.models.providers {
-            crate::providers::endpoint::check(provider, endpoint).map_err(invalid)?;
+            providers::check(provider, endpoint).map_err(invalid)?;
         }
         for id in self.auth.profiles.keys() {
             crate::state::secrets::check_id(id)
