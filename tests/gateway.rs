@@ -417,7 +417,7 @@ async fn sessions_keep_their_profile() {
         h.sessions
             .get("sticky")
             .unwrap()
-            .auth_profile_override
+            .profile_pin.profile
             .as_deref(),
         Some(first.header("x-failover-profile"))
     );
@@ -624,7 +624,7 @@ async fn a_utf8_session_id_is_a_session_like_any_other() {
     let served = answer(chat("café-über-会话".as_bytes()).await.unwrap()).await;
     assert_eq!(served.status, 200, "{}", served.text);
     let entry = h.sessions.get("café-über-会话").unwrap();
-    assert_eq!(entry.auth_profile_override.as_deref(), Some("anthropic:a"));
+    assert_eq!(entry.profile_pin.profile.as_deref(), Some("anthropic:a"));
     // Bytes that are not UTF-8: refused, shown as they came.
     let refused = answer(chat(b"caf\xe9").await.unwrap()).await;
     assert_eq!(refused.status, 400);

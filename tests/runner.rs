@@ -186,10 +186,10 @@ async fn the_primary_answers_and_the_profile_is_pinned() {
     assert!(outcome.attempts.is_empty() && outcome.steps.is_empty());
     let entry = w.sessions.get("s1").unwrap();
     assert_eq!(
-        entry.auth_profile_override.as_deref(),
+        entry.profile_pin.profile.as_deref(),
         Some(outcome.profile.as_str())
     );
-    assert_eq!(entry.model_override, None, "no fallback, no override");
+    assert_eq!(entry.model_override.model, None, "no fallback, no override");
     assert_eq!(
         w.store.usage().unwrap()[&outcome.profile].last_used,
         Some(NOW)
@@ -221,10 +221,10 @@ async fn rate_limits_rotate_once_then_fall_back_and_the_override_persists() {
     // F-9.3/F-3.3: the auto override with its origin and reason.
     let entry = w.sessions.get("s1").unwrap();
     assert_eq!(entry.model().as_deref(), Some(FALLBACK));
-    assert_eq!(entry.model_override_source, Some(OverrideSource::Auto));
+    assert_eq!(entry.model_override.source, Some(OverrideSource::Auto));
     assert_eq!(entry.origin().as_deref(), Some(PRIMARY));
     assert_eq!(
-        entry.model_override_fallback_reason,
+        entry.model_override.reason,
         Some(RecordedReason::RateLimit)
     );
     // F-10.2: the step records.
@@ -324,7 +324,7 @@ async fn context_overflow_stops_without_fallback() {
         "{error}"
     );
     assert_eq!(r.provider().models_called(), [PRIMARY]);
-    assert_eq!(w.sessions.get("s1").unwrap().model_override, None);
+    assert_eq!(w.sessions.get("s1").unwrap().model_override.model, None);
     // The profile is untouched: context overflow is about the request.
     assert!(w
         .store
@@ -339,9 +339,9 @@ async fn a_user_pinned_model_fails_loudly() {
     let w = world(ALL);
     w.sessions
         .update("s1", |e| {
-            e.provider_override = Some("openai".into());
-            e.model_override = Some("gpt-4o".into());
-            e.model_override_source = Some(OverrideSource::User);
+            e.model_override.provider = Some("openai".into());
+            e.model_override.model = Some("gpt-4o".into());
+            e.model_override.source = Some(OverrideSource::User);
         })
         .unwrap();
     let r = runner(
@@ -365,7 +365,7 @@ async fn a_user_pinned_model_fails_loudly() {
     );
     // The user's selection is kept.
     assert_eq!(
-        w.sessions.get("s1").unwrap().model_override_source,
+        w.sessions.get("s1").unwrap().model_override.source,
         Some(OverrideSource::User)
     );
 }
@@ -375,8 +375,8 @@ async fn a_legacy_override_is_strict_too() {
     let w = world(ALL);
     w.sessions
         .update("s1", |e| {
-            e.provider_override = Some("google".into());
-            e.model_override = Some("gemini-2.5-pro".into());
+            e.model_override.provider = Some("google".into());
+            e.model_override.model = Some("gemini-2.5-pro".into());
         })
         .unwrap();
     let r = runner(
@@ -464,11 +464,11 @@ async fn a_heartbeat_clears_a_stale_auto_override() {
     let w = world(ALL);
     w.sessions
         .update("s1", |e| {
-            e.provider_override = Some("openai".into());
-            e.model_override = Some("gpt-4o".into());
-            e.model_override_source = Some(OverrideSource::Auto);
-            e.model_override_fallback_origin_provider = Some("anthropic".into());
-            e.model_override_fallback_origin_model = Some("claude-old".into());
+            e.model_override.provider = Some("openai".into());
+            e.model_override.model = Some("gpt-4o".into());
+            e.model_override.source = Some(OverrideSource::Auto);
+            e.model_override.origin_provider = Some("anthropic".into());
+            e.model_override.origin_model = Some("claude-old".into());
         })
         .unwrap();
     let r = runner(&w, config(), Scripted::default());
@@ -479,7 +479,7 @@ async fn a_heartbeat_clears_a_stale_auto_override() {
     };
     let outcome = r.run(&heartbeat, &()).await.unwrap();
     assert_eq!(outcome.model, PRIMARY);
-    assert_eq!(w.sessions.get("s1").unwrap().model_override, None);
+    assert_eq!(w.sessions.get("s1").unwrap().model_override.model, None);
 }
 
 #[tokio::test]
@@ -574,9 +574,9 @@ async fn a_user_edit_during_the_fallback_attempt_survives_the_rollback() {
         // While the fallback runs, the user picks a model with /model.
         sessions
             .update("s1", |e| {
-                e.provider_override = Some("google".into());
-                e.model_override = Some("gemini-2.5-pro".into());
-                e.model_override_source = Some(OverrideSource::User);
+                e.model_override.provider = Some("google".into());
+                e.model_override.model = Some("gemini-2.5-pro".into());
+                e.model_override.source = Some(OverrideSource::User);
             })
             .unwrap();
     });
@@ -594,7 +594,7 @@ async fn a_user_edit_during_the_fallback_attempt_survives_the_rollback() {
         Some(LAST),
         "the user's edit survived"
     );
-    assert_eq!(entry.model_override_source, Some(OverrideSource::User));
+    assert_eq!(entry.model_override.source, Some(OverrideSource::User));
 }
 
 #[tokio::test]
@@ -607,7 +607,7 @@ async fn a_failed_fallback_is_rolled_back() {
         .then(LAST, Outcome::Fail(401, "unauthorized"));
     let r = runner(&w, config(), provider);
     assert!(r.run(&session("s1"), &()).await.is_err());
-    assert_eq!(w.sessions.get("s1").unwrap().model_override, None);
+    assert_eq!(w.sessions.get("s1").unwrap().model_override.model, None);
 }
 
 #[tokio::test]
@@ -644,8 +644,8 @@ async fn a_user_pinned_profile_moves_to_the_next_model_not_profile() {
     let w = world(ALL);
     w.sessions
         .update("s1", |e| {
-            e.auth_profile_override = Some("anthropic:b".into());
-            e.auth_profile_override_source = Some(failover::auth::PinSource::User);
+            e.profile_pin.profile = Some("anthropic:b".into());
+            e.profile_pin.source = Some(failover::auth::PinSource::User);
         })
         .unwrap();
     let r = runner(
@@ -659,9 +659,9 @@ async fn a_user_pinned_profile_moves_to_the_next_model_not_profile() {
     assert_eq!(outcome.model, FALLBACK);
     // The user's pin survives the fallback to another provider.
     let entry = w.sessions.get("s1").unwrap();
-    assert_eq!(entry.auth_profile_override.as_deref(), Some("anthropic:b"));
+    assert_eq!(entry.profile_pin.profile.as_deref(), Some("anthropic:b"));
     assert_eq!(
-        entry.auth_profile_override_source,
+        entry.profile_pin.source,
         Some(failover::auth::PinSource::User)
     );
 }
@@ -951,7 +951,7 @@ async fn an_auto_override_reprobes_the_primary_once_per_interval() {
     assert_eq!(fell_back.model, FALLBACK);
     let entry = w.sessions.get("s1").unwrap();
     assert_eq!(entry.model().as_deref(), Some(FALLBACK));
-    assert_eq!(entry.model_override_primary_probe_at, Some(NOW));
+    assert_eq!(entry.model_override.primary_probe_at, Some(NOW));
     // Inside the interval: the override, no probe.
     w.clock.advance(60_000);
     r.run(&session("s1"), &()).await.unwrap();
@@ -976,7 +976,7 @@ async fn an_auto_override_reprobes_the_primary_once_per_interval() {
         Some(FALLBACK),
         "a failed probe keeps the override"
     );
-    assert_eq!(entry.model_override_primary_probe_at, Some(NOW + 300_000));
+    assert_eq!(entry.model_override.primary_probe_at, Some(NOW + 300_000));
     // Five minutes later the primary answers: the override goes.
     w.clock.advance(300_000);
     let back = r.run(&session("s1"), &()).await.unwrap();
@@ -994,9 +994,9 @@ async fn an_auto_override_reprobes_the_primary_once_per_interval() {
     let w = world(ALL);
     w.sessions
         .update("s2", |e| {
-            e.provider_override = Some("openai".into());
-            e.model_override = Some("gpt-4o".into());
-            e.model_override_source = Some(OverrideSource::Auto);
+            e.model_override.provider = Some("openai".into());
+            e.model_override.model = Some("gpt-4o".into());
+            e.model_override.source = Some(OverrideSource::Auto);
         })
         .unwrap();
     let r = runner(&w, never, Scripted::default());
@@ -1018,7 +1018,7 @@ async fn a_failed_cross_provider_fallback_drops_its_profile_pin() {
     assert!(r.run(&session("s1"), &()).await.is_err());
     let entry = w.sessions.get("s1").unwrap();
     assert_eq!(entry.model(), None, "the model override is rolled back");
-    let pin = entry.auth_profile_override.unwrap_or_default();
+    let pin = entry.profile_pin.profile.unwrap_or_default();
     assert!(
         pin.starts_with("anthropic:"),
         "the failed fallbacks' pins are gone, the primary's stays: {pin:?}"

@@ -632,12 +632,12 @@ fn session_set_model_show_and_reset() {
     // A runner's fallback shows as such, and in `status`.
     sessions
         .update("chat-2", |e| {
-            e.provider_override = Some("openai".into());
-            e.model_override = Some("gpt-4o".into());
-            e.model_override_source = Some(OverrideSource::Auto);
-            e.model_override_fallback_origin_provider = Some("anthropic".into());
-            e.model_override_fallback_origin_model = Some("claude-sonnet-4".into());
-            e.model_override_fallback_reason = Some(RecordedReason::RateLimit);
+            e.model_override.provider = Some("openai".into());
+            e.model_override.model = Some("gpt-4o".into());
+            e.model_override.source = Some(OverrideSource::Auto);
+            e.model_override.origin_provider = Some("anthropic".into());
+            e.model_override.origin_model = Some("claude-sonnet-4".into());
+            e.model_override.reason = Some(RecordedReason::RateLimit);
         })
         .unwrap();
     let shown = cli_ok(&["session", "show", "--session", "chat-2"]);
@@ -662,7 +662,7 @@ fn session_set_model_show_and_reset() {
 
     cli_ok(&["session", "reset", "--session", "chat-2"]);
     let entry = sessions.get("chat-2").unwrap();
-    assert_eq!(entry.model_override, None);
+    assert_eq!(entry.model_override.model, None);
     let output = cli(&["session", "set-model", "--session", "x", "no-slash"]);
     assert_eq!(output.status.code(), Some(2));
 }
@@ -716,7 +716,7 @@ fn a_newer_sessions_file_is_refused_not_downgraded() {
     let newer = r#"{"version": 2, "sessions": {"chat-1": {"modelOverride": "x"}}, "future": true}"#;
     std::fs::write(sessions.path(), newer).unwrap();
     let error = sessions
-        .update("chat-1", |e| e.model_override = None)
+        .update("chat-1", |e| e.model_override.model = None)
         .unwrap_err()
         .to_string();
     assert!(

@@ -207,11 +207,11 @@ pub fn state_json(usage: &Usage, now: u64) -> Value {
 
 /// One line about a session on a fallback, or `None` when it is not on one.
 pub fn fallback_line(entry: &SessionEntry) -> Option<String> {
-    if entry.model_override_source != Some(OverrideSource::Auto) {
+    if entry.model_override.source != Some(OverrideSource::Auto) {
         return None;
     }
     let reason = entry
-        .model_override_fallback_reason
+        .model_override.reason
         .map_or("unknown", |r| r.as_str());
     Some(format!(
         "{} (fallback from {}: {reason})",

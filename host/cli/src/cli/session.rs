@@ -54,14 +54,14 @@ pub fn run(context: &Context, command: SessionCommand) -> anyhow::Result<ExitCod
             }
             sessions.update(&session, |e| {
                 e.clear_model_override();
-                e.provider_override = Some(provider.to_owned());
-                e.model_override = Some(name.to_owned());
-                e.model_override_source = Some(OverrideSource::User);
+                e.model_override.provider = Some(provider.to_owned());
+                e.model_override.model = Some(name.to_owned());
+                e.model_override.source = Some(OverrideSource::User);
                 e.live_switch_pending = true;
                 if let Some(profile) = profile {
-                    e.auth_profile_override = Some(profile.to_owned());
-                    e.auth_profile_override_source = Some(PinSource::User);
-                    e.auth_profile_override_compaction_count = None;
+                    e.profile_pin.profile = Some(profile.to_owned());
+                    e.profile_pin.source = Some(PinSource::User);
+                    e.profile_pin.compaction_count = None;
                 }
             })?;
             eprintln!("session {session} now uses {model} (your selection: no fallback will answer for it)");
@@ -89,9 +89,9 @@ fn show(
 ) -> anyhow::Result<ExitCode> {
     let entry = sessions.get(id)?;
     let configured = context.config()?.agents.defaults.model.primary.clone();
-    let (selected, why) = match entry.model_override_source {
+    let (selected, why) = match entry.model_override.source {
         Some(OverrideSource::User) => (entry.model(), "your selection"),
-        None if entry.model_override.is_some() => (entry.model(), "selected (legacy override)"),
+        None if entry.model_override.model.is_some() => (entry.model(), "selected (legacy override)"),
         _ => (configured.clone(), "configured default"),
     };
     if as_json {
@@ -101,11 +101,11 @@ fn show(
                 "session": id,
                 "selectedModel": selected,
                 "selectedBecause": why,
-                "activeModel": if entry.model_override_source == Some(OverrideSource::Auto) { entry.model() } else { selected.clone() },
+                "activeModel": if entry.model_override.source == Some(OverrideSource::Auto) { entry.model() } else { selected.clone() },
                 "fallbackFrom": entry.origin(),
-                "fallbackReason": entry.model_override_fallback_reason.map(|r| r.as_str()),
-                "profile": entry.auth_profile_override,
-                "profileSource": entry.auth_profile_override_source,
+                "fallbackReason": entry.model_override.reason.map(|r| r.as_str()),
+                "profile": entry.profile_pin.profile,
+                "profileSource": entry.profile_pin.source,
             }))?
         );
         return Ok(ExitCode::SUCCESS);
@@ -119,8 +119,8 @@ fn show(
         }
         None => println!("model: {selected_text} ({why})"),
     }
-    if let Some(profile) = &entry.auth_profile_override {
-        let source = match entry.auth_profile_override_source {
+    if let Some(profile) = &entry.profile_pin.profile {
+        let source = match entry.profile_pin.source {
             Some(PinSource::User) => "pinned by you",
             _ => "pinned automatically",
         };

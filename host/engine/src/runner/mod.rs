@@ -2,31 +2,44 @@
 //! through the candidate chain against a [`Provider`], rotating profiles
 //! inside a provider and advancing models as the policy decides.
 //!
+//! - [`Runner`] — what lasts across runs, and the entry points; a run's
+//!   [`RunOptions`] are what an agent runtime supplies.
+//! - `plan` — where a run starts and its chain; `run` — one run as an
+//!   object, in steps (candidate, profiles, attempt, advance, succeed,
+//!   exhausted); `session_writes` — the session override, the pin, the
+//!   narrow rollback; `bookkeeping` — calls and the profile state they
+//!   record.
+//! - [`RunObserver`] — told every call, skip and step as it happens.
 //! - [`model`] — the inputs and outputs of the policy's runner decisions.
 //! - [`Provider`], [`Target`], [`CallError`] — what the runner calls.
 //! - [`Clock`] — real or virtual time.
 //! - [`HealthBook`] — each model's responsiveness, for slow targets (F-12.3).
 //! - [`Counters`] — failures around served replies, for the status report.
-//! - [`Runner`] — the driver; [`RunOptions`] are what an agent runtime supplies.
 //! - [`RunOutcome`], [`RunError`], [`FallbackSummaryError`] — the results.
 
+mod bookkeeping;
 pub mod clock;
 mod counters;
+mod driver;
 mod events;
 mod health;
 pub mod model;
+mod observer;
+mod options;
 mod outcome;
+mod plan;
 mod provider;
 mod retry_env;
 mod run;
+mod session_writes;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use counters::{CounterValues, Counters};
+pub use driver::{Runner, DEFAULT_RETRY_WAIT_CAP_MS, LAST_USED_WRITE_INTERVAL_MS};
 pub use health::HealthBook;
 pub use model::*;
+pub use observer::{RunObserver, Unobserved};
+pub use options::{CronJob, RunOptions};
 pub use outcome::{Attempt, FallbackStep, FallbackSummaryError, RunError, RunOutcome};
 pub use provider::{CallError, Provider, Target};
 pub use retry_env::{retry_wait_cap_from_env, RETRY_MAX_WAIT_ALIAS_ENV, RETRY_MAX_WAIT_ENV};
-pub use run::{
-    CronJob, RunOptions, Runner, DEFAULT_RETRY_WAIT_CAP_MS, LAST_USED_WRITE_INTERVAL_MS,
-};

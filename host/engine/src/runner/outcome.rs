@@ -90,6 +90,17 @@ pub enum RunError {
     State(#[from] StateError),
 }
 
+/// A policy that refused while its decision was being stored stays a policy
+/// error (a 500 `policy_error`, not `internal`).
+impl From<crate::state::UpdateError<PolicyError>> for RunError {
+    fn from(error: crate::state::UpdateError<PolicyError>) -> Self {
+        match error {
+            crate::state::UpdateError::State(error) => RunError::State(error),
+            crate::state::UpdateError::Refused(error) => RunError::Policy(error),
+        }
+    }
+}
+
 fn stop_reason(reason: StopReason) -> &'static str {
     match reason {
         StopReason::Aborted => "the call was aborted",

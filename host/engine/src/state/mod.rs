@@ -14,6 +14,6 @@ pub mod watch;
 pub use error::StateError;
 pub use paths::{AgentPaths, StateDir, AGENT_ENV, DEFAULT_AGENT, STATE_DIR_ENV};
 pub use secrets::{canonical_provider, Credential, ProfileSummary, ProfilesFile, Secret};
-pub use sessions::{split_model, SessionEntry, SessionStore};
-pub use store::{stored_profiles, AuthStore};
+pub use sessions::{split_model, ModelOverride, ProfilePin, SessionEntry, SessionStore};
+pub use store::{stored_profiles, AuthStore, UpdateError};
 pub use watch::StateWatch;

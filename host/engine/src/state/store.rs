@@ -14,6 +14,17 @@ use super::usage_file::UsageFile;
 use super::watch::{report_usage_seen, StateWatch};
 use crate::auth::Usage;
 
+/// A change of one profile's routing state failed.
+#[derive(Debug, thiserror::Error)]
+pub enum UpdateError<E> {
+    /// The state could not be read or written.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// The change itself was refused (its error, as it came).
+    #[error("{0}")]
+    Refused(E),
+}
+
 /// An agent's `auth-profiles.json` and `auth-state.json` — or, for replay,
 /// the same documents held in memory ([`AuthStore::in_memory`]).
 #[derive(Debug, Clone)]
@@ -208,18 +219,32 @@ impl AuthStore {
     /// Changes one profile's routing state under the lock: `next` gets its
     /// current state (default when it has none) and returns the new one,
     /// which is stored and returned. An error from `next` (a policy that
-    /// refused to decide) leaves the file untouched.
-    pub fn update_profile_usage<E: std::fmt::Display>(
+    /// refused to decide) leaves the file untouched and comes back as it is,
+    /// [`UpdateError::Refused`] — not as a state error.
+    pub fn update_profile_usage<E>(
         &self,
         id: &str,
         next: impl FnOnce(&Usage) -> Result<Usage, E>,
-    ) -> Result<Usage, StateError> {
-        self.update_usage(|usage| {
+    ) -> Result<Usage, UpdateError<E>> {
+        let mut refused = None;
+        let updated = self.update_usage(|usage| {
             let before = usage.get(id).cloned().unwrap_or_default();
-            let after = next(&before).map_err(|e| StateError::Refused(e.to_string()))?;
-            usage.insert(id.to_owned(), after.clone());
-            Ok(after)
-        })
+            match next(&before) {
+                Ok(after) => {
+                    usage.insert(id.to_owned(), after.clone());
+                    Ok(after)
+                }
+                Err(error) => {
+                    refused = Some(error);
+                    Err(StateError::Refused("the change was refused".into()))
+                }
+            }
+        });
+        match (updated, refused) {
+            (_, Some(error)) => Err(UpdateError::Refused(error)),
+            (Ok(after), None) => Ok(after),
+            (Err(error), None) => Err(UpdateError::State(error)),
+        }
     }
 
     /// Reads `credentials/oauth.json` (`{"provider": {access, refresh,

@@ -1,0 +1,217 @@
+//! The runner's bookkeeping around calls: calling a target and recording
+//! how it went — failures classified and recorded against the profile,
+//! successes recorded (coalesced when they only move `lastUsed`), stored
+//! profiles read with this process's unwritten uses — and what a failed
+//! call tells the run.
+
+use failover_sandbox::policy::Decider;
+use failover_sandbox::provider_error::ProviderError;
+
+use crate::auth::{CooldownConfig, FailureEvent, RecordedReason, StoredProfile, Usage};
+use crate::state::stored_profiles;
+
+use super::clock::Clock;
+use super::driver::{Runner, LAST_USED_WRITE_INTERVAL_MS};
+use super::options::RunOptions;
+use super::outcome::{Attempt, RunError};
+use super::provider::{CallError, Provider, Target};
+
+/// A failed call, classified and recorded.
+pub(super) struct Failure {
+    pub(super) attempt: Attempt,
+    pub(super) aborted: bool,
+    pub(super) live_switch_to: Option<String>,
+    /// The provider's wait, when the failure is one worth waiting on.
+    pub(super) retry_after_ms: Option<u64>,
+}
+
+impl<P: Provider, C: Clock> Runner<P, C> {
+    /// Calls one target; a failure is classified, recorded on the profile
+    /// (unless it was a plain abort) and returned.
+    pub(super) async fn call_once(
+        &self,
+        policy: &dyn Decider,
+        target: &Target,
+        request: &P::Request,
+        cooldowns: &CooldownConfig,
+    ) -> Result<Result<P::Reply, Failure>, RunError> {
+        let failure = match self.provider.call(target, request).await {
+            Ok(reply) => {
+                let now = self.clock.now_ms();
+                self.health
+                    .attempt_ended(policy, &target.model, false, now)?;
+                return Ok(Ok(reply));
+            }
+            Err(failure) => failure,
+        };
+        let now = self.clock.now_ms();
+        if let CallError::Failed(_) | CallError::Hung(_) = &failure {
+            // F-12.3: an answer, even a fast error, is not a hang.
+            let hung = matches!(failure, CallError::Hung(_));
+            self.health
+                .attempt_ended(policy, &target.model, hung, now)?;
+        }
+        let (error, aborted, live_switch_to) = match failure {
+            CallError::Failed(error) | CallError::Hung(error) => (*error, false, None),
+            CallError::Aborted(error) => (*error, true, None),
+            CallError::LiveSwitch { model } => (
+                ProviderError::message(format!("live session model switch to {model}")),
+                false,
+                Some(model),
+            ),
+        };
+        let verdict =
+            policy.classify(&error.clone().with_provider(target.provider.clone()), now)?;
+        let reason = if live_switch_to.is_some() {
+            RecordedReason::Unknown
+        } else {
+            RecordedReason::from(verdict.reason)
+        };
+        if !aborted || reason == RecordedReason::Timeout {
+            self.record_failure(
+                policy,
+                target,
+                reason,
+                verdict.retry_after_ms,
+                now,
+                cooldowns,
+            )?;
+        }
+        let waitable = matches!(
+            reason,
+            RecordedReason::RateLimit | RecordedReason::Overloaded
+        );
+        Ok(Err(Failure {
+            attempt: Attempt {
+                model: target.model.clone(),
+                provider: target.provider.clone(),
+                profile: Some(target.profile.clone()),
+                reason,
+                detail: verdict.detail,
+                status: error.status,
+                code: error.code.clone(),
+                summary: summarize_error(&error),
+            },
+            aborted,
+            live_switch_to,
+            retry_after_ms: verdict.retry_after_ms.filter(|_| waitable && !aborted),
+        }))
+    }
+
+    /// `wait_ms`, cut so that it ends by the run's deadline.
+    pub(super) fn within_deadline(&self, options: &RunOptions, wait_ms: u64) -> u64 {
+        match options.deadline_ms {
+            Some(deadline) => wait_ms.min(deadline.saturating_sub(self.clock.now_ms())),
+            None => wait_ms,
+        }
+    }
+
+    pub(super) fn stored(&self) -> Result<Vec<StoredProfile>, RunError> {
+        let mut stored = stored_profiles(&self.store.summaries()?, &self.store.usage()?);
+        let recent = self.recent_use.lock().unwrap_or_else(|e| e.into_inner());
+        for profile in &mut stored {
+            if let Some(at) = recent.get(&profile.id) {
+                profile.usage.last_used = profile.usage.last_used.max(Some(*at));
+            }
+        }
+        Ok(stored)
+    }
+
+    /// Records a success (F-6.9): written at once when it changes routing
+    /// state, coalesced when it only moves `lastUsed`.
+    pub(super) fn record_success(
+        &self,
+        policy: &dyn Decider,
+        target: &Target,
+        now: u64,
+    ) -> Result<(), RunError> {
+        let current = self
+            .store
+            .usage()?
+            .get(&target.profile)
+            .cloned()
+            .unwrap_or_default();
+        let after = policy.record_success(&current, Some(&target.model), now)?;
+        let only_last_used = Usage {
+            last_used: current.last_used,
+            ..after
+        } == current;
+        let written_lately = current
+            .last_used
+            .is_some_and(|at| now.saturating_sub(at) < LAST_USED_WRITE_INTERVAL_MS);
+        if only_last_used && written_lately {
+            self.recent_use
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(target.profile.clone(), now);
+            return Ok(());
+        }
+        self.store.update_profile_usage(&target.profile, |before| {
+            policy.record_success(before, Some(&target.model), now)
+        })?;
+        Ok(())
+    }
+
+    pub(super) fn record_failure(
+        &self,
+        policy: &dyn Decider,
+        target: &Target,
+        reason: RecordedReason,
+        retry_after_ms: Option<u64>,
+        now: u64,
+        cooldowns: &CooldownConfig,
+    ) -> Result<Usage, RunError> {
+        let event = FailureEvent {
+            provider: target.provider.clone(),
+            reason,
+            model: Some(target.model.clone()),
+            retry_after_ms,
+            reset_at_ms: None,
+            now_ms: now,
+        };
+        Ok(self.store.update_profile_usage(&target.profile, |before| {
+            policy.record_failure(before, &event, cooldowns)
+        })?)
+    }
+
+    /// Logs and counts a failure of the bookkeeping after a served answer.
+    pub(super) fn bookkeeping_failed(&self, target: &Target, error: &RunError) {
+        match error {
+            RunError::Policy(_) => self.counters.policy_error_after_success(),
+            _ => self.counters.state_error_after_success(),
+        }
+        tracing::error!(
+            model = %target.model,
+            profile = %target.profile,
+            %error,
+            "the answer was served, but recording its success failed"
+        );
+    }
+}
+
+/// A short summary of a provider error for people: status, code and the
+/// first line of the message, bounded. Provider messages do not carry our
+/// keys (they are never sent in error bodies by this host).
+fn summarize_error(error: &ProviderError) -> String {
+    const MAX: usize = 200;
+    let mut parts = Vec::new();
+    if let Some(status) = error.status {
+        parts.push(format!("HTTP {status}"));
+    }
+    if let Some(code) = &error.code {
+        parts.push(code.clone());
+    }
+    let first_line = error.message.lines().next().unwrap_or_default().trim();
+    if !first_line.is_empty() {
+        let mut end = first_line.len().min(MAX);
+        while !first_line.is_char_boundary(end) {
+            end -= 1;
+        }
+        parts.push(first_line[..end].to_owned());
+    }
+    if parts.is_empty() {
+        "no details".into()
+    } else {
+        parts.join(": ")
+    }
+}
