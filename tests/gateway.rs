@@ -417,7 +417,8 @@ async fn sessions_keep_their_profile() {
         h.sessions
             .get("sticky")
             .unwrap()
-            .profile_pin.profile
+            .profile_pin
+            .profile
             .as_deref(),
         Some(first.header("x-failover-profile"))
     );

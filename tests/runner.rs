@@ -223,10 +223,7 @@ async fn rate_limits_rotate_once_then_fall_back_and_the_override_persists() {
     assert_eq!(entry.model().as_deref(), Some(FALLBACK));
     assert_eq!(entry.model_override.source, Some(OverrideSource::Auto));
     assert_eq!(entry.origin().as_deref(), Some(PRIMARY));
-    assert_eq!(
-        entry.model_override.reason,
-        Some(RecordedReason::RateLimit)
-    );
+    assert_eq!(entry.model_override.reason, Some(RecordedReason::RateLimit));
     // F-10.2: the step records.
     let outcomes: Vec<_> = outcome
         .steps

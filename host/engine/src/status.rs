@@ -211,7 +211,8 @@ pub fn fallback_line(entry: &SessionEntry) -> Option<String> {
         return None;
     }
     let reason = entry
-        .model_override.reason
+        .model_override
+        .reason
         .map_or("unknown", |r| r.as_str());
     Some(format!(
         "{} (fallback from {}: {reason})",

@@ -91,7 +91,9 @@ fn show(
     let configured = context.config()?.agents.defaults.model.primary.clone();
     let (selected, why) = match entry.model_override.source {
         Some(OverrideSource::User) => (entry.model(), "your selection"),
-        None if entry.model_override.model.is_some() => (entry.model(), "selected (legacy override)"),
+        None if entry.model_override.model.is_some() => {
+            (entry.model(), "selected (legacy override)")
+        }
         _ => (configured.clone(), "configured default"),
     };
     if as_json {

@@ -129,7 +129,7 @@ pub fn router(admin: Arc<Admin>) -> Router {
 async fn require_token(State(admin): State<Arc<Admin>>, request: Request, next: Next) -> Response {
     match authorized(&admin, request.headers()) {
         Ok(()) => next.run(request).await,
-        Err(refused) => super::routes::refuse(request, *refused),
+        Err(refused) => super::admission::refuse(request, *refused),
     }
 }
 
@@ -165,7 +165,7 @@ async fn show(State(admin): State<Arc<Admin>>) -> Response {
 async fn swap(State(admin): State<Arc<Admin>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let limits = admin.gateway.limits();
-    let body = match super::routes::read_body(
+    let body = match super::admission::read_body(
         body,
         &parts.headers,
         (MAX_MODULE_BYTES, "a policy module's largest size"),

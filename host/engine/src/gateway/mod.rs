@@ -12,6 +12,8 @@
 //! `-profile`).
 
 pub mod admin;
+mod admission;
+mod chat_route;
 mod keys;
 mod reply;
 mod routes;
@@ -25,8 +27,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 pub use crate::config::gateway::{GatewayConfig, ServerLimits};
+pub use admission::SESSION_HEADER;
 pub use keys::{ClientKeys, KeysError, CLIENT_KEYS_FILE_ENV};
-pub use routes::router;
+pub use routes::{router, POLICY_HEADER};
 
 use crate::config::Config;
 use crate::providers::HttpProvider;

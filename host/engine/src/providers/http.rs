@@ -1,23 +1,18 @@
 //! The real provider: calls OpenAI-compatible and Anthropic endpoints over
 //! HTTP with the profile's credential, and captures every way that fails.
 
-use std::collections::VecDeque;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use futures_util::{Stream, StreamExt};
+use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::capture;
 use super::oauth;
 use super::redact::Redactor;
+use super::upstream::{millis, Upstream};
 use crate::auth::CredentialKind;
-use crate::chat::sse::SseDecoder;
-use crate::chat::{
-    self, anthropic, openai, tools, ChatReply, ChatRequest, StreamEvent, StreamReply,
-};
+use crate::chat::{anthropic, openai, tools, ChatReply, ChatRequest, StreamEvent, StreamReply};
 use crate::config::Config;
 use crate::config::{Api, Endpoint};
 use crate::replay::record::Recorder;
@@ -318,10 +313,6 @@ fn redacted(stream: StreamReply, redactor: Redactor) -> StreamReply {
     }
 }
 
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
 async fn read_bounded(mut response: reqwest::Response) -> Result<String, reqwest::Error> {
     let mut body = Vec::new();
     while let Some(chunk) = response.chunk().await? {
@@ -332,166 +323,4 @@ async fn read_bounded(mut response: reqwest::Response) -> Result<String, reqwest
         }
     }
     Ok(String::from_utf8_lossy(&body).into_owned())
-}
-
-type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
-
-enum Decoder {
-    OpenAi(openai::StreamDecoder),
-    Anthropic(anthropic::StreamDecoder),
-}
-
-/// An upstream stream being read: bytes → server-sent events → events.
-struct Upstream {
-    provider: String,
-    bytes: ByteStream,
-    sse: SseDecoder,
-    decoder: Decoder,
-    pending: VecDeque<StreamEvent>,
-    /// The longest wait for the next bytes once content flows.
-    idle: Duration,
-    ended: bool,
-}
-
-impl Upstream {
-    fn new(provider: &str, api: Api, response: reqwest::Response, idle_ms: u64) -> Self {
-        Upstream {
-            provider: provider.to_owned(),
-            bytes: Box::pin(response.bytes_stream()),
-            sse: SseDecoder::default(),
-            decoder: match api {
-                Api::OpenAiChat => Decoder::OpenAi(Default::default()),
-                Api::AnthropicMessages => Decoder::Anthropic(Default::default()),
-            },
-            pending: VecDeque::new(),
-            idle: Duration::from_millis(idle_ms),
-            ended: false,
-        }
-    }
-
-    fn id(&self) -> &str {
-        match &self.decoder {
-            Decoder::OpenAi(d) => &d.id,
-            Decoder::Anthropic(d) => &d.id,
-        }
-    }
-
-    /// Reads until the first content — text or a tool call, the point of
-    /// no return for failover — within `budget`. A stream that errors, is
-    /// cut, or ends with no content before that is a failed attempt.
-    async fn start(mut self, budget: Duration) -> Result<StreamReply, ProviderError> {
-        let deadline = tokio::time::Instant::now() + budget;
-        let mut first = Vec::new();
-        loop {
-            let next = tokio::time::timeout_at(deadline, self.next())
-                .await
-                .map_err(|_| capture::timeout_error(&self.provider, millis(budget)))?;
-            match next {
-                Some(Ok(event)) => {
-                    let is_content = event.is_content();
-                    first.push(event);
-                    if is_content {
-                        break;
-                    }
-                }
-                Some(Err(error)) => return Err(error),
-                // Finished (or never started) without a word: empty_response.
-                None => return Err(ProviderError::default().with_provider(self.provider.as_str())),
-            }
-        }
-        let id = self.id().to_owned();
-        let rest = futures_util::stream::unfold(self, |mut upstream| async move {
-            let idle = upstream.idle;
-            let next = match tokio::time::timeout(idle, upstream.next()).await {
-                Ok(next) => next,
-                Err(_) => Some(Err(capture::timeout_error(
-                    &upstream.provider,
-                    millis(idle),
-                ))),
-            };
-            // After an error the stream is over.
-            if matches!(next, Some(Err(_))) {
-                upstream.ended = true;
-            }
-            next.map(|item| (item, upstream))
-        });
-        Ok(StreamReply {
-            id,
-            first,
-            rest: Box::pin(rest),
-        })
-    }
-
-    /// The next event; `None` after the final one.
-    async fn next(&mut self) -> Option<Result<StreamEvent, ProviderError>> {
-        loop {
-            if let Some(event) = self.pending.pop_front() {
-                return Some(Ok(event));
-            }
-            if self.ended || self.done() {
-                return None;
-            }
-            match self.bytes.next().await {
-                Some(Ok(bytes)) => {
-                    let events = match self.sse.feed(&bytes) {
-                        Ok(events) => events,
-                        Err(e) => {
-                            return Some(Err(self.fail(ProviderError::message(e.to_string()))))
-                        }
-                    };
-                    if let Err(error) = self.decode(events) {
-                        return Some(Err(self.fail(error)));
-                    }
-                }
-                Some(Err(error)) => {
-                    let error = capture::transport_error(&self.provider, error);
-                    return Some(Err(self.fail(error)));
-                }
-                None => {
-                    let tail: Vec<_> = self.sse.finish().into_iter().collect();
-                    if let Err(error) = self.decode(tail) {
-                        return Some(Err(self.fail(error)));
-                    }
-                    self.ended = true;
-                    let last = match &mut self.decoder {
-                        Decoder::OpenAi(d) => d.end(),
-                        Decoder::Anthropic(d) => d.end(),
-                    };
-                    if let Some(last) = last {
-                        self.pending.push_back(last);
-                    } else if !self.done() {
-                        return Some(Err(capture::cut_stream_error(&self.provider)));
-                    }
-                }
-            }
-        }
-    }
-
-    fn done(&self) -> bool {
-        match &self.decoder {
-            Decoder::OpenAi(d) => d.done,
-            Decoder::Anthropic(d) => d.done,
-        }
-    }
-
-    fn decode(&mut self, events: Vec<chat::sse::SseEvent>) -> Result<(), ProviderError> {
-        for event in events {
-            let decoded = match &mut self.decoder {
-                Decoder::OpenAi(d) => d.feed(&event),
-                Decoder::Anthropic(d) => d.feed(&event),
-            }
-            .map_err(|e| e.with_provider(self.provider.as_str()))?;
-            self.pending.extend(decoded);
-            if self.done() {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    fn fail(&mut self, error: ProviderError) -> ProviderError {
-        self.ended = true;
-        self.pending.clear();
-        error
-    }
 }

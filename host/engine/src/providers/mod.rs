@@ -10,6 +10,7 @@ pub mod capture;
 mod http;
 pub mod oauth;
 pub mod redact;
+mod upstream;
 
 pub use crate::config::{Api, Endpoint};
 pub use http::{HttpProvider, MAX_REPLY_BYTES};

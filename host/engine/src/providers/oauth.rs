@@ -136,46 +136,67 @@ impl Refresher {
         if let Some(refresh) = &reply.refresh_token {
             redactor.add(refresh);
         }
-        let expires = now_ms().saturating_add(
-            reply
-                .expires_in
-                .unwrap_or(DEFAULT_EXPIRES_IN_SECONDS)
-                .saturating_mul(1000),
-        );
-        let saved = store
-            .update_profiles(|file| {
-                let stored = file.credential(profile);
-                let unchanged = stored
-                    .as_ref()
-                    .and_then(|c| c.refresh.as_ref())
-                    .is_some_and(|r| r.expose() == spent);
-                if unchanged {
-                    file.set_oauth_tokens(
-                        profile,
-                        &reply.access_token,
-                        reply.refresh_token.as_deref(),
-                        expires,
-                    )?;
-                }
-                Ok((unchanged, file.credential(profile)))
-            })
-            .map_err(state_error)?;
-        match saved {
-            (true, Some(fresh)) => {
-                tracing::info!(profile, provider, expires, "refreshed OAuth token");
-                Ok(fresh)
-            }
-            (false, Some(stored)) => {
-                tracing::info!(
+        save_tokens(store, profile, &spent, reply, redactor).map_err(|error| match error {
+            Saved::State(e) => state_error(e),
+            Saved::Gone => gone(),
+        })
+    }
+}
+
+/// Why new tokens were not saved.
+enum Saved {
+    State(StateError),
+    Gone,
+}
+
+/// Saves the tokens a refresh returned, under the shared lock, briefly —
+/// unless the stored credential changed during the refresh (a new login):
+/// then it is kept and returned.
+fn save_tokens(
+    store: &AuthStore,
+    profile: &str,
+    spent: &str,
+    reply: TokenReply,
+    redactor: &mut Redactor,
+) -> Result<Credential, Saved> {
+    let expires = now_ms().saturating_add(
+        reply
+            .expires_in
+            .unwrap_or(DEFAULT_EXPIRES_IN_SECONDS)
+            .saturating_mul(1000),
+    );
+    let saved = store
+        .update_profiles(|file| {
+            let unchanged = file
+                .credential(profile)
+                .as_ref()
+                .and_then(|c| c.refresh.as_ref())
+                .is_some_and(|r| r.expose() == spent);
+            if unchanged {
+                file.set_oauth_tokens(
                     profile,
-                    provider,
-                    "profile changed during its OAuth refresh; its new credential is kept"
-                );
-                learn(redactor, &stored);
-                Ok(stored)
+                    &reply.access_token,
+                    reply.refresh_token.as_deref(),
+                    expires,
+                )?;
             }
-            (_, None) => Err(gone()),
+            Ok((unchanged, file.credential(profile)))
+        })
+        .map_err(Saved::State)?;
+    match saved {
+        (true, Some(fresh)) => {
+            tracing::info!(profile, expires = expires, "refreshed OAuth token");
+            Ok(fresh)
         }
+        (false, Some(stored)) => {
+            tracing::info!(
+                profile,
+                "profile changed during its OAuth refresh; its new credential is kept"
+            );
+            learn(redactor, &stored);
+            Ok(stored)
+        }
+        (_, None) => Err(Saved::Gone),
     }
 }
 

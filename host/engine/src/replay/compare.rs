@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::replayer::Replay;
+use super::result::Replay;
 
 /// Where two JSON-Lines outputs first differ (1-based line), with both
 /// lines in full (`None` past the end of one).

@@ -37,12 +37,17 @@
 //! traces of real traffic.
 
 pub mod compare;
+mod decision;
 pub mod provider;
 pub mod record;
 mod replayer;
+mod result;
+mod setup;
 mod state_feed;
 pub mod trace;
 
+pub use decision::Decision;
 pub use provider::{Answered, Unrecorded, COVER_WINDOW_MS};
-pub use replayer::{replay, Decision, Replay, ReplayError, ReplayOptions};
+pub use replayer::replay;
+pub use result::{Replay, ReplayError, ReplayOptions};
 pub use trace::{RunSettings, StateChange, StateEvent, Trace, TraceError, TRACE_VERSION};

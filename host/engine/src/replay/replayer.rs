@@ -2,365 +2,34 @@
 //! the real runner with a virtual clock and the [`ReplayProvider`]; no
 //! network, no sleeping, deterministic. Produces the decision timeline and
 //! the final profile and session state.
+//!
+//! The timeline of a request comes from a [`RunObserver`] told every call
+//! as it ends — each failed call paired with its attempt, and with how the
+//! recording answered it, at the moment it happens.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::config::Config;
-use crate::runner::{Clock, RunError, RunOptions, Runner, VirtualClock};
-use crate::state::{AuthStore, SessionStore, StateDir, StateError};
+use crate::runner::{
+    Attempt, Clock, FallbackStep, RunError, RunObserver, RunOutcome, Runner, Target, VirtualClock,
+};
+use crate::state::{AuthStore, SessionStore};
 use crate::status::state_json;
 use failover_sandbox::policy::Decider;
 
-use super::provider::{Answered, ReplayProvider, Unrecorded};
-use super::state_feed::StateFeed;
-use super::trace::{
-    Header, OutcomeEvent, RequestEvent, RunSettings, StateChange, StateEvent, Trace,
+use super::decision::Decision;
+use super::provider::{Answered, ReplayProvider};
+use super::result::{Replay, ReplayError, ReplayOptions};
+use super::setup::{
+    error_kind, options_for, read_horizons, recorded_config, seed_state, settings_of,
 };
+use super::state_feed::StateFeed;
+use super::trace::{Header, RequestEvent, Trace};
 
-/// The secret every replayed profile gets: replay calls no provider, and a
-/// trace never holds a real one.
-const PLACEHOLDER_SECRET: &str = "replay-placeholder";
-
-/// One decision of the timeline (one JSON line with `--json`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
-pub enum Decision {
-    /// A request starts.
-    Request {
-        request: u64,
-        at: u64,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        session: Option<String>,
-        model: String,
-    },
-    /// A provider call and what the policy made of it.
-    #[serde(rename_all = "camelCase")]
-    Attempt {
-        request: u64,
-        at: u64,
-        model: String,
-        profile: String,
-        /// `ok`, or the failure's reason.
-        outcome: String,
-        answered: Answered,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        status: Option<u16>,
-    },
-    /// A candidate skipped without a call (every profile blocked).
-    Skip {
-        request: u64,
-        model: String,
-        reason: String,
-    },
-    /// A move along the chain (F-10.2's `model_fallback_decision`).
-    #[serde(rename_all = "camelCase")]
-    Fallback {
-        request: u64,
-        from: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        to: Option<String>,
-        reason: String,
-        final_outcome: String,
-    },
-    /// The request was served.
-    Served {
-        request: u64,
-        at: u64,
-        model: String,
-        profile: String,
-        source: String,
-    },
-    /// The request failed.
-    Failed {
-        request: u64,
-        at: u64,
-        error: String,
-        message: String,
-    },
-    /// Another process changed a profile's state or a session (F-12.4).
-    State {
-        at: u64,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        profile: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        session: Option<String>,
-        /// The profile's state or the session entry from then on.
-        value: Value,
-    },
-}
-
-impl From<StateEvent> for Decision {
-    fn from(event: StateEvent) -> Self {
-        let (profile, session, value) = match event.change {
-            StateChange::Profile { profile, usage } => (
-                Some(profile),
-                None,
-                serde_json::to_value(usage).unwrap_or_default(),
-            ),
-            StateChange::Session { session, entry } => (
-                None,
-                Some(session),
-                serde_json::to_value(entry).unwrap_or_default(),
-            ),
-        };
-        Decision::State {
-            at: event.at,
-            profile,
-            session,
-            value,
-        }
-    }
-}
-
-impl Decision {
-    /// The kind, as in the JSON form.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Decision::Request { .. } => "request",
-            Decision::Attempt { .. } => "attempt",
-            Decision::Skip { .. } => "skip",
-            Decision::Fallback { .. } => "fallback",
-            Decision::Served { .. } => "served",
-            Decision::Failed { .. } => "failed",
-            Decision::State { .. } => "state",
-        }
-    }
-
-    /// One readable line; `start` is the trace's clock start.
-    pub fn render(&self, start: u64) -> String {
-        let t = |at: &u64| format!("t+{:>8.3}s", at.saturating_sub(start) as f64 / 1000.0);
-        match self {
-            Decision::Request {
-                request,
-                at,
-                session,
-                model,
-            } => format!(
-                "{} #{request} request {model}{}",
-                t(at),
-                session
-                    .as_ref()
-                    .map(|s| format!(" (session {s})"))
-                    .unwrap_or_default()
-            ),
-            Decision::Attempt {
-                request,
-                at,
-                model,
-                profile,
-                outcome,
-                answered,
-                status,
-            } => format!(
-                "{} #{request}   {} {model} via {profile}: {outcome}{} [{}]",
-                t(at),
-                if outcome == "ok" { "✓" } else { "✗" },
-                status.map(|s| format!(" (HTTP {s})")).unwrap_or_default(),
-                match answered {
-                    Answered::Recorded => "recorded",
-                    Answered::Covered => "covered",
-                    Answered::Unrecorded => "UNRECORDED",
-                }
-            ),
-            Decision::Skip {
-                request,
-                model,
-                reason,
-            } => {
-                format!("{:>11} #{request}   - {model} skipped: {reason}", "")
-            }
-            Decision::Fallback {
-                request,
-                from,
-                to,
-                reason,
-                final_outcome,
-            } => format!(
-                "{:>11} #{request}   → {from} → {} ({reason}, {final_outcome})",
-                "",
-                to.as_deref().unwrap_or("end of chain")
-            ),
-            Decision::Served {
-                request,
-                at,
-                model,
-                profile,
-                source,
-            } => {
-                format!(
-                    "{} #{request} served by {model} via {profile} (selection: {source})",
-                    t(at)
-                )
-            }
-            Decision::Failed {
-                request,
-                at,
-                error,
-                message,
-            } => {
-                format!("{} #{request} FAILED ({error}): {message}", t(at))
-            }
-            Decision::State {
-                at,
-                profile,
-                session,
-                value,
-            } => {
-                let what = match (profile, session) {
-                    (Some(profile), _) => format!("profile {profile}"),
-                    (None, Some(session)) => format!("session {session}"),
-                    (None, None) => String::new(),
-                };
-                format!("{} changed by another process: {what} = {value}", t(at))
-            }
-        }
-    }
-}
-
-/// What a replay produced.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Replay {
-    pub clock_start: u64,
-    pub decisions: Vec<Decision>,
-    /// Final state of each profile (`{"kind":"profile","id":…,"state":…}`).
-    pub profiles: Vec<Value>,
-    /// Final state of each session (`{"kind":"session","id":…,…}`).
-    pub sessions: Vec<Value>,
-    /// Calls the recording could not answer.
-    pub unrecorded: usize,
-    /// Lines `--lenient` skipped.
-    pub skipped_lines: usize,
-}
-
-impl Replay {
-    /// The JSON Lines form: every decision, then the final state.
-    pub fn json_lines(&self) -> Vec<String> {
-        self.decisions
-            .iter()
-            .map(|d| serde_json::to_string(d).expect("decisions serialise"))
-            .chain(
-                self.profiles
-                    .iter()
-                    .chain(&self.sessions)
-                    .map(Value::to_string),
-            )
-            .collect()
-    }
-
-    /// The readable form.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        for decision in &self.decisions {
-            out.push_str(&decision.render(self.clock_start));
-            out.push('\n');
-        }
-        out.push_str("\nfinal profile state\n");
-        for profile in &self.profiles {
-            out.push_str(&format!(
-                "  {}: {}{}\n",
-                profile["id"].as_str().unwrap_or("?"),
-                profile["state"].as_str().unwrap_or("?"),
-                match (
-                    profile["cooldownReason"].as_str(),
-                    profile["disabledReason"].as_str()
-                ) {
-                    (_, Some(r)) => format!(" ({r})"),
-                    (Some(r), None) => format!(" ({r})"),
-                    _ => String::new(),
-                }
-            ));
-        }
-        if !self.sessions.is_empty() {
-            out.push_str("\nfinal session state\n");
-            for session in &self.sessions {
-                let mut fields = session.as_object().cloned().unwrap_or_default();
-                let id = fields.remove("id").unwrap_or_default();
-                fields.remove("kind");
-                out.push_str(&format!(
-                    "  {}: {}\n",
-                    id.as_str().unwrap_or("?"),
-                    Value::Object(fields)
-                ));
-            }
-        }
-        if self.unrecorded > 0 {
-            out.push_str(&format!(
-                "\n{} call(s) were not in the recording\n",
-                self.unrecorded
-            ));
-        }
-        if self.skipped_lines > 0 {
-            out.push_str(&format!(
-                "{} bad trace line(s) skipped\n",
-                self.skipped_lines
-            ));
-        }
-        out
-    }
-}
-
-/// Why a replay could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    #[error(transparent)]
-    State(#[from] StateError),
-    #[error("cannot start the replay's runtime: {0}")]
-    Runtime(std::io::Error),
-    #[error("trace request {request}: {source}")]
-    Run {
-        request: u64,
-        #[source]
-        source: RunError,
-    },
-}
-
-/// How to replay, beyond the trace itself.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ReplayOptions {
-    /// What a call the recording does not cover gets.
-    pub unrecorded: Unrecorded,
-    /// Overrides the recorded retry-wait cap (F-6.8), in ms.
-    pub retry_wait_cap_ms: Option<u64>,
-    /// Overrides the recorded whole-run deadline, in ms.
-    pub run_timeout_ms: Option<u64>,
-}
-
-/// The settings a replay runs under: the recorded ones (F-12.4), with the
-/// options' overrides; a version 1 trace recorded none, and replays with
-/// the built-in retry-wait cap and no run deadline.
-fn settings_of(header: &Header, options: &ReplayOptions) -> (u64, Option<u64>) {
-    let recorded = header.settings.as_ref();
-    let retry_wait_cap_ms = options
-        .retry_wait_cap_ms
-        .or(recorded.map(|s| s.retry_wait_cap_ms))
-        .unwrap_or(crate::runner::DEFAULT_RETRY_WAIT_CAP_MS);
-    let run_timeout_ms = options
-        .run_timeout_ms
-        .or(recorded.map(|s| s.run_timeout_ms));
-    (retry_wait_cap_ms, run_timeout_ms)
-}
-
-/// The header's config, with the resolved settings it was recorded under.
-fn recorded_config(header: &Header, trace_path: &Path) -> Result<Config, StateError> {
-    let mut config = Config::from_value(header.config.clone(), trace_path)?;
-    if let Some(settings) = &header.settings {
-        apply(&mut config, settings);
-    }
-    Ok(config)
-}
-
-fn apply(config: &mut Config, settings: &RunSettings) {
-    let cooldowns = &mut config.auth.cooldowns;
-    cooldowns.rate_limited_profile_rotations = settings.rate_limited_profile_rotations;
-    cooldowns.overloaded_profile_rotations = settings.overloaded_profile_rotations;
-    cooldowns.overloaded_backoff_ms = settings.overloaded_backoff_ms;
-    config.agents.defaults.model.primary_probe_interval_seconds =
-        Some(settings.primary_probe_interval_ms as f64 / 1000.0);
-}
+/// The replay's runner.
+type ReplayRunner = Runner<ReplayProvider, VirtualClock>;
 
 /// Replays `trace` through `policy`; `progress` is told after each request.
 pub fn replay(
@@ -406,87 +75,61 @@ pub fn replay(
         }
         feed.catch_up(clock.now_ms().max(horizons[done]))?;
         decisions.extend(feed.take_applied().into_iter().map(Decision::from));
-        let started = clock.now_ms();
-        decisions.push(Decision::Request {
+        let replayed = ReplayedRequest {
+            runner: &runner,
+            clock: &clock,
+            header,
+            request,
+            run_timeout_ms,
+        };
+        decisions.extend(runtime.block_on(replayed.run(&feed))?);
+        progress(done + 1, requests.len());
+    }
+    finish(
+        &runner,
+        clock.now_ms(),
+        header,
+        &store,
+        &sessions,
+        decisions,
+        trace,
+    )
+}
+
+/// One recorded request, replayed.
+struct ReplayedRequest<'a> {
+    runner: &'a ReplayRunner,
+    clock: &'a VirtualClock,
+    header: &'a Header,
+    request: &'a RequestEvent,
+    run_timeout_ms: Option<u64>,
+}
+
+impl ReplayedRequest<'_> {
+    /// Runs the request; its decisions, in the timeline's order.
+    async fn run(&self, feed: &StateFeed) -> Result<Vec<Decision>, ReplayError> {
+        let request = self.request;
+        let started = self.clock.now_ms();
+        let mut decisions = vec![Decision::Request {
             request: request.id,
             at: started,
             session: request.session.clone(),
             model: request.model.clone(),
-        });
-        let mut run_options = options_for(&header.agent, request);
-        run_options.deadline_ms = run_timeout_ms.map(|ms| started.saturating_add(ms));
-        let first_call = runner.provider().call_count();
-        let result = runtime.block_on(runner.run(&run_options, &request.id));
-        let calls = runner.provider().calls_from(first_call);
-        let at = clock.now_ms();
+        }];
+        let mut run_options = options_for(&self.header.agent, request);
+        run_options.deadline_ms = self.run_timeout_ms.map(|ms| started.saturating_add(ms));
+        let timeline = Timeline::new(self.runner.provider());
+        let policy = self.runner.policy();
+        let result = self
+            .runner
+            .run_observed(policy.as_ref(), &run_options, &request.id, &timeline)
+            .await;
+        let at = self.clock.now_ms();
         // Changes another process made while this request ran.
         decisions.extend(feed.take_applied().into_iter().map(Decision::from));
-        let (attempts, steps) = match &result {
-            Ok(outcome) => (outcome.attempts.clone(), outcome.steps.clone()),
-            Err(RunError::Exhausted(summary)) => (summary.attempts.clone(), summary.steps.clone()),
-            Err(RunError::Stopped { attempts, .. })
-            | Err(RunError::DeadlineExceeded { attempts }) => (attempts.clone(), Vec::new()),
-            Err(RunError::Policy(_)) | Err(RunError::State(_)) | Err(RunError::NoModel) => {
-                (Vec::new(), Vec::new())
-            }
-        };
-        // Failed attempts pair with the failed calls, in order; the served
-        // call is the last one.
-        let mut failed_calls = calls.iter().filter(|c| !c.ok);
-        for attempt in &attempts {
-            match &attempt.profile {
-                None => decisions.push(Decision::Skip {
-                    request: request.id,
-                    model: attempt.model.clone(),
-                    reason: attempt.reason.as_str().into(),
-                }),
-                Some(profile) => {
-                    let call = failed_calls.next();
-                    decisions.push(Decision::Attempt {
-                        request: request.id,
-                        at: call.map_or(at, |c| c.at),
-                        model: attempt.model.clone(),
-                        profile: profile.clone(),
-                        outcome: attempt.reason.as_str().into(),
-                        answered: call.map_or(Answered::Unrecorded, |c| c.answered),
-                        status: attempt.status,
-                    });
-                }
-            }
-        }
-        for step in &steps {
-            decisions.push(Decision::Fallback {
-                request: request.id,
-                from: step.from_model.clone(),
-                to: step.to_model.clone(),
-                reason: step.from_failure_reason.as_str().into(),
-                final_outcome: step.final_outcome.into(),
-            });
-        }
+        decisions.extend(timeline.decisions(request.id, &result));
         match result {
-            Ok(outcome) => {
-                if let Some(call) = calls.iter().rev().find(|c| c.ok) {
-                    decisions.push(Decision::Attempt {
-                        request: request.id,
-                        at: call.at,
-                        model: outcome.model.clone(),
-                        profile: outcome.profile.clone(),
-                        outcome: "ok".into(),
-                        answered: call.answered,
-                        status: None,
-                    });
-                }
-                decisions.push(Decision::Served {
-                    request: request.id,
-                    at,
-                    model: outcome.model,
-                    profile: outcome.profile,
-                    source: serde_json::to_value(outcome.source)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default(),
-                });
-            }
+            Ok(outcome) => decisions.push(served(request.id, at, outcome)),
             Err(RunError::State(source)) => {
                 return Err(ReplayError::Run {
                     request: request.id,
@@ -500,15 +143,172 @@ pub fn replay(
                 message: error.to_string(),
             }),
         }
-        progress(done + 1, requests.len());
+        Ok(decisions)
     }
+}
+
+/// The served decision of a run.
+fn served(request: u64, at: u64, outcome: RunOutcome<()>) -> Decision {
+    Decision::Served {
+        request,
+        at,
+        model: outcome.model,
+        profile: outcome.profile,
+        source: serde_json::to_value(outcome.source)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+    }
+}
+
+/// A call as the timeline saw it end.
+struct SeenCall {
+    target: Target,
+    at: u64,
+    answered: Answered,
+    failure: Option<Attempt>,
+}
+
+/// What one run did, as it happened.
+enum Seen {
+    Call(SeenCall),
+    Skip(Attempt),
+}
+
+/// The observer that builds a request's timeline.
+struct Timeline<'a> {
+    provider: &'a ReplayProvider,
+    seen: Mutex<Vec<Seen>>,
+    steps: Mutex<Vec<FallbackStep>>,
+}
+
+impl<'a> Timeline<'a> {
+    fn new(provider: &'a ReplayProvider) -> Self {
+        Timeline {
+            provider,
+            seen: Mutex::new(Vec::new()),
+            steps: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The attempts, skips, steps and served call of a run that ended in
+    /// `result`: failed attempts and skips in the order they happened, then
+    /// the fallback steps, then the served call. A run that stopped or hit
+    /// its deadline reports no steps; one the policy or the state failed,
+    /// no attempts either.
+    fn decisions(&self, request: u64, result: &Result<RunOutcome<()>, RunError>) -> Vec<Decision> {
+        let seen = std::mem::take(&mut *self.seen.lock().unwrap_or_else(|e| e.into_inner()));
+        let steps = std::mem::take(&mut *self.steps.lock().unwrap_or_else(|e| e.into_inner()));
+        let (attempts, steps) = match result {
+            Ok(_) | Err(RunError::Exhausted(_)) => (true, steps),
+            Err(RunError::Stopped { .. }) | Err(RunError::DeadlineExceeded { .. }) => {
+                (true, Vec::new())
+            }
+            Err(_) => (false, Vec::new()),
+        };
+        let mut decisions = Vec::new();
+        let mut served = None;
+        for seen in seen {
+            match seen {
+                Seen::Skip(attempt) if attempts => decisions.push(Decision::Skip {
+                    request,
+                    model: attempt.model,
+                    reason: attempt.reason.as_str().into(),
+                }),
+                Seen::Call(call) => match &call.failure {
+                    Some(attempt) if attempts => {
+                        decisions.push(attempt_decision(request, &call, attempt));
+                    }
+                    None => served = Some(call),
+                    Some(_) => {}
+                },
+                Seen::Skip(_) => {}
+            }
+        }
+        decisions.extend(steps.into_iter().map(|step| Decision::Fallback {
+            request,
+            from: step.from_model,
+            to: step.to_model,
+            reason: step.from_failure_reason.as_str().into(),
+            final_outcome: step.final_outcome.into(),
+        }));
+        if let (Some(call), Ok(_)) = (served, result) {
+            decisions.push(Decision::Attempt {
+                request,
+                at: call.at,
+                model: call.target.model,
+                profile: call.target.profile,
+                outcome: "ok".into(),
+                answered: call.answered,
+                status: None,
+            });
+        }
+        decisions
+    }
+}
+
+fn attempt_decision(request: u64, call: &SeenCall, attempt: &Attempt) -> Decision {
+    Decision::Attempt {
+        request,
+        at: call.at,
+        model: attempt.model.clone(),
+        profile: call.target.profile.clone(),
+        outcome: attempt.reason.as_str().into(),
+        answered: call.answered,
+        status: attempt.status,
+    }
+}
+
+impl RunObserver for Timeline<'_> {
+    fn call_ended(&self, target: &Target, _at: u64, failure: Option<&Attempt>) {
+        // The provider logged this call last; how it was answered is there.
+        let logged = self
+            .provider
+            .calls_from(self.provider.call_count().saturating_sub(1));
+        let call = logged.last();
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Seen::Call(SeenCall {
+                target: target.clone(),
+                at: call.map_or(0, |c| c.at),
+                answered: call.map_or(Answered::Unrecorded, |c| c.answered),
+                failure: failure.cloned(),
+            }));
+    }
+
+    fn skipped(&self, attempt: &Attempt) {
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Seen::Skip(attempt.clone()));
+    }
+
+    fn step(&self, step: &FallbackStep) {
+        self.steps
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(step.clone());
+    }
+}
+
+/// The replay's result: the timeline, and the final profile and session
+/// state.
+fn finish(
+    runner: &ReplayRunner,
+    final_now: u64,
+    header: &Header,
+    store: &AuthStore,
+    sessions: &SessionStore,
+    decisions: Vec<Decision>,
+    trace: &Trace,
+) -> Result<Replay, ReplayError> {
     let unrecorded = runner
         .provider()
         .calls()
         .iter()
         .filter(|c| c.answered == Answered::Unrecorded)
         .count();
-    let final_now = clock.now_ms();
     let profiles = store
         .usage()?
         .into_iter()
@@ -544,141 +344,4 @@ pub fn replay(
         unrecorded,
         skipped_lines: trace.skipped.len(),
     })
-}
-
-/// The run options a recorded request means (as the gateway routes it).
-fn options_for(agent: &str, request: &RequestEvent) -> RunOptions {
-    RunOptions {
-        session: request.session.clone(),
-        compaction_count: request.compaction_count,
-        ..RunOptions::for_requested(agent, &request.model)
-    }
-}
-
-fn error_kind(error: &RunError) -> String {
-    match error {
-        RunError::Exhausted(_) => "exhausted".into(),
-        RunError::Stopped { reason, .. } => format!(
-            "stopped:{}",
-            serde_json::to_value(reason)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
-        ),
-        RunError::DeadlineExceeded { .. } => "deadline".into(),
-        RunError::NoModel => "no_model".into(),
-        RunError::Policy(_) => "policy".into(),
-        RunError::State(_) => "state".into(),
-    }
-}
-
-/// An in-memory scratch state holding the header's profiles (with a
-/// placeholder secret), their routing state, and the sessions.
-fn seed_state(header: &Header) -> Result<(AuthStore, SessionStore), StateError> {
-    let paths = StateDir::at("<replay>").agent(&header.agent)?;
-    let store = AuthStore::in_memory(paths);
-    store.update_profiles(|file| {
-        for profile in &header.profiles {
-            match profile.kind {
-                crate::auth::CredentialKind::OAuth => {
-                    let mut credential = Map::new();
-                    credential.insert("type".into(), "oauth".into());
-                    credential.insert("provider".into(), profile.provider.clone().into());
-                    credential.insert("access".into(), PLACEHOLDER_SECRET.into());
-                    if profile.refreshable {
-                        credential.insert("refresh".into(), PLACEHOLDER_SECRET.into());
-                    }
-                    if let Some(expires) = profile.expires {
-                        credential.insert("expires".into(), expires.into());
-                    }
-                    crate::state::secrets::check_id(&profile.id).map_err(StateError::Refused)?;
-                    file.put_oauth(&profile.id, credential);
-                }
-                kind => {
-                    file.put_static(&profile.id, &profile.provider, kind, PLACEHOLDER_SECRET)?
-                }
-            }
-        }
-        Ok(())
-    })?;
-    store.update_usage(|usage| {
-        for profile in &header.profiles {
-            usage.insert(profile.id.clone(), profile.usage.clone());
-        }
-        Ok(())
-    })?;
-    let sessions = SessionStore::in_memory();
-    for (id, entry) in &header.sessions {
-        sessions.update(id, |e| *e = entry.clone())?;
-    }
-    Ok((store, sessions))
-}
-
-/// For each request (in `requests`' order), until when a change another
-/// process made is one its decisions before its first call could have
-/// read. Live, the gateway reads the state some time after a request
-/// starts — a millisecond later, say — and notices a foreign change then;
-/// the replay makes those decisions at the request's own instant, so the
-/// change must be applied up to the request's first recorded call (or, for
-/// a request that made none, up to the next request).
-fn read_horizons(requests: &[RequestEvent], outcomes: &[OutcomeEvent]) -> Vec<u64> {
-    let mut first_call: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
-    for outcome in outcomes {
-        let at = first_call.entry(outcome.request).or_insert(outcome.at);
-        *at = (*at).min(outcome.at);
-    }
-    requests
-        .iter()
-        .enumerate()
-        .map(|(index, request)| {
-            // A change noticed at the next request's instant is its own.
-            let next = requests.get(index + 1).map(|r| r.at.saturating_sub(1));
-            match (first_call.get(&request.id), next) {
-                (Some(call), Some(next)) => (*call).min(next),
-                (Some(call), None) => *call,
-                (None, Some(next)) => next,
-                (None, None) => request.at,
-            }
-            .max(request.at)
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn request(id: u64, at: u64) -> RequestEvent {
-        RequestEvent {
-            id,
-            at,
-            session: None,
-            model: "auto".into(),
-            stream: false,
-            compaction_count: 0,
-            content: None,
-        }
-    }
-
-    fn call(request: u64, at: u64) -> OutcomeEvent {
-        OutcomeEvent {
-            request,
-            at,
-            provider: "openai".into(),
-            model: "openai/gpt-4o".into(),
-            profile: "openai:a".into(),
-            latency_ms: 5,
-            error: None,
-            hung: false,
-            content: None,
-        }
-    }
-
-    #[test]
-    fn changes_read_before_a_first_call_apply_before_its_request() {
-        let requests = [request(1, 100), request(2, 200), request(3, 300)];
-        // Request 1 called at 102 and 150; 2 made no call; 3 called at 301.
-        let outcomes = [call(1, 150), call(1, 102), call(3, 301)];
-        assert_eq!(read_horizons(&requests, &outcomes), [102, 299, 301]);
-    }
 }

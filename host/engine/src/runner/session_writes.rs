@@ -101,8 +101,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         if !changed {
             return Ok(none);
         }
-        self.sessions
-            .update(id, |e| e.profile_pin = next.clone())?;
+        self.sessions.update(id, |e| e.profile_pin = next.clone())?;
         Ok(Pin {
             by_user: false,
             written: next.profile,

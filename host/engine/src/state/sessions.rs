@@ -36,13 +36,25 @@ use policy_types::OverrideSource;
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ModelOverride {
     /// `providerOverride`.
-    #[serde(rename = "providerOverride", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "providerOverride",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub provider: Option<String>,
     /// `modelOverride`: the model's name at its provider.
-    #[serde(rename = "modelOverride", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "modelOverride",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub model: Option<String>,
     /// `modelOverrideSource`: who wrote it; none on legacy entries.
-    #[serde(rename = "modelOverrideSource", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "modelOverrideSource",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub source: Option<OverrideSource>,
     /// The provider an auto override fell back from (F-3.3).
     #[serde(
@@ -104,7 +116,11 @@ impl ModelOverride {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ProfilePin {
     /// `authProfileOverride`.
-    #[serde(rename = "authProfileOverride", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "authProfileOverride",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub profile: Option<String>,
     /// `authProfileOverrideSource`: who pinned it.
     #[serde(

@@ -1,0 +1,175 @@
+//! `POST /v1/chat/completions`: the request admitted (key, body, model,
+//! session), recorded when recording, run through its agent's chain under
+//! the run's deadline, and answered — whole or streamed, a stream's late
+//! upstream failure recorded against the profile that served.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use super::admission::{read_body, route, session_id};
+use super::reply::{self, error_response, StreamContext};
+use super::routes::set_policy_header;
+use super::{Gateway, GatewayRunner};
+use crate::chat::{openai, ChatReply, ChatRequest};
+use crate::replay::record::Recorder;
+use crate::replay::trace::RequestEvent;
+use crate::runner::{clock::now_ms, RunOptions, RunOutcome, Target};
+use failover_sandbox::{Decider, ProviderError};
+
+/// A request ready to run.
+struct Admitted {
+    runner: Arc<GatewayRunner>,
+    options: RunOptions,
+    request: ChatRequest,
+    /// The run's deadline (ms since the epoch).
+    deadline: u64,
+}
+
+pub(super) async fn chat(State(gateway): State<Arc<Gateway>>, request: Request) -> Response {
+    let admitted = match admit(&gateway, request).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused,
+    };
+    let Admitted {
+        runner,
+        options,
+        request,
+        deadline,
+    } = admitted;
+    let started = Instant::now();
+    // The module that decides this whole run, whatever is swapped meanwhile.
+    let policy = runner.policy();
+    let result = runner.run_with(policy.as_ref(), &options, &request).await;
+    let mut response = match result {
+        Ok(outcome) => {
+            tracing::info!(
+                model = %outcome.model,
+                profile = %outcome.profile,
+                failed_attempts = outcome.attempts.len(),
+                latency_ms = started.elapsed().as_millis() as u64,
+                stream = request.stream,
+                "served"
+            );
+            served(&gateway, &runner, &policy, outcome, deadline)
+        }
+        Err(error) => {
+            tracing::warn!(requested = %request.model, error = %error, "run failed");
+            reply::run_error(&error)
+        }
+    };
+    set_policy_header(&mut response, policy.as_ref());
+    response
+}
+
+/// Reads, parses and routes a request; the response refusing it otherwise.
+async fn admit(gateway: &Gateway, request: Request) -> Result<Admitted, Response> {
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
+    let limits = gateway.limits();
+    let body = read_body(
+        body,
+        &headers,
+        (limits.max_request_bytes, "gateway.maxRequestBytes"),
+        limits.body_read_timeout,
+    )
+    .await?;
+    let mut request = openai::parse_request(&body).map_err(|error| {
+        error_response(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            None,
+            &error.to_string(),
+        )
+    })?;
+    let session = session_id(&headers).map_err(IntoResponse::into_response)?;
+    let (runner, mut options) =
+        route(gateway, &request.model).map_err(IntoResponse::into_response)?;
+    options.session = session;
+    if let Some(recorder) = &gateway.recorder {
+        request.record_id = Some(record_request(recorder, &request, &options, &body));
+    }
+    let deadline = now_ms().saturating_add(runner.config().run_timeout_ms());
+    options.deadline_ms = Some(deadline);
+    request.deadline_ms = Some(deadline);
+    Ok(Admitted {
+        runner,
+        options,
+        request,
+        deadline,
+    })
+}
+
+/// Records the request in the trace; its id there.
+fn record_request(
+    recorder: &Recorder,
+    request: &ChatRequest,
+    options: &RunOptions,
+    body: &Bytes,
+) -> u64 {
+    recorder.request(RequestEvent {
+        id: 0,
+        at: now_ms(),
+        session: options.session.clone(),
+        model: request.model.clone(),
+        stream: request.stream,
+        compaction_count: 0,
+        // Parsed again only when the text is to be kept.
+        content: recorder
+            .keeps_content()
+            .then(|| serde_json::from_slice::<serde_json::Value>(body).ok())
+            .flatten()
+            .and_then(|b| b.get("messages").cloned()),
+    })
+}
+
+/// The served answer, whole or streamed within the run's deadline and the
+/// size bound.
+fn served(
+    gateway: &Gateway,
+    runner: &Arc<GatewayRunner>,
+    policy: &Arc<dyn Decider>,
+    outcome: RunOutcome<ChatReply>,
+    deadline: u64,
+) -> Response {
+    let late = late_failure(runner.clone(), policy.clone(), gateway.recorder.clone());
+    reply::success(
+        outcome,
+        StreamContext {
+            deadline_ms: Some(deadline),
+            max_bytes: gateway.limits().max_stream_bytes,
+            on_upstream_failure: Box::new(late),
+        },
+    )
+}
+
+/// What to do when a served stream's upstream breaks after its first
+/// content: record it against the profile (and in the trace, which cannot
+/// derive it).
+fn late_failure(
+    runner: Arc<GatewayRunner>,
+    policy: Arc<dyn Decider>,
+    recorder: Option<Arc<Recorder>>,
+) -> impl FnOnce(Target, ProviderError) + Send {
+    move |target, error| match runner.record_stream_failure(policy.as_ref(), &target, &error) {
+        Ok((reason, usage)) => {
+            tracing::info!(
+                profile = %target.profile,
+                reason = reason.as_str(),
+                "recorded the stream's failure against its profile"
+            );
+            if let Some(recorder) = &recorder {
+                recorder.late_change(&target.profile, &usage);
+            }
+        }
+        Err(error) => tracing::error!(
+            profile = %target.profile,
+            %error,
+            "cannot record the stream's failure"
+        ),
+    }
+}

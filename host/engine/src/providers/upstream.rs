@@ -1,0 +1,186 @@
+//! An upstream's event stream, read as it arrives: bytes → server-sent
+//! events → chat events, in the OpenAI or the Anthropic shape. Its start —
+//! everything up to the first content — is part of the attempt (a failure
+//! there fails over); the rest is the served stream, each wait for bytes
+//! bounded by the endpoint's idle limit, and it ends with an error when
+//! the upstream breaks, is cut, or closes without saying it is complete.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+
+use super::capture;
+use crate::chat::sse::SseDecoder;
+use crate::chat::{self, anthropic, openai, StreamEvent, StreamReply};
+use crate::config::Api;
+use failover_sandbox::provider_error::ProviderError;
+
+type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
+
+enum Decoder {
+    OpenAi(openai::StreamDecoder),
+    Anthropic(anthropic::StreamDecoder),
+}
+
+/// An upstream stream being read: bytes → server-sent events → events.
+pub(super) struct Upstream {
+    provider: String,
+    bytes: ByteStream,
+    sse: SseDecoder,
+    decoder: Decoder,
+    pending: VecDeque<StreamEvent>,
+    /// The longest wait for the next bytes once content flows.
+    idle: Duration,
+    ended: bool,
+}
+
+impl Upstream {
+    pub(super) fn new(provider: &str, api: Api, response: reqwest::Response, idle_ms: u64) -> Self {
+        Upstream {
+            provider: provider.to_owned(),
+            bytes: Box::pin(response.bytes_stream()),
+            sse: SseDecoder::default(),
+            decoder: match api {
+                Api::OpenAiChat => Decoder::OpenAi(Default::default()),
+                Api::AnthropicMessages => Decoder::Anthropic(Default::default()),
+            },
+            pending: VecDeque::new(),
+            idle: Duration::from_millis(idle_ms),
+            ended: false,
+        }
+    }
+
+    fn id(&self) -> &str {
+        match &self.decoder {
+            Decoder::OpenAi(d) => &d.id,
+            Decoder::Anthropic(d) => &d.id,
+        }
+    }
+
+    /// Reads until the first content — text or a tool call, the point of
+    /// no return for failover — within `budget`. A stream that errors, is
+    /// cut, or ends with no content before that is a failed attempt.
+    pub(super) async fn start(mut self, budget: Duration) -> Result<StreamReply, ProviderError> {
+        let deadline = tokio::time::Instant::now() + budget;
+        let mut first = Vec::new();
+        loop {
+            let next = tokio::time::timeout_at(deadline, self.next())
+                .await
+                .map_err(|_| capture::timeout_error(&self.provider, millis(budget)))?;
+            match next {
+                Some(Ok(event)) => {
+                    let is_content = event.is_content();
+                    first.push(event);
+                    if is_content {
+                        break;
+                    }
+                }
+                Some(Err(error)) => return Err(error),
+                // Finished (or never started) without a word: empty_response.
+                None => return Err(ProviderError::default().with_provider(self.provider.as_str())),
+            }
+        }
+        let id = self.id().to_owned();
+        let rest = futures_util::stream::unfold(self, |mut upstream| async move {
+            let idle = upstream.idle;
+            let next = match tokio::time::timeout(idle, upstream.next()).await {
+                Ok(next) => next,
+                Err(_) => Some(Err(capture::timeout_error(
+                    &upstream.provider,
+                    millis(idle),
+                ))),
+            };
+            // After an error the stream is over.
+            if matches!(next, Some(Err(_))) {
+                upstream.ended = true;
+            }
+            next.map(|item| (item, upstream))
+        });
+        Ok(StreamReply {
+            id,
+            first,
+            rest: Box::pin(rest),
+        })
+    }
+
+    /// The next event; `None` after the final one.
+    async fn next(&mut self) -> Option<Result<StreamEvent, ProviderError>> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Some(Ok(event));
+            }
+            if self.ended || self.done() {
+                return None;
+            }
+            match self.bytes.next().await {
+                Some(Ok(bytes)) => {
+                    let events = match self.sse.feed(&bytes) {
+                        Ok(events) => events,
+                        Err(e) => {
+                            return Some(Err(self.fail(ProviderError::message(e.to_string()))))
+                        }
+                    };
+                    if let Err(error) = self.decode(events) {
+                        return Some(Err(self.fail(error)));
+                    }
+                }
+                Some(Err(error)) => {
+                    let error = capture::transport_error(&self.provider, error);
+                    return Some(Err(self.fail(error)));
+                }
+                None => {
+                    let tail: Vec<_> = self.sse.finish().into_iter().collect();
+                    if let Err(error) = self.decode(tail) {
+                        return Some(Err(self.fail(error)));
+                    }
+                    self.ended = true;
+                    let last = match &mut self.decoder {
+                        Decoder::OpenAi(d) => d.end(),
+                        Decoder::Anthropic(d) => d.end(),
+                    };
+                    if let Some(last) = last {
+                        self.pending.push_back(last);
+                    } else if !self.done() {
+                        return Some(Err(capture::cut_stream_error(&self.provider)));
+                    }
+                }
+            }
+        }
+    }
+
+    fn done(&self) -> bool {
+        match &self.decoder {
+            Decoder::OpenAi(d) => d.done,
+            Decoder::Anthropic(d) => d.done,
+        }
+    }
+
+    fn decode(&mut self, events: Vec<chat::sse::SseEvent>) -> Result<(), ProviderError> {
+        for event in events {
+            let decoded = match &mut self.decoder {
+                Decoder::OpenAi(d) => d.feed(&event),
+                Decoder::Anthropic(d) => d.feed(&event),
+            }
+            .map_err(|e| e.with_provider(self.provider.as_str()))?;
+            self.pending.extend(decoded);
+            if self.done() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn fail(&mut self, error: ProviderError) -> ProviderError {
+        self.ended = true;
+        self.pending.clear();
+        error
+    }
+}
+
+/// `duration` in whole milliseconds.
+pub(super) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}

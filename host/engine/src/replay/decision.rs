@@ -1,0 +1,206 @@
+//! One decision of a replay's timeline: a request, an attempt, a skip, a
+//! fallback step, a served answer or a failure, a state change another
+//! process made — one JSON line each with `--json`, one text line each
+//! otherwise.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::provider::Answered;
+use super::trace::{StateChange, StateEvent};
+
+/// One decision of the timeline (one JSON line with `--json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Decision {
+    /// A request starts.
+    Request {
+        request: u64,
+        at: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
+        model: String,
+    },
+    /// A provider call and what the policy made of it.
+    #[serde(rename_all = "camelCase")]
+    Attempt {
+        request: u64,
+        at: u64,
+        model: String,
+        profile: String,
+        /// `ok`, or the failure's reason.
+        outcome: String,
+        answered: Answered,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+    },
+    /// A candidate skipped without a call (every profile blocked).
+    Skip {
+        request: u64,
+        model: String,
+        reason: String,
+    },
+    /// A move along the chain (F-10.2's `model_fallback_decision`).
+    #[serde(rename_all = "camelCase")]
+    Fallback {
+        request: u64,
+        from: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        to: Option<String>,
+        reason: String,
+        final_outcome: String,
+    },
+    /// The request was served.
+    Served {
+        request: u64,
+        at: u64,
+        model: String,
+        profile: String,
+        source: String,
+    },
+    /// The request failed.
+    Failed {
+        request: u64,
+        at: u64,
+        error: String,
+        message: String,
+    },
+    /// Another process changed a profile's state or a session (F-12.4).
+    State {
+        at: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        profile: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
+        /// The profile's state or the session entry from then on.
+        value: Value,
+    },
+}
+
+impl From<StateEvent> for Decision {
+    fn from(event: StateEvent) -> Self {
+        let (profile, session, value) = match event.change {
+            StateChange::Profile { profile, usage } => (
+                Some(profile),
+                None,
+                serde_json::to_value(usage).unwrap_or_default(),
+            ),
+            StateChange::Session { session, entry } => (
+                None,
+                Some(session),
+                serde_json::to_value(entry).unwrap_or_default(),
+            ),
+        };
+        Decision::State {
+            at: event.at,
+            profile,
+            session,
+            value,
+        }
+    }
+}
+
+impl Decision {
+    /// The kind, as in the JSON form.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Decision::Request { .. } => "request",
+            Decision::Attempt { .. } => "attempt",
+            Decision::Skip { .. } => "skip",
+            Decision::Fallback { .. } => "fallback",
+            Decision::Served { .. } => "served",
+            Decision::Failed { .. } => "failed",
+            Decision::State { .. } => "state",
+        }
+    }
+
+    /// One readable line; `start` is the trace's clock start.
+    pub fn render(&self, start: u64) -> String {
+        let t = |at: &u64| format!("t+{:>8.3}s", at.saturating_sub(start) as f64 / 1000.0);
+        match self {
+            Decision::Request {
+                request,
+                at,
+                session,
+                model,
+            } => format!(
+                "{} #{request} request {model}{}",
+                t(at),
+                session
+                    .as_ref()
+                    .map(|s| format!(" (session {s})"))
+                    .unwrap_or_default()
+            ),
+            Decision::Attempt {
+                request,
+                at,
+                model,
+                profile,
+                outcome,
+                answered,
+                status,
+            } => format!(
+                "{} #{request}   {} {model} via {profile}: {outcome}{} [{}]",
+                t(at),
+                if outcome == "ok" { "✓" } else { "✗" },
+                status.map(|s| format!(" (HTTP {s})")).unwrap_or_default(),
+                match answered {
+                    Answered::Recorded => "recorded",
+                    Answered::Covered => "covered",
+                    Answered::Unrecorded => "UNRECORDED",
+                }
+            ),
+            Decision::Skip {
+                request,
+                model,
+                reason,
+            } => {
+                format!("{:>11} #{request}   - {model} skipped: {reason}", "")
+            }
+            Decision::Fallback {
+                request,
+                from,
+                to,
+                reason,
+                final_outcome,
+            } => format!(
+                "{:>11} #{request}   → {from} → {} ({reason}, {final_outcome})",
+                "",
+                to.as_deref().unwrap_or("end of chain")
+            ),
+            Decision::Served {
+                request,
+                at,
+                model,
+                profile,
+                source,
+            } => {
+                format!(
+                    "{} #{request} served by {model} via {profile} (selection: {source})",
+                    t(at)
+                )
+            }
+            Decision::Failed {
+                request,
+                at,
+                error,
+                message,
+            } => {
+                format!("{} #{request} FAILED ({error}): {message}", t(at))
+            }
+            Decision::State {
+                at,
+                profile,
+                session,
+                value,
+            } => {
+                let what = match (profile, session) {
+                    (Some(profile), _) => format!("profile {profile}"),
+                    (None, Some(session)) => format!("session {session}"),
+                    (None, None) => String::new(),
+                };
+                format!("{} changed by another process: {what} = {value}", t(at))
+            }
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! A candidate's profiles, tried one call at a time, and what the run does
+//! after each failure: rotate, move along the chain, or stop.
+
+use super::*;
+
+impl<P: Provider, C: Clock> Run<'_, P, C> {
+    /// Tries a candidate's profiles until one answers or the policy moves
+    /// the run on.
+    pub(super) async fn profiles(
+        &mut self,
+        profiles: Profiles,
+    ) -> Result<Flow<P::Reply>, RunError> {
+        // Each profile after the first is one rotation.
+        for (index, profile) in profiles.ids.iter().enumerate() {
+            let target = Target {
+                provider: profiles.provider.clone(),
+                model: profiles.model.clone(),
+                profile: profile.clone(),
+            };
+            if let Some(deadline) = self.options.deadline_ms {
+                if self.runner.clock.now_ms() >= deadline {
+                    let attempts = std::mem::take(&mut self.attempts);
+                    return Ok(self.ended(RunError::DeadlineExceeded { attempts }));
+                }
+            }
+            let failure = match self.attempt(&target).await? {
+                Ok(reply) => {
+                    let source = if profiles.probe_only {
+                        self.runner
+                            .primary_answered(self.options, &self.plan.requested)?;
+                        SelectionSource::ConfiguredDefault
+                    } else {
+                        self.plan.source
+                    };
+                    return Ok(Flow::Served {
+                        target,
+                        reply,
+                        source,
+                    });
+                }
+                Err(failure) => failure,
+            };
+            let left = profiles.ids.len() - index - 1;
+            let rotations = u32::try_from(index).unwrap_or(u32::MAX);
+            let next = self.next_step(&profiles, &failure, rotations, left)?;
+            if let Some(flow) = self.advance(next, &failure).await? {
+                return Ok(flow);
+            }
+        }
+        // Every profile was tried without the policy moving on: next model.
+        self.runner.roll_back(&mut self.written)?;
+        Ok(Flow::MoveTo(self.position + 1))
+    }
+
+    /// One call of `target`, told to the observer; a failure is recorded as
+    /// an attempt and noted as a `Retry-After` to wait on.
+    pub(super) async fn attempt(
+        &mut self,
+        target: &Target,
+    ) -> Result<Result<P::Reply, Failure>, RunError> {
+        let at = self.runner.clock.now_ms();
+        let result = self
+            .runner
+            .call_once(self.policy, target, self.request, &self.cooldowns)
+            .await?;
+        let failure = match result {
+            Ok(reply) => {
+                self.observer.call_ended(target, at, None);
+                return Ok(Ok(reply));
+            }
+            Err(failure) => failure,
+        };
+        self.observer.call_ended(target, at, Some(&failure.attempt));
+        if let Some(after) = failure.retry_after_ms {
+            let ready_at = self.runner.clock.now_ms().saturating_add(after);
+            if self
+                .retry_wait
+                .as_ref()
+                .is_none_or(|w| ready_at < w.ready_at)
+            {
+                self.retry_wait = Some(RetryWait {
+                    target: target.clone(),
+                    ready_at,
+                    position: self.position,
+                });
+            }
+        }
+        self.attempts.push(failure.attempt.clone());
+        Ok(Err(failure))
+    }
+
+    /// The policy's next step after a failed attempt; a failed primary probe
+    /// costs nothing else and goes on with the auto override (F-12.2).
+    pub(super) fn next_step(
+        &self,
+        profiles: &Profiles,
+        failure: &Failure,
+        rotations: u32,
+        left: usize,
+    ) -> Result<RunStep, RunError> {
+        if profiles.probe_only && !failure.aborted {
+            return Ok(RunStep::Candidate(1));
+        }
+        Ok(self.policy.next_step(
+            &FailedAttempt {
+                reason: failure.attempt.reason,
+                aborted: failure.aborted,
+                live_switch_to: failure.live_switch_to.clone(),
+                user_pinned_profile: profiles.by_user,
+                rotations,
+                profiles_left: u32::try_from(left).unwrap_or(u32::MAX),
+                chain: self.plan.chain.clone(),
+                position: u32::try_from(self.position).unwrap_or(u32::MAX),
+            },
+            &self.rotation,
+        )?)
+    }
+
+    /// Carries out `next`; `None` to go on with the candidate's next profile.
+    pub(super) async fn advance(
+        &mut self,
+        next: RunStep,
+        failure: &Failure,
+    ) -> Result<Option<Flow<P::Reply>>, RunError> {
+        let attempt = &failure.attempt;
+        match next {
+            RunStep::RotateProfile(wait_ms) => {
+                let wait_ms = self.runner.within_deadline(self.options, wait_ms);
+                if wait_ms > 0 {
+                    self.runner.clock.sleep(wait_ms).await;
+                }
+                Ok(None)
+            }
+            RunStep::Candidate(to) => {
+                self.runner.roll_back(&mut self.written)?;
+                let to = to as usize;
+                let next_model = self.plan.chain[to].clone();
+                self.record_step(
+                    &attempt.model,
+                    Some(next_model),
+                    attempt,
+                    self.position,
+                    "next_fallback",
+                );
+                Ok(Some(Flow::MoveTo(to)))
+            }
+            RunStep::Stop(StopReason::Exhausted) => Ok(Some(Flow::Exhausted)),
+            RunStep::Stop(reason) => {
+                let error = RunError::Stopped {
+                    reason,
+                    attempt: Box::new(attempt.clone()),
+                    attempts: std::mem::take(&mut self.attempts),
+                };
+                Ok(Some(self.ended(error)))
+            }
+        }
+    }
+
+    /// Records a skipped candidate and the step to the next one.
+    pub(super) fn skip(&mut self, reason: RecordedReason, summary: String) -> Flow<P::Reply> {
+        let model = self.plan.chain[self.position].clone();
+        let attempt = Attempt {
+            provider: canonical_provider(split_model(&model).0).to_owned(),
+            model: model.clone(),
+            profile: None,
+            reason,
+            detail: None,
+            status: None,
+            code: None,
+            summary,
+        };
+        self.observer.skipped(&attempt);
+        if let Some(next) = self.plan.chain.get(self.position + 1).cloned() {
+            self.record_step(&model, Some(next), &attempt, self.position, "next_fallback");
+        }
+        self.attempts.push(attempt);
+        Flow::MoveTo(self.position + 1)
+    }
+
+    /// Records a fallback step (F-10.2): logged, observed, kept.
+    pub(super) fn record_step(
+        &mut self,
+        from: &str,
+        to: Option<String>,
+        failure: &Attempt,
+        position: usize,
+        outcome: &'static str,
+    ) {
+        let step = FallbackStep {
+            from_model: from.to_owned(),
+            to_model: to,
+            from_failure_reason: failure.reason,
+            from_failure_detail: failure.detail,
+            chain_position: u32::try_from(position + 1).unwrap_or(u32::MAX),
+            final_outcome: outcome,
+        };
+        events::emit(&step);
+        self.observer.step(&step);
+        self.steps.push(step);
+    }
+}

@@ -1,0 +1,283 @@
+//! One run as an object: its plan and everything it carries from step to
+//! step — the chain position, the attempts and fallback steps so far, the
+//! providers already probed, the session write to roll back, the best
+//! `Retry-After` to wait on. Every decision is the policy's; a run only
+//! carries them out, in steps of readable size:
+//!
+//! - [`Run::drive`] walks the chain, candidate by candidate;
+//! - [`Run::candidate`] gates, orders, decides and pins one candidate;
+//! - [`Run::profiles`] tries its profiles, one call each ([`Run::attempt`]);
+//! - [`Run::advance`] carries out the policy's next step after a failure;
+//! - [`Run::succeed`] records a served answer, [`Run::exhausted`] waits on
+//!   the soonest `Retry-After` once and then summarises the failure.
+//!
+//! Whatever ends a run early — a stop, the deadline, a policy or state
+//! error — rolls its session write back first (F-9.7).
+
+use std::collections::HashSet;
+
+use failover_sandbox::policy::Decider;
+
+use crate::auth::{CooldownConfig, OrderRequest, RecordedReason, StoredProfile};
+use crate::state::{canonical_provider, split_model};
+
+mod attempts;
+mod finish;
+
+use crate::runner::bookkeeping::Failure;
+use crate::runner::clock::Clock;
+use crate::runner::driver::Runner;
+use crate::runner::events;
+use crate::runner::model::{
+    AttemptRecord, CandidateDecision, CandidateRequest, FailedAttempt, Gate, ProfileBlock,
+    RotationConfig, RunStep, SelectionSource, StopReason, SummaryRequest,
+};
+use crate::runner::observer::RunObserver;
+use crate::runner::options::RunOptions;
+use crate::runner::outcome::{Attempt, FallbackStep, FallbackSummaryError, RunError, RunOutcome};
+use crate::runner::plan::Plan;
+use crate::runner::provider::{Provider, Target};
+use crate::runner::session_writes::Written;
+
+/// The best `Retry-After` to wait on if nothing else remains: the target
+/// that is ready soonest.
+struct RetryWait {
+    target: Target,
+    ready_at: u64,
+    position: usize,
+}
+
+/// Where a run goes after a candidate.
+enum Flow<Reply> {
+    /// A call answered.
+    Served {
+        target: Target,
+        reply: Reply,
+        source: SelectionSource,
+    },
+    /// On to this chain position.
+    MoveTo(usize),
+    /// The policy says no candidate is left.
+    Exhausted,
+    /// The run ends with this error (its session write rolled back).
+    Ended(RunError),
+}
+
+/// A candidate's profiles and how to try them.
+struct Profiles {
+    model: String,
+    provider: String,
+    ids: Vec<String>,
+    /// A person pinned the profile (F-4.5).
+    by_user: bool,
+    /// The primary probe: one attempt, one profile (F-12.2).
+    probe_only: bool,
+}
+
+/// One run in progress.
+pub(super) struct Run<'a, P: Provider, C> {
+    runner: &'a Runner<P, C>,
+    policy: &'a dyn Decider,
+    options: &'a RunOptions,
+    request: &'a P::Request,
+    observer: &'a dyn RunObserver,
+    plan: Plan,
+    cooldowns: CooldownConfig,
+    rotation: RotationConfig,
+    position: usize,
+    attempts: Vec<Attempt>,
+    steps: Vec<FallbackStep>,
+    transient_probed: HashSet<String>,
+    written: Option<Written>,
+    retry_wait: Option<RetryWait>,
+}
+
+impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
+    pub(super) fn new(
+        runner: &'a Runner<P, C>,
+        policy: &'a dyn Decider,
+        options: &'a RunOptions,
+        request: &'a P::Request,
+        observer: &'a dyn RunObserver,
+        plan: Plan,
+    ) -> Self {
+        let cooldowns = &runner.config.auth.cooldowns;
+        Run {
+            rotation: RotationConfig {
+                rate_limited_profile_rotations: cooldowns.rate_limited_profile_rotations,
+                overloaded_profile_rotations: cooldowns.overloaded_profile_rotations,
+                overloaded_backoff_ms: cooldowns.overloaded_backoff_ms,
+            },
+            cooldowns: runner.config.cooldown_config(),
+            runner,
+            policy,
+            options,
+            request,
+            observer,
+            plan,
+            position: 0,
+            attempts: Vec::new(),
+            steps: Vec::new(),
+            transient_probed: HashSet::new(),
+            written: None,
+            retry_wait: None,
+        }
+    }
+
+    /// Walks the chain until a candidate answers or none is left.
+    pub(super) async fn drive(mut self) -> Result<RunOutcome<P::Reply>, RunError> {
+        while self.position < self.plan.chain.len() {
+            let flow = match self.candidate().await {
+                Ok(flow) => flow,
+                Err(error) => return Err(self.end(error)),
+            };
+            match flow {
+                Flow::Served {
+                    target,
+                    reply,
+                    source,
+                } => return Ok(self.succeed(target, reply, source)),
+                Flow::MoveTo(position) => self.position = position,
+                Flow::Exhausted => break,
+                Flow::Ended(error) => return Err(error),
+            }
+        }
+        match self.exhausted().await {
+            Ok(outcome) => Ok(outcome),
+            Err(error) => Err(self.end(error)),
+        }
+    }
+
+    /// Gates, orders, decides and pins the candidate at the run's position,
+    /// then tries its profiles.
+    async fn candidate(&mut self) -> Result<Flow<P::Reply>, RunError> {
+        let model = self.plan.chain[self.position].clone();
+        let provider = canonical_provider(split_model(&model).0).to_owned();
+        let now = self.runner.clock.now_ms();
+        let others_remain = self.position + 1 < self.plan.chain.len();
+        let gate = self
+            .runner
+            .health
+            .gate(self.policy, &model, others_remain, now)?;
+        if gate == Gate::Skip {
+            // F-12.3: a slow model is skipped while others remain.
+            let summary = format!("skipped: {model} is slow (its attempts hang to the deadline)");
+            return Ok(self.skip(RecordedReason::Timeout, summary));
+        }
+        let stored = self.runner.stored()?;
+        let ranked = self.policy.order_profiles(&OrderRequest {
+            provider: provider.clone(),
+            explicit_order: self.runner.config.explicit_order(&provider),
+            configured: self.runner.config.configured_profiles(),
+            stored: stored.clone(),
+            model: Some(model.clone()),
+            now_ms: now,
+        })?;
+        let mut ids = match self.decide(&provider, &stored, &ranked, now)? {
+            Ok(ids) => ids,
+            Err(reason) => {
+                let summary = format!(
+                    "skipped: every profile of {provider} is blocked ({})",
+                    reason.as_str()
+                );
+                return Ok(self.skip(reason, summary));
+            }
+        };
+        let probe_only = self.plan.probing_primary && self.position == 0;
+        if probe_only {
+            ids.truncate(1);
+        }
+        // F-9.3: the fallback override is on the session before the attempt starts.
+        if let (true, Some(id)) = (self.position > 0, &self.options.session) {
+            let reason = self.attempts.last().map(|a| a.reason);
+            self.written = self
+                .runner
+                .persist_fallback(id, &model, &self.plan.chain[0], reason)?;
+        }
+        let pin = self.runner.apply_pin(
+            self.policy,
+            self.options,
+            self.plan.session.as_ref(),
+            &ranked,
+            &mut ids,
+        )?;
+        if let Some(written) = self.written.as_mut() {
+            written.pinned = pin.written;
+        }
+        let profiles = Profiles {
+            model,
+            provider,
+            ids,
+            by_user: pin.by_user,
+            probe_only,
+        };
+        self.profiles(profiles).await
+    }
+
+    /// The policy's word on a candidate: the profiles to try, or the reason
+    /// to skip it. A probe is noted for the throttle (F-8.3, F-8.5).
+    fn decide(
+        &mut self,
+        provider: &str,
+        stored: &[StoredProfile],
+        ranked: &[crate::auth::RankedProfile],
+        now: u64,
+    ) -> Result<Result<Vec<String>, RecordedReason>, RunError> {
+        let chain = &self.plan.chain;
+        let sibling = chain[..self.position]
+            .iter()
+            .any(|m| canonical_provider(split_model(m).0) == provider);
+        let probes = &self.runner.probes;
+        let last_probe_at = probes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(provider)
+            .copied();
+        let decision = self.policy.decide_candidate(&CandidateRequest {
+            primary: self.position == 0,
+            sibling,
+            ranked: ranked.to_vec(),
+            blocks: blocks_of(stored, ranked),
+            last_probe_at,
+            transient_probe_used: self.transient_probed.contains(provider),
+            has_fallbacks: chain.len() > 1,
+            now_ms: now,
+        })?;
+        Ok(match decision {
+            CandidateDecision::Attempt(ids) => Ok(ids),
+            CandidateDecision::Probe { profile, transient } => {
+                probes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(provider.to_owned(), now);
+                if transient {
+                    self.transient_probed.insert(provider.to_owned());
+                }
+                Ok(vec![profile])
+            }
+            CandidateDecision::Skip(reason) => Err(reason),
+        })
+    }
+}
+
+/// Why each blocked profile is blocked: the reason of its later window.
+fn blocks_of(stored: &[StoredProfile], ranked: &[crate::auth::RankedProfile]) -> Vec<ProfileBlock> {
+    ranked
+        .iter()
+        .filter_map(|r| {
+            let until = r.blocked_until?;
+            let usage = &stored.iter().find(|p| p.id == r.id)?.usage;
+            let reason = if usage.disabled_until == Some(until) {
+                usage.disabled_reason
+            } else {
+                usage.cooldown_reason
+            }
+            .unwrap_or(RecordedReason::Unknown);
+            Some(ProfileBlock {
+                profile: r.id.clone(),
+                reason,
+                until,
+            })
+        })
+        .collect()
+}
