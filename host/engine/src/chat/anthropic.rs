@@ -151,85 +151,105 @@ impl StreamDecoder {
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or(&event.event);
-        match kind {
+        Ok(match kind {
             "error" => return Err(ProviderError::message(data)),
             "message_start" => {
-                let message = value.get("message");
-                if let Some(id) = message.and_then(|m| m.get("id")).and_then(Value::as_str) {
-                    self.id = id.to_owned();
-                }
-                self.input_tokens = message
-                    .and_then(|m| m.pointer("/usage/input_tokens"))
-                    .and_then(Value::as_u64);
+                self.message_start(&value);
+                None
             }
-            "content_block_start" => {
-                let block = value.get("content_block");
-                if block.and_then(|b| b.get("type")).and_then(Value::as_str) == Some("tool_use") {
-                    let block = block.expect("just read");
-                    let index = u32::try_from(self.tool_blocks.len()).unwrap_or(u32::MAX);
-                    let at = value
-                        .get("index")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(u64::MAX);
-                    self.tool_blocks.push((at, index));
-                    // The input comes as deltas; a proxy may send it whole here.
-                    let arguments = block
-                        .get("input")
-                        .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
-                        .map(Value::to_string)
-                        .unwrap_or_default();
-                    return Ok(vec![StreamEvent::ToolCall(ToolCallDelta {
-                        index,
-                        id: block.get("id").and_then(Value::as_str).map(str::to_owned),
-                        name: block.get("name").and_then(Value::as_str).map(str::to_owned),
-                        arguments,
-                    })]);
-                }
-            }
-            "content_block_delta" => {
-                if let Some(text) = value.pointer("/delta/text").and_then(Value::as_str) {
-                    if !text.is_empty() {
-                        return Ok(vec![StreamEvent::Text(text.to_owned())]);
-                    }
-                }
-                if let Some(json) = value.pointer("/delta/partial_json").and_then(Value::as_str) {
-                    let at = value
-                        .get("index")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(u64::MAX);
-                    let index = self
-                        .tool_blocks
-                        .iter()
-                        .find(|(block, _)| *block == at)
-                        .or(self.tool_blocks.last())
-                        .map(|(_, index)| *index);
-                    if let (Some(index), false) = (index, json.is_empty()) {
-                        return Ok(vec![StreamEvent::ToolCall(ToolCallDelta {
-                            index,
-                            arguments: json.to_owned(),
-                            ..Default::default()
-                        })]);
-                    }
-                }
-            }
+            "content_block_start" => self.block_start(&value),
+            "content_block_delta" => self.block_delta(&value),
             "message_delta" => {
-                if let Some(reason) = stop_reason(value.pointer("/delta/stop_reason")) {
-                    self.finish = Some(reason);
-                }
-                if let Some(out) = value
-                    .pointer("/usage/output_tokens")
-                    .and_then(Value::as_u64)
-                {
-                    self.output_tokens = Some(out);
-                }
+                self.message_delta(&value);
+                None
             }
             "message_stop" => {
                 self.done = true;
-                return Ok(vec![self.finish_event()]);
+                Some(self.finish_event())
             }
-            _ => {}
+            _ => None,
         }
-        Ok(Vec::new())
+        .into_iter()
+        .collect())
+    }
+
+    /// `message_start`: the id and the prompt's tokens.
+    fn message_start(&mut self, value: &Value) {
+        let message = value.get("message");
+        if let Some(id) = message.and_then(|m| m.get("id")).and_then(Value::as_str) {
+            self.id = id.to_owned();
+        }
+        self.input_tokens = message
+            .and_then(|m| m.pointer("/usage/input_tokens"))
+            .and_then(Value::as_u64);
+    }
+
+    /// `content_block_start`: a `tool_use` block starts a tool call (its
+    /// input comes as deltas; a proxy may send it whole here).
+    fn block_start(&mut self, value: &Value) -> Option<StreamEvent> {
+        let block = value.get("content_block")?;
+        if block.get("type").and_then(Value::as_str) != Some("tool_use") {
+            return None;
+        }
+        let index = u32::try_from(self.tool_blocks.len()).unwrap_or(u32::MAX);
+        let at = value
+            .get("index")
+            .and_then(Value::as_u64)
+            .unwrap_or(u64::MAX);
+        self.tool_blocks.push((at, index));
+        let arguments = block
+            .get("input")
+            .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+            .map(Value::to_string)
+            .unwrap_or_default();
+        Some(StreamEvent::ToolCall(ToolCallDelta {
+            index,
+            id: block.get("id").and_then(Value::as_str).map(str::to_owned),
+            name: block.get("name").and_then(Value::as_str).map(str::to_owned),
+            arguments,
+        }))
+    }
+
+    /// `content_block_delta`: text, or a piece of a tool call's input.
+    fn block_delta(&self, value: &Value) -> Option<StreamEvent> {
+        if let Some(text) = value.pointer("/delta/text").and_then(Value::as_str) {
+            if !text.is_empty() {
+                return Some(StreamEvent::Text(text.to_owned()));
+            }
+        }
+        let json = value
+            .pointer("/delta/partial_json")
+            .and_then(Value::as_str)?;
+        let at = value
+            .get("index")
+            .and_then(Value::as_u64)
+            .unwrap_or(u64::MAX);
+        let index = self
+            .tool_blocks
+            .iter()
+            .find(|(block, _)| *block == at)
+            .or(self.tool_blocks.last())
+            .map(|(_, index)| *index)?;
+        (!json.is_empty()).then(|| {
+            StreamEvent::ToolCall(ToolCallDelta {
+                index,
+                arguments: json.to_owned(),
+                ..Default::default()
+            })
+        })
+    }
+
+    /// `message_delta`: the stop reason and the reply's tokens.
+    fn message_delta(&mut self, value: &Value) {
+        if let Some(reason) = stop_reason(value.pointer("/delta/stop_reason")) {
+            self.finish = Some(reason);
+        }
+        if let Some(out) = value
+            .pointer("/usage/output_tokens")
+            .and_then(Value::as_u64)
+        {
+            self.output_tokens = Some(out);
+        }
     }
 
     /// The stream ended: `None` when it ended before `message_stop` (cut off).

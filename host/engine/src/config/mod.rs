@@ -30,6 +30,7 @@
 
 pub mod gateway;
 pub mod providers;
+mod validate;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,7 +38,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use gateway::{GatewayConfig, ServerLimits};
-pub use providers::{Api, Endpoint};
+pub use providers::{Api, Endpoint, ModelEntry, OAuthEndpoint, ProviderEndpoint};
 
 use crate::auth::{ConfiguredProfile, CooldownConfig, CredentialKind};
 use crate::state::{canonical_provider, StateError};
@@ -198,51 +199,6 @@ pub struct ModelsConfig {
     pub providers: BTreeMap<String, ProviderEndpoint>,
 }
 
-/// `models.providers.<provider>`: how to reach a provider.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ProviderEndpoint {
-    /// The API root (`https://api.openai.com/v1`); well-known providers
-    /// have a built-in default (see [`providers`]).
-    pub base_url: Option<String>,
-    /// `openai-chat` or `anthropic-messages`.
-    pub api: Option<String>,
-    /// Where an expired OAuth profile of this provider is refreshed.
-    pub oauth: Option<OAuthEndpoint>,
-    /// The models this provider serves. When given, a request for another
-    /// model of this provider is refused as unknown; when absent, any model
-    /// name is passed through.
-    pub models: Option<Vec<ModelEntry>>,
-    /// Per-attempt deadline in seconds (default
-    /// [`DEFAULT_ATTEMPT_TIMEOUT_SECONDS`]).
-    pub timeout_seconds: Option<f64>,
-}
-
-/// `models.providers.<provider>.oauth`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct OAuthEndpoint {
-    pub token_url: Option<String>,
-    pub client_id: Option<String>,
-}
-
-/// A `models.providers.<provider>.models[]` entry: a name or `{id}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum ModelEntry {
-    Name(String),
-    Described { id: String },
-}
-
-impl ModelEntry {
-    /// The model's name at the provider.
-    pub fn id(&self) -> &str {
-        match self {
-            ModelEntry::Name(id) | ModelEntry::Described { id } => id,
-        }
-    }
-}
-
 /// Per-attempt deadline: a long completion takes a minute or two; past
 /// that an upstream is stuck, and the next profile or model is the better bet.
 pub const DEFAULT_ATTEMPT_TIMEOUT_SECONDS: f64 = 120.0;
@@ -288,96 +244,6 @@ impl Config {
     /// built-in defaults. (Clap folds the variable into the flag.)
     pub fn load_optional(path: Option<&PathBuf>) -> Result<Config, StateError> {
         path.map_or_else(|| Ok(Config::default()), |p| Config::load(p))
-    }
-
-    fn validate(&self, path: &Path) -> Result<(), StateError> {
-        let invalid = |message: String| StateError::Invalid {
-            path: path.to_owned(),
-            message,
-        };
-        let c = &self.auth.cooldowns;
-        let hours = [
-            (
-                "auth.cooldowns.billingBackoffHours".to_owned(),
-                c.billing_backoff_hours,
-            ),
-            (
-                "auth.cooldowns.billingMaxHours".to_owned(),
-                c.billing_max_hours,
-            ),
-            (
-                "auth.cooldowns.failureWindowHours".to_owned(),
-                c.failure_window_hours,
-            ),
-        ]
-        .into_iter()
-        .chain(c.billing_backoff_hours_by_provider.iter().map(|(p, h)| {
-            (
-                format!("auth.cooldowns.billingBackoffHoursByProvider.{p}"),
-                *h,
-            )
-        }));
-        for (key, value) in hours {
-            if !(value.is_finite() && value > 0.0 && value <= MAX_HOURS) {
-                return Err(invalid(format!(
-                    "{key} must be a number of hours above 0 and at most {MAX_HOURS}, not {value}"
-                )));
-            }
-        }
-        let timeouts = self
-            .models
-            .providers
-            .iter()
-            .map(|(p, e)| {
-                (
-                    format!("models.providers.{p}.timeoutSeconds"),
-                    e.timeout_seconds,
-                )
-            })
-            .chain([(
-                "agents.defaults.timeoutSeconds".to_owned(),
-                self.agents.defaults.timeout_seconds,
-            )]);
-        if let Some(value) = self.agents.defaults.model.primary_probe_interval_seconds {
-            if !(value.is_finite() && (0.0..=MAX_PROBE_INTERVAL_SECONDS).contains(&value)) {
-                return Err(invalid(format!(
-                    "agents.defaults.model.primaryProbeIntervalSeconds must be a number of seconds from 0 (never) to {MAX_PROBE_INTERVAL_SECONDS}, not {value}"
-                )));
-            }
-        }
-        for (key, value) in timeouts {
-            if let Some(value) = value {
-                if !(value.is_finite() && value > 0.0 && value <= MAX_TIMEOUT_SECONDS) {
-                    return Err(invalid(format!(
-                        "{key} must be a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS}, not {value}"
-                    )));
-                }
-            }
-        }
-        let p = &self.policy;
-        let limits = [
-            p.fuel_per_call,
-            p.max_memory_bytes,
-            p.call_deadline_ms,
-            p.max_message_bytes,
-        ];
-        for ((key, low, high), value) in POLICY_LIMIT_RANGES.iter().zip(limits) {
-            if let Some(value) = value {
-                if !(*low..=*high).contains(&value) {
-                    return Err(invalid(format!(
-                        "{key} must be from {low} to {high}, not {value}"
-                    )));
-                }
-            }
-        }
-        for (provider, endpoint) in &self.models.providers {
-            providers::check(provider, endpoint).map_err(invalid)?;
-        }
-        for id in self.auth.profiles.keys() {
-            crate::state::secrets::check_id(id)
-                .map_err(|e| invalid(format!("auth.profiles: {e}")))?;
-        }
-        self.gateway.validate(path)
     }
 
     /// The `auth.cooldowns.*` numbers the policy takes, in milliseconds.

@@ -2,7 +2,54 @@
 //! `models.providers.<provider>`, with built-in defaults for well-known
 //! providers so a config can name them without a `baseUrl`.
 
-use super::{Config, ProviderEndpoint, DEFAULT_ATTEMPT_TIMEOUT_SECONDS};
+use serde::{Deserialize, Serialize};
+
+use super::{Config, DEFAULT_ATTEMPT_TIMEOUT_SECONDS};
+
+/// `models.providers.<provider>`: how to reach a provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ProviderEndpoint {
+    /// The API root (`https://api.openai.com/v1`); well-known providers
+    /// have a built-in default (see this module).
+    pub base_url: Option<String>,
+    /// `openai-chat` or `anthropic-messages`.
+    pub api: Option<String>,
+    /// Where an expired OAuth profile of this provider is refreshed.
+    pub oauth: Option<OAuthEndpoint>,
+    /// The models this provider serves. When given, a request for another
+    /// model of this provider is refused as unknown; when absent, any model
+    /// name is passed through.
+    pub models: Option<Vec<ModelEntry>>,
+    /// Per-attempt deadline in seconds (default
+    /// [`DEFAULT_ATTEMPT_TIMEOUT_SECONDS`]).
+    pub timeout_seconds: Option<f64>,
+}
+
+/// `models.providers.<provider>.oauth`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct OAuthEndpoint {
+    pub token_url: Option<String>,
+    pub client_id: Option<String>,
+}
+
+/// A `models.providers.<provider>.models[]` entry: a name or `{id}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ModelEntry {
+    Name(String),
+    Described { id: String },
+}
+
+impl ModelEntry {
+    /// The model's name at the provider.
+    pub fn id(&self) -> &str {
+        match self {
+            ModelEntry::Name(id) | ModelEntry::Described { id } => id,
+        }
+    }
+}
 
 /// The wire shape of a provider's API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

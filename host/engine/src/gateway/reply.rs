@@ -146,89 +146,82 @@ fn response_id(upstream: &str) -> String {
 /// take, 504 past the deadline, 502 otherwise.
 pub fn run_error(error: &RunError) -> Response {
     let message = error.to_string();
+    let server = |code| (StatusCode::INTERNAL_SERVER_ERROR, "server_error", code);
     let (status, kind, code, attempts, retry_after) = match error {
         RunError::Exhausted(summary) => {
-            let (status, code) = match summary.summary.common_reason {
-                Some(RecordedReason::RateLimit) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
-                Some(RecordedReason::Overloaded) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
-                Some(RecordedReason::Billing) => {
-                    (StatusCode::PAYMENT_REQUIRED, "insufficient_quota")
-                }
-                _ => (StatusCode::BAD_GATEWAY, "all_candidates_failed"),
-            };
+            let (status, code) = exhausted_status(summary.summary.common_reason);
             let retry_after = summary
                 .summary
                 .ready_at
                 .filter(|at| *at > summary.now_ms)
                 .map(|at| (at - summary.now_ms).div_ceil(1000));
-            (
-                status,
-                "upstream_error",
-                code,
-                summary.attempts.as_slice(),
-                retry_after,
-            )
+            let attempts = summary.attempts.as_slice();
+            (status, "upstream_error", code, attempts, retry_after)
         }
         RunError::Stopped {
             reason,
             attempts,
             attempt,
         } => {
-            let (status, kind, code) = match reason {
-                StopReason::ContextOverflow => (
-                    StatusCode::BAD_REQUEST,
-                    "invalid_request_error",
-                    "context_length_exceeded",
-                ),
-                StopReason::Format => (
-                    StatusCode::BAD_REQUEST,
-                    "invalid_request_error",
-                    "invalid_request",
-                ),
-                StopReason::SessionExpired => {
-                    (StatusCode::BAD_GATEWAY, "upstream_error", "session_expired")
-                }
-                StopReason::Aborted | StopReason::Exhausted => {
-                    (StatusCode::BAD_GATEWAY, "upstream_error", "upstream_failed")
-                }
-            };
+            let (status, kind, code) = stopped_status(*reason);
             // The upstream's own words say what is wrong with the request.
             let message = format!("{message} — {}", attempt.summary);
             return failure(status, kind, code, &message, attempts, None);
         }
-        RunError::DeadlineExceeded { attempts } => (
-            StatusCode::GATEWAY_TIMEOUT,
-            "upstream_error",
-            "deadline_exceeded",
-            attempts.as_slice(),
-            None,
-        ),
-        RunError::NoModel => (
-            StatusCode::NOT_FOUND,
-            "invalid_request_error",
-            "model_not_found",
-            &[][..],
-            None,
-        ),
+        RunError::DeadlineExceeded { attempts } => {
+            let (status, kind) = (StatusCode::GATEWAY_TIMEOUT, "upstream_error");
+            (status, kind, "deadline_exceeded", attempts.as_slice(), None)
+        }
+        RunError::NoModel => {
+            let (status, kind) = (StatusCode::NOT_FOUND, "invalid_request_error");
+            (status, kind, "model_not_found", &[][..], None)
+        }
         // A policy that traps or decides nonsense fails the request, loudly
         // (no silent answer from another module); the host stays up and
         // the next request gets a fresh instance.
-        RunError::Policy(_) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "server_error",
-            "policy_error",
-            &[][..],
-            None,
-        ),
-        RunError::State(_) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "server_error",
-            "internal",
-            &[][..],
-            None,
-        ),
+        RunError::Policy(_) => {
+            let (status, kind, code) = server("policy_error");
+            (status, kind, code, &[][..], None)
+        }
+        RunError::State(_) => {
+            let (status, kind, code) = server("internal");
+            (status, kind, code, &[][..], None)
+        }
     };
     failure(status, kind, code, &message, attempts, retry_after)
+}
+
+/// An exhausted chain's status: what all its attempts shared, if that is
+/// something a client can act on.
+fn exhausted_status(common: Option<RecordedReason>) -> (StatusCode, &'static str) {
+    match common {
+        Some(RecordedReason::RateLimit) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+        Some(RecordedReason::Overloaded) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
+        Some(RecordedReason::Billing) => (StatusCode::PAYMENT_REQUIRED, "insufficient_quota"),
+        _ => (StatusCode::BAD_GATEWAY, "all_candidates_failed"),
+    }
+}
+
+/// A stopped run's status, type and code.
+fn stopped_status(reason: StopReason) -> (StatusCode, &'static str, &'static str) {
+    match reason {
+        StopReason::ContextOverflow => (
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "context_length_exceeded",
+        ),
+        StopReason::Format => (
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "invalid_request",
+        ),
+        StopReason::SessionExpired => {
+            (StatusCode::BAD_GATEWAY, "upstream_error", "session_expired")
+        }
+        StopReason::Aborted | StopReason::Exhausted => {
+            (StatusCode::BAD_GATEWAY, "upstream_error", "upstream_failed")
+        }
+    }
 }
 
 /// An error response listing the attempts (no secrets: profile ids,

@@ -123,33 +123,15 @@ impl Decision {
                 at,
                 session,
                 model,
-            } => format!(
-                "{} #{request} request {model}{}",
-                t(at),
-                session
-                    .as_ref()
-                    .map(|s| format!(" (session {s})"))
-                    .unwrap_or_default()
-            ),
-            Decision::Attempt {
-                request,
-                at,
-                model,
-                profile,
-                outcome,
-                answered,
-                status,
-            } => format!(
-                "{} #{request}   {} {model} via {profile}: {outcome}{} [{}]",
-                t(at),
-                if outcome == "ok" { "✓" } else { "✗" },
-                status.map(|s| format!(" (HTTP {s})")).unwrap_or_default(),
-                match answered {
-                    Answered::Recorded => "recorded",
-                    Answered::Covered => "covered",
-                    Answered::Unrecorded => "UNRECORDED",
-                }
-            ),
+            } => {
+                let session = session.as_ref().map(|s| format!(" (session {s})"));
+                format!(
+                    "{} #{request} request {model}{}",
+                    t(at),
+                    session.unwrap_or_default()
+                )
+            }
+            Decision::Attempt { .. } => self.attempt_line(&t),
             Decision::Skip {
                 request,
                 model,
@@ -202,5 +184,33 @@ impl Decision {
                 format!("{} changed by another process: {what} = {value}", t(at))
             }
         }
+    }
+
+    /// An attempt's line: ✓ or ✗, the model and profile, how the
+    /// recording answered.
+    fn attempt_line(&self, t: &dyn Fn(&u64) -> String) -> String {
+        let Decision::Attempt {
+            request,
+            at,
+            model,
+            profile,
+            outcome,
+            answered,
+            status,
+        } = self
+        else {
+            return String::new();
+        };
+        let mark = if outcome == "ok" { "✓" } else { "✗" };
+        let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
+        let answered = match answered {
+            Answered::Recorded => "recorded",
+            Answered::Covered => "covered",
+            Answered::Unrecorded => "UNRECORDED",
+        };
+        format!(
+            "{} #{request}   {mark} {model} via {profile}: {outcome}{status} [{answered}]",
+            t(at)
+        )
     }
 }

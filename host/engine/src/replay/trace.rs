@@ -218,12 +218,7 @@ impl Trace {
 
     /// Reads a trace from `reader`; `path` names it in errors.
     pub fn parse(reader: impl BufRead, path: &Path, lenient: bool) -> Result<Trace, TraceError> {
-        let mut header: Option<Header> = None;
-        let mut requests = Vec::new();
-        let mut outcomes = Vec::new();
-        let mut states = Vec::new();
-        let mut skipped = Vec::new();
-        let mut ids = std::collections::HashSet::new();
+        let mut reading = Reading::default();
         for (index, line) in reader.split(b'\n').enumerate() {
             let number = index + 1;
             let line = line.map_err(|source| TraceError::Io {
@@ -233,42 +228,8 @@ impl Trace {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let parsed = parse_line(&line).and_then(|parsed| match (&header, parsed) {
-                (None, TraceLine::Header(h)) if h.version > TRACE_VERSION => {
-                    Err(LineError::Newer(h.version))
-                }
-                (None, TraceLine::Header(h)) => Ok(Some(*h)),
-                (None, _) => Err(LineError::Bad("the first line must be the header".into())),
-                (Some(_), TraceLine::Header(_)) => Err(LineError::Bad("a second header".into())),
-                (Some(_), TraceLine::Request(r)) => {
-                    if ids.insert(r.id) {
-                        requests.push(r);
-                        Ok(None)
-                    } else {
-                        Err(LineError::Bad(format!("request id {} used twice", r.id)))
-                    }
-                }
-                (Some(_), TraceLine::Outcome(o)) => {
-                    if !ids.contains(&o.request) {
-                        return Err(LineError::Bad(format!(
-                            "an outcome of request {}, which no earlier line starts",
-                            o.request
-                        )));
-                    }
-                    if let Some(Err(e)) = o.failure() {
-                        return Err(LineError::Bad(format!("outcome error: {e}")));
-                    }
-                    outcomes.push(o);
-                    Ok(None)
-                }
-                (Some(_), TraceLine::State(event)) => {
-                    states.push(event);
-                    Ok(None)
-                }
-            });
-            match parsed {
-                Ok(Some(h)) => header = Some(h),
-                Ok(None) => {}
+            match parse_line(&line).and_then(|parsed| reading.take(parsed)) {
+                Ok(()) => {}
                 Err(LineError::Newer(found)) => {
                     return Err(TraceError::Newer {
                         path: path.to_owned(),
@@ -276,8 +237,8 @@ impl Trace {
                     })
                 }
                 // Without a header nothing can be replayed, lenient or not.
-                Err(LineError::Bad(message)) if lenient && header.is_some() => {
-                    skipped.push((number, message))
+                Err(LineError::Bad(message)) if lenient && reading.header.is_some() => {
+                    reading.skipped.push((number, message))
                 }
                 Err(LineError::Bad(message)) => {
                     return Err(TraceError::Line {
@@ -288,16 +249,69 @@ impl Trace {
                 }
             }
         }
-        let header = header.ok_or_else(|| TraceError::NoHeader {
+        let header = reading.header.ok_or_else(|| TraceError::NoHeader {
             path: path.to_owned(),
         })?;
         Ok(Trace {
             header,
-            requests,
-            outcomes,
-            states,
-            skipped,
+            requests: reading.requests,
+            outcomes: reading.outcomes,
+            states: reading.states,
+            skipped: reading.skipped,
         })
+    }
+}
+
+/// A trace being read, line by line.
+#[derive(Default)]
+struct Reading {
+    header: Option<Header>,
+    requests: Vec<RequestEvent>,
+    outcomes: Vec<OutcomeEvent>,
+    states: Vec<StateEvent>,
+    skipped: Vec<(usize, String)>,
+    ids: std::collections::HashSet<u64>,
+}
+
+impl Reading {
+    /// Takes one parsed line: the header first, then requests before their
+    /// outcomes, each request id once.
+    fn take(&mut self, line: TraceLine) -> Result<(), LineError> {
+        match (&self.header, line) {
+            (None, TraceLine::Header(h)) if h.version > TRACE_VERSION => {
+                Err(LineError::Newer(h.version))
+            }
+            (None, TraceLine::Header(h)) => {
+                self.header = Some(*h);
+                Ok(())
+            }
+            (None, _) => Err(LineError::Bad("the first line must be the header".into())),
+            (Some(_), TraceLine::Header(_)) => Err(LineError::Bad("a second header".into())),
+            (Some(_), TraceLine::Request(r)) => {
+                if !self.ids.insert(r.id) {
+                    return Err(LineError::Bad(format!("request id {} used twice", r.id)));
+                }
+                self.requests.push(r);
+                Ok(())
+            }
+            (Some(_), TraceLine::Outcome(o)) => {
+                if !self.ids.contains(&o.request) {
+                    return Err(LineError::Bad(format!(
+                        "an outcome of request {}, which no earlier line starts",
+                        o.request
+                    )));
+                }
+                if let Some(Err(e)) = o.failure() {
+                    return Err(LineError::Bad(format!("outcome error: {e}")));
+                }
+                self.outcomes.push(o);
+                Ok(())
+            }
+            (Some(_), TraceLine::State(event)) => {
+                self.states.push(event);
+                Ok(())
+            }
+        }
     }
 }
 

@@ -1,0 +1,179 @@
+//! The OpenAI chat-completions shape: parsing what clients send the
+//! gateway, rendering requests for OpenAI-compatible upstreams, reading
+//! their replies and streams, and rendering replies for clients.
+
+//!
+//! - [`request`] — client requests parsed, upstream requests rendered;
+//! - [`reply`] — upstream replies and streams read, client replies rendered.
+
+mod reply;
+mod request;
+
+pub(crate) use reply::unreadable;
+pub use reply::{chunk_json, completion_json, error_json, parse_completion, Chunk, StreamDecoder};
+pub use request::{parse_request, render_request, BadRequest};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::sse::SseEvent;
+    use crate::chat::StreamEvent;
+
+    #[test]
+    fn text_requests_round_trip() {
+        let request = parse_request(
+            br#"{"model":"auto","messages":[{"role":"system","content":"be brief"},
+                {"role":"user","content":[{"type":"text","text":"hi"}]}],
+                "max_tokens":5,"stop":"\n","user":"u1"}"#,
+        )
+        .unwrap();
+        assert_eq!(request.system.as_deref(), Some("be brief"));
+        assert_eq!(request.messages[0].content, "hi");
+        assert!(request.openai_only.is_empty(), "{:?}", request.openai_only);
+        let body = render_request(&request, "gpt-4o");
+        assert_eq!(body["messages"][0]["role"], "system");
+        assert_eq!(body["max_tokens"], 5);
+        assert_eq!(body["user"], "u1");
+    }
+
+    #[test]
+    fn what_cannot_be_translated_is_named_and_passed_through() {
+        let request = parse_request(
+            br#"{"model":"auto","tools":[{"type":"function"}],"messages":[
+                {"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}"#,
+        )
+        .unwrap();
+        assert!(request.openai_only.iter().any(|w| w.contains("tools")));
+        assert!(request
+            .openai_only
+            .iter()
+            .any(|w| w.contains("messages[0]")));
+        let body = render_request(&request, "gpt-4o");
+        assert_eq!(body["messages"][0]["content"][0]["type"], "image_url");
+        assert!(body["tools"].is_array());
+    }
+
+    #[test]
+    fn tool_call_deltas_stream_through() {
+        let mut decoder = StreamDecoder::default();
+        let event = |data: &str| SseEvent {
+            event: String::new(),
+            data: data.into(),
+        };
+        let first = decoder
+            .feed(&event(
+                r#"{"choices":[{"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"weather","arguments":""}}]}}]}"#,
+            ))
+            .unwrap();
+        let [StreamEvent::ToolCall(call)] = &first[..] else {
+            panic!("{first:?}")
+        };
+        assert_eq!(
+            (call.id.as_deref(), call.name.as_deref()),
+            (Some("call_1"), Some("weather"))
+        );
+        let next = decoder
+            .feed(&event(
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\""}}]}}]}"#,
+            ))
+            .unwrap();
+        assert!(matches!(&next[..], [StreamEvent::ToolCall(c)] if c.arguments == "{\"city\""));
+        let chunk = chunk_json("c", "m", 0, Chunk::Event(&next[0]));
+        assert_eq!(chunk["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
+        let role = chunk_json("c", "m", 0, Chunk::Role { tool_first: true });
+        assert!(role["choices"][0]["delta"]["content"].is_null());
+    }
+
+    #[test]
+    fn tool_requests_stay_translatable() {
+        let request = parse_request(
+            br#"{"model":"auto","tools":[{"type":"function","function":{"name":"f"}}],
+                "tool_choice":"auto","messages":[{"role":"user","content":"hi"},
+                {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+                {"role":"tool","tool_call_id":"c1","content":"done"}]}"#,
+        )
+        .unwrap();
+        assert!(request.openai_only.is_empty(), "{:?}", request.openai_only);
+        assert!(request.openai_messages.is_some());
+    }
+
+    #[test]
+    fn bad_requests_name_the_field() {
+        for (body, field) in [
+            (&b"{"[..], "not JSON"),
+            (br#"{"messages":[]}"#, "`model`"),
+            (br#"{"model":"a","messages":{}}"#, "`messages`"),
+            (
+                br#"{"model":"a","messages":[{"role":"x","content":"y"}]}"#,
+                "messages[0]",
+            ),
+            (
+                br#"{"model":"a","messages":[{"role":"user","content":"y"}],"max_tokens":-1}"#,
+                "max_tokens",
+            ),
+        ] {
+            let error = parse_request(body).unwrap_err().to_string();
+            assert!(error.contains(field), "{error}");
+        }
+    }
+
+    #[test]
+    fn replies_in_band_errors_and_garbage() {
+        let ok = parse_completion(
+            r#"{"id":"c1","choices":[{"message":{"role":"assistant","content":"hey"},"finish_reason":"length"}],
+                "usage":{"prompt_tokens":3,"completion_tokens":1}}"#,
+        )
+        .unwrap();
+        assert_eq!((ok.text.as_str(), ok.finish.as_openai()), ("hey", "length"));
+        assert_eq!(ok.usage.unwrap().completion_tokens, 1);
+        let in_band =
+            parse_completion(r#"{"error":{"message":"overloaded","code":529}}"#).unwrap_err();
+        assert!(in_band.message.contains("overloaded"));
+        let garbage = parse_completion("<html>oops</html>").unwrap_err();
+        assert!(garbage.message.contains("not a chat completion"));
+    }
+
+    #[test]
+    fn streams_decode_text_finish_and_errors() {
+        let mut decoder = StreamDecoder::default();
+        let event = |data: &str| SseEvent {
+            event: String::new(),
+            data: data.into(),
+        };
+        assert_eq!(
+            decoder
+                .feed(&event(
+                    r#"{"id":"s1","choices":[{"delta":{"content":"a"}}]}"#
+                ))
+                .unwrap(),
+            [StreamEvent::Text("a".into())]
+        );
+        assert!(decoder
+            .feed(&event(
+                r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#
+            ))
+            .unwrap()
+            .is_empty());
+        assert!(matches!(
+            decoder.feed(&event("[DONE]")).unwrap()[..],
+            [StreamEvent::Finish { .. }]
+        ));
+        assert_eq!(decoder.id, "s1");
+        let mut cut = StreamDecoder::default();
+        cut.feed(&event(r#"{"choices":[{"delta":{"content":"half"}}]}"#))
+            .unwrap();
+        assert_eq!(cut.end(), None);
+        assert!(!cut.done, "a clean close without a terminator is a cut");
+        let mut finished = StreamDecoder::default();
+        finished
+            .feed(&event(
+                r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#,
+            ))
+            .unwrap();
+        assert!(matches!(finished.end(), Some(StreamEvent::Finish { .. })));
+        assert!(finished.done);
+        assert!(StreamDecoder::default()
+            .feed(&event(r#"{"error":{"message":"x"}}"#))
+            .is_err());
+    }
+}

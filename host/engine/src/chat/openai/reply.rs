@@ -1,0 +1,223 @@
+//! Replies in the OpenAI shape: an upstream's whole reply and its stream
+//! read, and the client-facing completion, chunks and errors rendered.
+
+use serde_json::{json, Value};
+
+use super::super::sse::SseEvent;
+use super::super::tools;
+use super::super::{Completion, FinishReason, StreamEvent, TokenUsage};
+use failover_sandbox::provider_error::ProviderError;
+
+/// Reads an upstream's non-streaming reply. An in-band error object, or a
+/// body that is not a completion, is a provider error carrying the body.
+pub fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
+    let value: Value = serde_json::from_str(text).map_err(|_| unreadable(text))?;
+    if value.get("error").is_some_and(|e| !e.is_null()) {
+        return Err(ProviderError::message(text));
+    }
+    let choice = value
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .ok_or_else(|| unreadable(text))?;
+    let message = choice.get("message").ok_or_else(|| unreadable(text))?;
+    let mut message_extra = message.as_object().cloned().unwrap_or_default();
+    message_extra.remove("role");
+    let content = message_extra.remove("content");
+    message_extra.retain(|_, v| !v.is_null());
+    Ok(Completion {
+        id: value
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        text: content
+            .as_ref()
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        finish: finish(choice.get("finish_reason")).unwrap_or(FinishReason::Stop),
+        usage: usage(value.get("usage")),
+        message_extra,
+    })
+}
+
+/// A provider error for a reply that is not the expected shape.
+pub(crate) fn unreadable(text: &str) -> ProviderError {
+    const PREVIEW: usize = 200;
+    let mut end = text.len().min(PREVIEW);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    ProviderError::message(format!(
+        "the provider's reply is not a chat completion: {:?}",
+        &text[..end]
+    ))
+}
+
+fn finish(value: Option<&Value>) -> Option<FinishReason> {
+    Some(match value?.as_str()? {
+        "stop" => FinishReason::Stop,
+        "length" => FinishReason::Length,
+        "content_filter" => FinishReason::ContentFilter,
+        "tool_calls" | "function_call" => FinishReason::ToolCalls,
+        other => FinishReason::Other(other.to_owned()),
+    })
+}
+
+fn usage(value: Option<&Value>) -> Option<TokenUsage> {
+    let value = value?;
+    Some(TokenUsage {
+        prompt_tokens: value.get("prompt_tokens")?.as_u64()?,
+        completion_tokens: value.get("completion_tokens")?.as_u64()?,
+    })
+}
+
+/// Reads an OpenAI-shaped upstream stream, one server-sent event at a time.
+#[derive(Debug, Default)]
+pub struct StreamDecoder {
+    /// The stream's id (from its first chunk).
+    pub id: String,
+    finish: Option<FinishReason>,
+    usage: Option<TokenUsage>,
+    /// `[DONE]` arrived.
+    pub done: bool,
+}
+
+impl StreamDecoder {
+    /// The events one server-sent event carries; an error event (or an
+    /// unreadable chunk) is a provider error.
+    pub fn feed(&mut self, event: &SseEvent) -> Result<Vec<StreamEvent>, ProviderError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(self.finish_event().into_iter().collect());
+        }
+        if data.is_empty() {
+            return Ok(Vec::new());
+        }
+        let chunk: Value = serde_json::from_str(data).map_err(|_| unreadable(data))?;
+        if chunk.get("error").is_some_and(|e| !e.is_null()) || event.event == "error" {
+            return Err(ProviderError::message(data));
+        }
+        if self.id.is_empty() {
+            if let Some(id) = chunk.get("id").and_then(Value::as_str) {
+                self.id = id.to_owned();
+            }
+        }
+        if let Some(usage) = usage(chunk.get("usage")) {
+            self.usage = Some(usage);
+        }
+        let mut events = Vec::new();
+        if let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) {
+            let text = choice.pointer("/delta/content").and_then(Value::as_str);
+            if let Some(text) = text.filter(|t| !t.is_empty()) {
+                events.push(StreamEvent::Text(text.to_owned()));
+            }
+            if let Some(calls) = choice.pointer("/delta/tool_calls") {
+                events.extend(
+                    tools::deltas_of(calls)
+                        .into_iter()
+                        .map(StreamEvent::ToolCall),
+                );
+            }
+            if let Some(reason) = finish(choice.get("finish_reason")) {
+                self.finish = Some(reason);
+            }
+        }
+        Ok(events)
+    }
+
+    /// The final event when the stream ends: `None` when it ended without
+    /// `[DONE]` or a finish reason — cut off, and then [`Self::done`] stays
+    /// false: a stream that closes cleanly without saying it is complete is
+    /// not complete.
+    pub fn end(&mut self) -> Option<StreamEvent> {
+        if self.done || self.finish.is_none() {
+            return None;
+        }
+        self.done = true;
+        self.finish_event()
+    }
+
+    fn finish_event(&mut self) -> Option<StreamEvent> {
+        Some(StreamEvent::Finish {
+            reason: self.finish.take().unwrap_or(FinishReason::Stop),
+            usage: self.usage.take(),
+        })
+    }
+}
+
+/// The client-facing `chat.completion` object.
+pub fn completion_json(id: &str, model: &str, created: u64, completion: &Completion) -> Value {
+    let mut message = completion.message_extra.clone();
+    message.insert("role".into(), "assistant".into());
+    message.insert("content".into(), completion.text.clone().into());
+    let mut body = json!({
+        "id": id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": completion.finish.as_openai()}],
+    });
+    if let Some(usage) = completion.usage {
+        body["usage"] = usage_json(usage);
+    }
+    body
+}
+
+/// What a client-facing chunk carries.
+#[derive(Debug, Clone, Copy)]
+pub enum Chunk<'a> {
+    /// The first chunk: the role, with empty text content, or null content
+    /// when the reply opens with a tool call (as OpenAI sends it).
+    Role {
+        tool_first: bool,
+    },
+    Event(&'a StreamEvent),
+}
+
+/// A client-facing `chat.completion.chunk`: the role on the first, then
+/// text and tool-call deltas, then the finish reason (and usage).
+pub fn chunk_json(id: &str, model: &str, created: u64, chunk: Chunk<'_>) -> Value {
+    let (delta, finish, usage) = match chunk {
+        Chunk::Role { tool_first } => (
+            json!({"role": "assistant", "content": if tool_first { Value::Null } else { "".into() }}),
+            Value::Null,
+            None,
+        ),
+        Chunk::Event(StreamEvent::Text(text)) => (json!({"content": text}), Value::Null, None),
+        Chunk::Event(StreamEvent::ToolCall(call)) => (
+            json!({"tool_calls": [tools::delta_json(call)]}),
+            Value::Null,
+            None,
+        ),
+        Chunk::Event(StreamEvent::Finish { reason, usage }) => {
+            (json!({}), Value::from(reason.as_openai()), *usage)
+        }
+    };
+    let mut chunk = json!({
+        "id": id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    });
+    if let Some(usage) = usage {
+        chunk["usage"] = usage_json(usage);
+    }
+    chunk
+}
+
+fn usage_json(usage: TokenUsage) -> Value {
+    json!({
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+    })
+}
+
+/// An OpenAI-style error object.
+pub fn error_json(message: &str, kind: &str, code: Option<&str>) -> Value {
+    json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
+}

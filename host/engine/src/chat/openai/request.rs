@@ -1,0 +1,222 @@
+//! Client requests in the OpenAI chat-completions shape: parsing what a
+//! client sends (naming the field when it is wrong), and rendering the
+//! request for an OpenAI-compatible upstream.
+
+use serde_json::{json, Map, Value};
+
+use super::super::tools::{self, TOOL_FIELDS};
+use super::super::{ChatRequest, Message, Role};
+
+/// Request fields that mean nothing to a translation and are dropped
+/// silently when a request goes to a non-OpenAI upstream.
+const HARMLESS: &[&str] = &[
+    "user",
+    "stream_options",
+    "store",
+    "metadata",
+    "service_tier",
+];
+
+/// A client's request body that is not a chat-completions request; the
+/// message names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadRequest(pub String);
+
+/// Parses a client's chat-completions request body.
+pub fn parse_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| BadRequest(format!("the body is not JSON: {e}")))?;
+    let Value::Object(mut object) = value else {
+        return Err(BadRequest("the body must be a JSON object".into()));
+    };
+    let mut request = ChatRequest {
+        model: match object.remove("model") {
+            Some(Value::String(model)) if !model.trim().is_empty() => model,
+            _ => {
+                return Err(BadRequest(
+                    "field `model` must be a non-empty string".into(),
+                ))
+            }
+        },
+        ..ChatRequest::default()
+    };
+    let Some(Value::Array(messages)) = object.remove("messages") else {
+        return Err(BadRequest("field `messages` must be an array".into()));
+    };
+    if messages.is_empty() {
+        return Err(BadRequest("field `messages` must not be empty".into()));
+    }
+    read_messages(&messages, &mut request)?;
+    request.stream = match object.remove("stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(stream)) => stream,
+        Some(_) => return Err(BadRequest("field `stream` must be a boolean".into())),
+    };
+    for name in ["max_tokens", "max_completion_tokens"] {
+        if let Some(value) = object.remove(name).filter(|v| !v.is_null()) {
+            let tokens = value
+                .as_u64()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| BadRequest(format!("field `{name}` must be a positive integer")))?;
+            request.max_tokens = Some(tokens);
+        }
+    }
+    request.temperature = number(&mut object, "temperature")?;
+    request.top_p = number(&mut object, "top_p")?;
+    request.stop = match object.remove("stop") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(stop)) => vec![stop],
+        Some(Value::Array(stops)) => stops
+            .into_iter()
+            .map(|s| match s {
+                Value::String(s) => Ok(s),
+                _ => Err(BadRequest(
+                    "field `stop` must be a string or strings".into(),
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(BadRequest(
+                "field `stop` must be a string or strings".into(),
+            ))
+        }
+    };
+    match object.get("n") {
+        None | Some(Value::Null) => {}
+        Some(n) if n.as_u64() == Some(1) => {
+            object.remove("n");
+        }
+        Some(_) => request.openai_only.push("field `n` above 1".into()),
+    }
+    for (name, value) in object {
+        if TOOL_FIELDS.contains(&name.as_str()) {
+            if let Some(why) = tools::untranslatable_field(&name, &value) {
+                request.openai_only.push(why);
+            }
+        } else if !HARMLESS.contains(&name.as_str()) && !value.is_null() {
+            request.openai_only.push(format!("field `{name}`"));
+        }
+        request.openai_extra.insert(name, value);
+    }
+    Ok(request)
+}
+
+fn number(object: &mut Map<String, Value>, name: &str) -> Result<Option<f64>, BadRequest> {
+    match object.remove(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value
+            .as_f64()
+            .map(Some)
+            .ok_or_else(|| BadRequest(format!("field `{name}` must be a number"))),
+    }
+}
+
+fn read_messages(messages: &[Value], request: &mut ChatRequest) -> Result<(), BadRequest> {
+    let mut system: Vec<String> = Vec::new();
+    let mut plain = true;
+    for (index, message) in messages.iter().enumerate() {
+        let at = |what: &str| BadRequest(format!("messages[{index}]: {what}"));
+        let Value::Object(message) = message else {
+            return Err(at("must be an object"));
+        };
+        let role = message
+            .get("role")
+            .and_then(Value::as_str)
+            .ok_or_else(|| at("field `role` must be a string"))?;
+        let text = match message.get("content") {
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(Value::Array(parts)) => text_parts(parts),
+            None | Some(Value::Null) => None,
+            Some(_) => return Err(at("field `content` must be a string, an array or null")),
+        };
+        let extra_fields = message
+            .keys()
+            .any(|k| !matches!(k.as_str(), "role" | "content" | "name"));
+        let role = match role {
+            "system" | "developer" => None,
+            "user" => Some(Role::User),
+            "assistant" => Some(Role::Assistant),
+            "tool" | "function" => {
+                if !tools::translatable_message(message) {
+                    request
+                        .openai_only
+                        .push(format!("messages[{index}] (a {role} result)"));
+                }
+                plain = false;
+                continue;
+            }
+            other => return Err(at(&format!("unknown role {other:?}"))),
+        };
+        let Some(text) = text.filter(|_| !extra_fields) else {
+            if !tools::translatable_message(message) {
+                request
+                    .openai_only
+                    .push(format!("messages[{index}] (more than text)"));
+            }
+            plain = false;
+            continue;
+        };
+        match role {
+            None => system.push(text),
+            Some(role) => request.messages.push(Message {
+                role,
+                content: text,
+            }),
+        }
+    }
+    if !system.is_empty() {
+        request.system = Some(system.join("\n\n"));
+    }
+    if !plain {
+        request.openai_messages = Some(messages.to_vec());
+    }
+    Ok(())
+}
+
+/// The text of content parts, when every part is text.
+fn text_parts(parts: &[Value]) -> Option<String> {
+    let mut text = String::new();
+    for part in parts {
+        if part.get("type").and_then(Value::as_str) != Some("text") {
+            return None;
+        }
+        text.push_str(part.get("text").and_then(Value::as_str)?);
+    }
+    Some(text)
+}
+
+/// The upstream request body for `model` (the provider's own model name).
+pub fn render_request(request: &ChatRequest, model: &str) -> Value {
+    let messages = match &request.openai_messages {
+        Some(raw) => raw.clone(),
+        None => request
+            .system
+            .iter()
+            .map(|system| json!({"role": "system", "content": system}))
+            .chain(
+                request
+                    .messages
+                    .iter()
+                    .map(|m| json!({"role": m.role.as_str(), "content": m.content})),
+            )
+            .collect(),
+    };
+    let mut body = request.openai_extra.clone();
+    body.insert("model".into(), model.into());
+    body.insert("messages".into(), Value::Array(messages));
+    body.insert("stream".into(), request.stream.into());
+    if let Some(max) = request.max_tokens {
+        body.insert("max_tokens".into(), max.into());
+    }
+    if let Some(t) = request.temperature {
+        body.insert("temperature".into(), t.into());
+    }
+    if let Some(p) = request.top_p {
+        body.insert("top_p".into(), p.into());
+    }
+    if !request.stop.is_empty() {
+        body.insert("stop".into(), request.stop.clone().into());
+    }
+    Value::Object(body)
+}
