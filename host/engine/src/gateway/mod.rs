@@ -33,7 +33,7 @@ pub use routes::{router, POLICY_HEADER};
 
 use crate::config::Config;
 use crate::providers::HttpProvider;
-use crate::replay::record::Recorder;
+use crate::replay::record::{Recorder, RecordingProvider};
 use crate::runner::{Runner, SystemClock};
 use crate::state::{AuthStore, SessionStore, StateDir, StateError};
 use failover_sandbox::policy::Decider;
@@ -46,7 +46,7 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
 pub const MAX_POLICY_HISTORY: usize = 16;
 
 /// The runner the gateway drives: real HTTP providers, the system clock.
-pub type GatewayRunner = Runner<HttpProvider, SystemClock>;
+pub type GatewayRunner = Runner<RecordingProvider<HttpProvider>, SystemClock>;
 
 /// What `serve` needs besides the config.
 #[derive(Debug, Clone)]
@@ -114,8 +114,10 @@ impl Gateway {
                 store = store.with_watch(recorder.clone());
                 sessions = sessions.with_watch(recorder.clone());
             }
-            let provider = HttpProvider::new(config.clone(), store.clone())?
-                .with_recorder(options.recorder.clone());
+            let provider = RecordingProvider::new(
+                HttpProvider::new(config.clone(), store.clone())?,
+                options.recorder.clone(),
+            );
             let runner = Runner::new(
                 policy.clone(),
                 (*config).clone(),

@@ -15,8 +15,6 @@ use crate::auth::CredentialKind;
 use crate::chat::{anthropic, openai, tools, ChatReply, ChatRequest, StreamEvent, StreamReply};
 use crate::config::Config;
 use crate::config::{Api, Endpoint};
-use crate::replay::record::Recorder;
-use crate::replay::trace::OutcomeEvent;
 use crate::runner::{clock::now_ms, CallError, Provider, Target};
 use crate::state::{split_model, AuthStore, Credential};
 use failover_sandbox::provider_error::ProviderError;
@@ -31,7 +29,6 @@ pub struct HttpProvider {
     config: Arc<Config>,
     store: AuthStore,
     client: reqwest::Client,
-    recorder: Option<Arc<Recorder>>,
     /// One OAuth refresh per profile at a time (shared by clones).
     refresher: Arc<oauth::Refresher>,
 }
@@ -49,15 +46,8 @@ impl HttpProvider {
             config,
             store,
             client,
-            recorder: None,
             refresher: Arc::default(),
         })
-    }
-
-    /// Records every call's outcome (for requests with a `record_id`).
-    pub fn with_recorder(mut self, recorder: Option<Arc<Recorder>>) -> Self {
-        self.recorder = recorder;
-        self
     }
 
     /// The config it calls with.
@@ -252,8 +242,6 @@ impl Provider for HttpProvider {
     type Reply = ChatReply;
 
     async fn call(&self, target: &Target, request: &ChatRequest) -> Result<ChatReply, CallError> {
-        let at = now_ms();
-        let started = std::time::Instant::now();
         let mut redactor = Redactor::default();
         let result = self.attempt(target, request, &mut redactor).await;
         // The choke point: nothing of this call leaves unredacted — its
@@ -264,25 +252,6 @@ impl Provider for HttpProvider {
             Ok(complete) => Ok(complete),
         };
         let hung = result.as_ref().is_err_and(capture::is_deadline);
-        if let (Some(recorder), Some(id)) = (&self.recorder, request.record_id) {
-            let content = match &result {
-                Ok(ChatReply::Complete(completion)) if recorder.keeps_content() => {
-                    Some(completion.text.clone())
-                }
-                _ => None,
-            };
-            recorder.outcome(OutcomeEvent {
-                request: id,
-                at,
-                provider: target.provider.clone(),
-                model: target.model.clone(),
-                profile: target.profile.clone(),
-                latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                error: result.as_ref().err().map(ProviderError::to_json),
-                hung,
-                content,
-            });
-        }
         result.map_err(|e| {
             if hung {
                 CallError::Hung(Box::new(e))

@@ -4,13 +4,14 @@
 //! request and each provider call's outcome as they happen, and every
 //! change of routing state another process makes meanwhile (F-12.4: the
 //! recorder watches the default agent's stores). Prompt and reply text are
-//! written only with `--record-content`.
+//! written only with `--record-content`. [`RecordingProvider`] records the
+//! calls of any provider it wraps.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -21,8 +22,10 @@ use super::trace::{
 use crate::auth::Usage;
 use crate::config::Config;
 use crate::runner::clock::now_ms;
+use crate::runner::{CallError, Provider, Target};
 use crate::state::watch::ChangeLog;
 use crate::state::{files, AuthStore, SessionEntry, SessionStore, StateError, StateWatch};
+use failover_sandbox::ProviderError;
 
 /// Writes one trace file.
 pub struct Recorder {
@@ -211,5 +214,100 @@ impl StateWatch for Recorder {
 
     fn session_written(&self, session: &str, entry: &SessionEntry) {
         self.sessions.written(session, entry);
+    }
+}
+
+/// A request whose calls can be recorded: its id in the trace, if it is
+/// being recorded.
+pub trait Recordable {
+    /// The request's id in the trace.
+    fn record_id(&self) -> Option<u64>;
+}
+
+/// A reply whose text a recording with content keeps.
+pub trait RecordedContent {
+    /// The text of a whole reply; `None` for a stream (its text arrives
+    /// later).
+    fn content(&self) -> Option<String>;
+}
+
+impl Recordable for crate::chat::ChatRequest {
+    fn record_id(&self) -> Option<u64> {
+        self.record_id
+    }
+}
+
+impl RecordedContent for crate::chat::ChatReply {
+    fn content(&self) -> Option<String> {
+        match self {
+            crate::chat::ChatReply::Complete(completion) => Some(completion.text.clone()),
+            crate::chat::ChatReply::Stream(_) => None,
+        }
+    }
+}
+
+/// Records every call of any provider: wraps it, and writes each call's
+/// outcome — target, start, latency, the error as the provider returned it
+/// (already redacted), whether it hung — for requests that are recorded.
+pub struct RecordingProvider<P> {
+    inner: P,
+    recorder: Option<Arc<Recorder>>,
+}
+
+impl<P> RecordingProvider<P> {
+    /// `inner`, recorded by `recorder` when there is one.
+    pub fn new(inner: P, recorder: Option<Arc<Recorder>>) -> Self {
+        RecordingProvider { inner, recorder }
+    }
+
+    /// The provider it wraps.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+}
+
+impl<P> Provider for RecordingProvider<P>
+where
+    P: Provider,
+    P::Request: Recordable,
+    P::Reply: RecordedContent,
+{
+    type Request = P::Request;
+    type Reply = P::Reply;
+
+    async fn call(&self, target: &Target, request: &P::Request) -> Result<P::Reply, CallError> {
+        let at = now_ms();
+        let started = std::time::Instant::now();
+        let result = self.inner.call(target, request).await;
+        if let (Some(recorder), Some(id)) = (&self.recorder, request.record_id()) {
+            let (error, hung) = match &result {
+                Ok(_) => (None, false),
+                Err(CallError::Failed(e) | CallError::Aborted(e)) => (Some(e.to_json()), false),
+                Err(CallError::Hung(e)) => (Some(e.to_json()), true),
+                Err(CallError::LiveSwitch { model }) => (
+                    Some(
+                        ProviderError::message(format!("live session model switch to {model}"))
+                            .to_json(),
+                    ),
+                    false,
+                ),
+            };
+            let content = match &result {
+                Ok(reply) if recorder.keeps_content() => reply.content(),
+                _ => None,
+            };
+            recorder.outcome(OutcomeEvent {
+                request: id,
+                at,
+                provider: target.provider.clone(),
+                model: target.model.clone(),
+                profile: target.profile.clone(),
+                latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                error,
+                hung,
+                content,
+            });
+        }
+        result
     }
 }
