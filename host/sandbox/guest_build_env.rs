@@ -1,4 +1,4 @@
-// Shared by `host/build.rs` and `tests/support/guests.rs` (both `include!`
+// Shared by `host/sandbox/build.rs` and `tests/support/guests.rs` (both `include!`
 // it): the variables of an outer cargo build that must not leak into a
 // nested guest build — host flags would break a wasm build, clippy's wrapper
 // would lint the guest, and a shared target dir deadlocks on cargo's build

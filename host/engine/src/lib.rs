@@ -15,6 +15,8 @@
 //! - [`auth`] — the profile types, from `policy-types`.
 //! - [`logging`] — log output.
 
+#![warn(missing_docs)]
+
 pub mod auth;
 pub mod chat;
 pub mod config;

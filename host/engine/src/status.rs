@@ -18,10 +18,12 @@ use failover_sandbox::Decider;
 /// One provider's order.
 #[derive(Debug, Clone)]
 pub struct ProviderStatus {
+    /// The provider, aliases resolved.
     pub provider: String,
     /// Where the order comes from: `auth.order`, `auth.profiles` or the
     /// stored profiles.
     pub order_source: &'static str,
+    /// Its profiles in the order the policy gives, each available or blocked.
     pub ranked: Vec<RankedProfile>,
     /// Stored profiles of the provider the order leaves out.
     pub not_in_order: Vec<String>,
@@ -30,9 +32,13 @@ pub struct ProviderStatus {
 /// Everything the status shows, gathered at one instant.
 #[derive(Debug, Clone)]
 pub struct Status {
+    /// When it was gathered (ms since the epoch).
     pub now: u64,
+    /// What may be shown of each stored profile.
     pub summaries: Vec<ProfileSummary>,
+    /// Each profile's routing state, by profile id.
     pub usage: BTreeMap<String, Usage>,
+    /// Each provider's order, the providers sorted by name.
     pub providers: Vec<ProviderStatus>,
     /// `(session id, one line about its fallback)`.
     pub on_fallback: Vec<(String, String)>,
@@ -41,8 +47,10 @@ pub struct Status {
 /// Reading the state or asking the policy failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StatusError {
+    /// The state could not be read.
     #[error(transparent)]
     State(#[from] crate::state::StateError),
+    /// The policy failed to order the profiles.
     #[error(transparent)]
     Policy(#[from] failover_sandbox::PolicyError),
 }

@@ -87,71 +87,87 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async {
-        let policy = runner.policy();
-        let outcome = match runner.run_with(policy.as_ref(), &options, &request).await {
-            Ok(outcome) => outcome,
-            Err(error) => {
-                eprintln!("failover: {error}");
-                if let crate::runner::RunError::Exhausted(summary) = &error {
-                    print_attempts(&summary.attempts);
-                }
-                return Ok(ExitCode::from(EXIT_RUN_FAILED));
-            }
-        };
-        let mut stdout = std::io::stdout().lock();
-        let mut broken = None;
-        match outcome.reply {
-            ChatReply::Complete(completion) => writeln!(stdout, "{}", completion.text)?,
-            ChatReply::Stream(stream) => {
-                let mut events = guard::guard(stream, Some(deadline), max_stream_bytes);
-                while let Some(event) = events.next().await {
-                    match event {
-                        Ok(StreamEvent::Text(text)) => write!(stdout, "{text}")?,
-                        Ok(StreamEvent::ToolCall(call)) => {
-                            if let Some(name) = &call.name {
-                                write!(stdout, "\n[tool call {name}] ")?;
-                            }
-                            write!(stdout, "{}", call.arguments)?;
-                        }
-                        Ok(StreamEvent::Finish { .. }) => {}
-                        Err(error) => {
-                            broken = Some(error);
-                            break;
-                        }
-                    }
-                    stdout.flush()?;
-                }
-                writeln!(stdout)?;
-            }
-        }
-        print_attempts(&outcome.attempts);
-        eprintln!(
-            "served by {} (profile {}){}",
-            outcome.model,
-            outcome.profile,
-            if outcome.attempts.is_empty() {
-                String::new()
-            } else {
-                format!(" after {} failed attempt(s)", outcome.attempts.len())
-            }
-        );
-        if let Some(broken) = broken {
-            eprintln!("failover: {}", broken.message());
-            if let Broken::Upstream(error) = &broken {
-                let target = Target {
-                    provider: outcome.provider.clone(),
-                    model: outcome.model.clone(),
-                    profile: outcome.profile.clone(),
-                };
-                if let Err(e) = runner.record_stream_failure(policy.as_ref(), &target, error) {
-                    eprintln!("failover: cannot record the stream's failure: {e}");
-                }
+    let bounds = (deadline, max_stream_bytes);
+    runtime.block_on(run_and_print(&runner, &options, &request, bounds))
+}
+
+/// Runs the request and prints the reply on stdout, who served it on
+/// stderr; a stream that breaks after it started is reported and recorded.
+async fn run_and_print(
+    runner: &Runner<HttpProvider, SystemClock>,
+    options: &RunOptions,
+    request: &ChatRequest,
+    (deadline, max_stream_bytes): (u64, u64),
+) -> anyhow::Result<ExitCode> {
+    let policy = runner.policy();
+    let outcome = match runner.run_with(policy.as_ref(), options, request).await {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            eprintln!("failover: {error}");
+            if let crate::runner::RunError::Exhausted(summary) = &error {
+                print_attempts(&summary.attempts);
             }
             return Ok(ExitCode::from(EXIT_RUN_FAILED));
         }
-        Ok(ExitCode::SUCCESS)
-    })
+    };
+    let broken = match outcome.reply {
+        ChatReply::Complete(completion) => {
+            println!("{}", completion.text);
+            None
+        }
+        ChatReply::Stream(stream) => {
+            print_stream(guard::guard(stream, Some(deadline), max_stream_bytes)).await?
+        }
+    };
+    print_attempts(&outcome.attempts);
+    let after = match outcome.attempts.len() {
+        0 => String::new(),
+        n => format!(" after {n} failed attempt(s)"),
+    };
+    eprintln!(
+        "served by {} (profile {}){after}",
+        outcome.model, outcome.profile
+    );
+    let Some(broken) = broken else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    eprintln!("failover: {}", broken.message());
+    if let Broken::Upstream(error) = &broken {
+        let target = Target {
+            provider: outcome.provider.clone(),
+            model: outcome.model.clone(),
+            profile: outcome.profile.clone(),
+        };
+        if let Err(e) = runner.record_stream_failure(policy.as_ref(), &target, error) {
+            eprintln!("failover: cannot record the stream's failure: {e}");
+        }
+    }
+    Ok(ExitCode::from(EXIT_RUN_FAILED))
+}
+
+/// Prints a stream as it arrives; what broke it, if something did.
+async fn print_stream(mut events: guard::GuardedStream) -> anyhow::Result<Option<Broken>> {
+    let mut stdout = std::io::stdout().lock();
+    let mut broken = None;
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(StreamEvent::Text(text)) => write!(stdout, "{text}")?,
+            Ok(StreamEvent::ToolCall(call)) => {
+                if let Some(name) = &call.name {
+                    write!(stdout, "\n[tool call {name}] ")?;
+                }
+                write!(stdout, "{}", call.arguments)?;
+            }
+            Ok(StreamEvent::Finish { .. }) => {}
+            Err(error) => {
+                broken = Some(error);
+                break;
+            }
+        }
+        stdout.flush()?;
+    }
+    writeln!(stdout)?;
+    Ok(broken)
 }
 
 fn print_attempts(attempts: &[crate::runner::Attempt]) {

@@ -43,29 +43,11 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => ClientKeys::default(),
     };
     let retry_wait_cap_ms = retry_wait_cap_from_env().map_err(|e| anyhow!(e))?;
-    let recorder = match &args.record {
-        None => None,
-        Some(dir) => {
-            let store = context.store()?;
-            let sessions = super::session::sessions(context)?;
-            let header = record::header_for(
-                context.config()?,
-                context.agent(),
-                &store,
-                &sessions,
-                crate::runner::clock::now_ms(),
-                retry_wait_cap_ms,
-            )?;
-            let recorder = record::Recorder::start(dir, &header, args.record_content)?;
-            eprintln!("failover: recording to {}", recorder.path().display());
-            Some(Arc::new(recorder))
-        }
-    };
     let options = GatewayOptions {
         agent: context.agent().to_owned(),
         client_keys,
         retry_wait_cap_ms,
-        recorder,
+        recorder: recorder(context, &args, retry_wait_cap_ms)?,
     };
     let policy = context.shared_policy()?;
     let gateway = Gateway::new(
@@ -81,60 +63,102 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             args.admin_listen
         ));
     }
-    let gateway = Arc::new(gateway);
-    let state_dir = context.state_dir()?;
-    let engine = context.engine()?.clone();
-    let limits = context.config()?.policy_limits();
+    let admin = AdminParts {
+        files: AdminFiles::of(&context.state_dir()?),
+        engine: context.engine()?.clone(),
+        limits: context.config()?.policy_limits(),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", args.listen))?;
-        let local = listener.local_addr()?;
-        let admin_listener = tokio::net::TcpListener::bind(args.admin_listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", args.admin_listen))?;
-        let admin_local = admin_listener.local_addr()?;
-        let files = AdminFiles::of(&state_dir);
-        let token = files.publish(admin_local)?;
-        let admin = Arc::new(Admin {
-            gateway: gateway.clone(),
-            engine,
-            limits,
-            token,
-        });
-        eprintln!(
-            "failover: serving on http://{local} (agent {}, policy {}; admin on {admin_local})",
-            context.agent(),
-            policy.version()
-        );
-        let (stop, stopped) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            shutdown_signal().await;
-            let _ = stop.send(true);
-        });
-        let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
-            let _ = stopped.wait_for(|s| *s).await;
-        };
-        let admin_server = gateway::serve_router(
-            admin_listener,
-            admin::router(admin),
-            gateway.limits(),
-            until_stopped(stopped.clone()),
-        );
-        let served = tokio::join!(
-            gateway::serve(listener, gateway, until_stopped(stopped)),
-            admin_server
-        );
-        files.withdraw();
-        served.0?;
-        served.1?;
-        eprintln!("failover: stopped");
-        Ok(ExitCode::SUCCESS)
-    })
+    let banner = format!("agent {}, policy {}", context.agent(), policy.version());
+    runtime.block_on(serve_until_stopped(
+        Arc::new(gateway),
+        admin,
+        &args,
+        &banner,
+    ))
+}
+
+/// The recorder `--record` asks for, its trace started.
+fn recorder(
+    context: &Context,
+    args: &ServeArgs,
+    retry_wait_cap_ms: u64,
+) -> anyhow::Result<Option<Arc<record::Recorder>>> {
+    let Some(dir) = &args.record else {
+        return Ok(None);
+    };
+    let store = context.store()?;
+    let sessions = super::session::sessions(context)?;
+    let header = record::header_for(
+        context.config()?,
+        context.agent(),
+        &store,
+        &sessions,
+        crate::runner::clock::now_ms(),
+        retry_wait_cap_ms,
+    )?;
+    let recorder = record::Recorder::start(dir, &header, args.record_content)?;
+    eprintln!("failover: recording to {}", recorder.path().display());
+    Ok(Some(Arc::new(recorder)))
+}
+
+/// What the admin endpoint is made of.
+struct AdminParts {
+    files: AdminFiles,
+    engine: crate::PolicyEngine,
+    limits: crate::Limits,
+}
+
+/// Listens, serves the gateway and its admin endpoint until Ctrl-C or
+/// SIGTERM, then drains both.
+async fn serve_until_stopped(
+    gateway: Arc<Gateway>,
+    parts: AdminParts,
+    args: &ServeArgs,
+    banner: &str,
+) -> anyhow::Result<ExitCode> {
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let local = listener.local_addr()?;
+    let admin_listener = tokio::net::TcpListener::bind(args.admin_listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.admin_listen))?;
+    let admin_local = admin_listener.local_addr()?;
+    let token = parts.files.publish(admin_local)?;
+    let admin = Arc::new(Admin {
+        gateway: gateway.clone(),
+        engine: parts.engine,
+        limits: parts.limits,
+        token,
+    });
+    eprintln!("failover: serving on http://{local} ({banner}; admin on {admin_local})");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop.send(true);
+    });
+    let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = stopped.wait_for(|s| *s).await;
+    };
+    let admin_server = gateway::serve_router(
+        admin_listener,
+        admin::router(admin),
+        gateway.limits(),
+        until_stopped(stopped.clone()),
+    );
+    let served = tokio::join!(
+        gateway::serve(listener, gateway, until_stopped(stopped)),
+        admin_server
+    );
+    parts.files.withdraw();
+    served.0?;
+    served.1?;
+    eprintln!("failover: stopped");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Ctrl-C or SIGTERM.

@@ -21,7 +21,10 @@ pub enum Broken {
     /// The run's deadline passed while the reply streamed.
     Deadline,
     /// The reply's content passed the configured maximum.
-    TooLarge { limit: u64 },
+    TooLarge {
+        /// The maximum, in bytes.
+        limit: u64,
+    },
 }
 
 impl Broken {

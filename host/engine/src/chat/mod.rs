@@ -2,12 +2,12 @@
 //!
 //! - [`ChatRequest`] — what a client asked: system prompt, turns, sampling.
 //! - [`Completion`], [`StreamEvent`], [`ChatReply`] — what came back.
-//! - [`openai`] — the OpenAI chat-completions shape (the gateway's own
+//! - `openai` — the OpenAI chat-completions shape (the gateway's own
 //!   face, and the upstream shape of every OpenAI-compatible server).
-//! - [`anthropic`] — the Anthropic Messages shape (upstream only).
-//! - [`sse`] — server-sent events, decoded incrementally.
+//! - `anthropic` — the Anthropic Messages shape (upstream only).
+//! - `sse` — server-sent events, decoded incrementally.
 //! - [`guard`] — a served stream bounded by the run's deadline and a size.
-//! - [`tools`] — OpenAI tool definitions, tool calls and tool results in
+//! - `tools` — OpenAI tool definitions, tool calls and tool results in
 //!   the Anthropic shape.
 //!
 //! What one shape can say and the other cannot (images, several choices,
@@ -17,11 +17,11 @@
 //! go to Anthropic as `tool_use`/`tool_result` blocks, and Anthropic's
 //! `tool_use` comes back as OpenAI tool calls, whole or streamed.
 
-pub mod anthropic;
+pub(crate) mod anthropic;
 pub mod guard;
-pub mod openai;
-pub mod sse;
-pub mod tools;
+pub(crate) mod openai;
+pub(crate) mod sse;
+pub(crate) mod tools;
 
 use std::pin::Pin;
 
@@ -33,7 +33,9 @@ use failover_sandbox::provider_error::ProviderError;
 /// Who said a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// The client (the `user` role).
     User,
+    /// The model (the `assistant` role).
     Assistant,
 }
 
@@ -50,7 +52,9 @@ impl Role {
 /// One text turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
+    /// Who said it.
     pub role: Role,
+    /// The turn's text.
     pub content: String,
 }
 
@@ -61,11 +65,18 @@ pub struct ChatRequest {
     pub model: String,
     /// The system prompt (several system messages joined by blank lines).
     pub system: Option<String>,
+    /// The conversation's turns, oldest first (system messages excluded).
     pub messages: Vec<Message>,
+    /// The most tokens to generate (`max_tokens`); `None` leaves it to the
+    /// upstream (Anthropic, which requires one, gets a default).
     pub max_tokens: Option<u64>,
+    /// Sampling temperature, passed on as given.
     pub temperature: Option<f64>,
+    /// Nucleus sampling (`top_p`), passed on as given.
     pub top_p: Option<f64>,
+    /// Stop sequences (empty for none).
     pub stop: Vec<String>,
+    /// Whether the client asked for a streamed reply.
     pub stream: bool,
     /// OpenAI-shaped messages as the client sent them, kept when some turn
     /// is more than text (images, tool calls): sent as they are to
@@ -88,9 +99,14 @@ pub struct ChatRequest {
 /// Why generation stopped, in OpenAI's words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FinishReason {
+    /// A natural end, or a stop sequence (`stop`).
     Stop,
+    /// The token limit was reached (`length`).
     Length,
+    /// The provider's content filter, or a refusal, stopped it
+    /// (`content_filter`).
     ContentFilter,
+    /// The model called tools (`tool_calls`).
     ToolCalls,
     /// Anything else, as the provider said it.
     Other(String),
@@ -112,7 +128,9 @@ impl FinishReason {
 /// Token counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TokenUsage {
+    /// Tokens of the prompt (Anthropic's `input_tokens`).
     pub prompt_tokens: u64,
+    /// Tokens generated (Anthropic's `output_tokens`).
     pub completion_tokens: u64,
 }
 
@@ -121,8 +139,11 @@ pub struct TokenUsage {
 pub struct Completion {
     /// The provider's id for it.
     pub id: String,
+    /// The reply's text.
     pub text: String,
+    /// Why generation stopped.
     pub finish: FinishReason,
+    /// Token counts, when the provider reported them.
     pub usage: Option<TokenUsage>,
     /// Fields of an OpenAI-shaped upstream's message beyond `role` and
     /// `content` (`tool_calls`, `refusal`), passed through to the client.
@@ -136,7 +157,9 @@ pub struct Completion {
 pub struct ToolCallDelta {
     /// Which call of the reply (0, 1 … for parallel calls).
     pub index: u32,
+    /// The call's id, on its first piece only.
     pub id: Option<String>,
+    /// The function's name, on its first piece only.
     pub name: Option<String>,
     /// The next fragment of the arguments.
     pub arguments: String,
@@ -145,12 +168,17 @@ pub struct ToolCallDelta {
 /// One piece of a streamed reply.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {
+    /// A piece of the reply's text.
     Text(String),
     /// A piece of a tool call: content like text, so a reply of tool calls
     /// alone is a reply.
     ToolCall(ToolCallDelta),
+    /// The end of the reply: why it stopped, and the token counts when the
+    /// provider reported them.
     Finish {
+        /// Why generation stopped.
         reason: FinishReason,
+        /// Token counts, when the provider reported them.
         usage: Option<TokenUsage>,
     },
 }
@@ -169,10 +197,12 @@ impl StreamEvent {
 /// A streamed reply whose start has arrived: the run counts it as served
 /// once content has come, and may fail over only before that.
 pub struct StreamReply {
+    /// The provider's id for the reply.
     pub id: String,
     /// Events read before the call returned (they include the first
     /// content).
     pub first: Vec<StreamEvent>,
+    /// The events after [`Self::first`], as they arrive.
     pub rest: EventStream,
 }
 
@@ -188,7 +218,9 @@ impl std::fmt::Debug for StreamReply {
 /// What a provider call returns.
 #[derive(Debug)]
 pub enum ChatReply {
+    /// A whole reply.
     Complete(Completion),
+    /// A streamed reply, its start arrived.
     Stream(StreamReply),
 }
 

@@ -48,22 +48,36 @@ pub const SMALL_BODY_BYTES: usize = 64 << 10;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct GatewayConfig {
+    /// `headerReadTimeoutSeconds`: from connect (or first byte) to a whole
+    /// request head.
     pub header_read_timeout_seconds: Option<f64>,
+    /// `idleTimeoutSeconds`: how long a kept-alive connection may wait for
+    /// its next request.
     pub idle_timeout_seconds: Option<f64>,
+    /// `bodyReadTimeoutSeconds`: from a request's head to its whole body.
     pub body_read_timeout_seconds: Option<f64>,
+    /// `maxConnections`: open client connections; idle ones make room.
     pub max_connections: Option<u64>,
+    /// `maxRequestBytes`: the largest chat request body.
     pub max_request_bytes: Option<u64>,
+    /// `maxStreamBytes`: the largest content of one streamed reply.
     pub max_stream_bytes: Option<u64>,
 }
 
 /// The limits in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerLimits {
+    /// Time allowed for a request head.
     pub header_read_timeout: Duration,
+    /// Time a kept-alive connection may wait for its next request.
     pub idle_timeout: Duration,
+    /// Time allowed for a request body, after its head.
     pub body_read_timeout: Duration,
+    /// Open client connections at most.
     pub max_connections: usize,
+    /// The largest chat request body, in bytes.
     pub max_request_bytes: usize,
+    /// The largest content of one streamed reply, in bytes.
     pub max_stream_bytes: u64,
 }
 

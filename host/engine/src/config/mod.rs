@@ -65,9 +65,13 @@ const MAX_HOURS: f64 = 366.0 * 24.0;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Config {
+    /// `auth.*`: profiles, their order, cooldowns.
     pub auth: AuthConfig,
+    /// `agents.*`: the models runs use, by default and per agent.
     pub agents: AgentsConfig,
+    /// `models.*`: the providers' endpoints.
     pub models: ModelsConfig,
+    /// `policy.*`: the sandbox limits of policy calls.
     pub policy: PolicyConfig,
     /// `gateway.*`: what `failover serve` bounds (see [`gateway`]).
     pub gateway: gateway::GatewayConfig,
@@ -78,13 +82,17 @@ pub struct Config {
 }
 
 /// `policy.*`: the sandbox limits every policy call runs under, overriding
-/// the defaults of `host/src/policy/limits.rs` (each has its reason there).
+/// the defaults of `host/sandbox/src/policy/limits.rs` (each has its reason there).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct PolicyConfig {
+    /// `fuelPerCall`: fuel per call.
     pub fuel_per_call: Option<u64>,
+    /// `maxMemoryBytes`: linear memory per policy instance, in bytes.
     pub max_memory_bytes: Option<u64>,
+    /// `callDeadlineMs`: wall-clock backstop per call, in ms.
     pub call_deadline_ms: Option<u64>,
+    /// `maxMessageBytes`: longest message per error level, in bytes.
     pub max_message_bytes: Option<u64>,
 }
 
@@ -101,8 +109,11 @@ const POLICY_LIMIT_RANGES: [(&str, u64, u64); 4] = [
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AuthConfig {
+    /// `auth.profiles`: the profiles' metadata, by profile id.
     pub profiles: BTreeMap<String, ProfileMeta>,
+    /// `auth.order`: per provider, the profile ids in the order to try them.
     pub order: BTreeMap<String, Vec<String>>,
+    /// `auth.cooldowns`: billing backoffs, the failure window, rotation caps.
     pub cooldowns: Cooldowns,
 }
 
@@ -114,6 +125,7 @@ pub struct ProfileMeta {
     pub provider: Option<String>,
     /// The credential kind expected (`api_key`, `oauth`, `token`).
     pub mode: Option<CredentialKind>,
+    /// The account's email, as written (not used for routing).
     pub email: Option<String>,
 }
 
@@ -121,12 +133,22 @@ pub struct ProfileMeta {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Cooldowns {
+    /// `billingBackoffHours`: a billing disable's base, in hours (F-6.5).
     pub billing_backoff_hours: f64,
+    /// `billingBackoffHoursByProvider`: the base per provider, in hours.
     pub billing_backoff_hours_by_provider: BTreeMap<String, f64>,
+    /// `billingMaxHours`: a billing disable's cap, in hours.
     pub billing_max_hours: f64,
+    /// `failureWindowHours`: after this long without failures the counts
+    /// start over, in hours (F-6.6).
     pub failure_window_hours: f64,
+    /// `overloadedProfileRotations`: same-provider rotations on overload
+    /// before model fallback (F-6.7).
     pub overloaded_profile_rotations: u32,
+    /// `overloadedBackoffMs`: wait before an overload rotation, in ms.
     pub overloaded_backoff_ms: u64,
+    /// `rateLimitedProfileRotations`: same-provider rotations on rate limits
+    /// before model fallback (F-6.7).
     pub rate_limited_profile_rotations: u32,
 }
 
@@ -148,7 +170,10 @@ impl Default for Cooldowns {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AgentsConfig {
+    /// `agents.defaults`: the models and the run deadline of every run; an
+    /// agent of `agents.list` may have its own model.
     pub defaults: AgentDefaults,
+    /// `agents.list`: the agents with their own settings.
     pub list: Vec<AgentEntry>,
 }
 
@@ -156,7 +181,9 @@ pub struct AgentsConfig {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AgentDefaults {
+    /// `model`: the text model and its fallbacks.
     pub model: ModelChoice,
+    /// `imageModel`: the model (and fallbacks) of image runs (F-1.2).
     pub image_model: Option<AgentModel>,
     /// Whole-run deadline in seconds (default [`DEFAULT_RUN_TIMEOUT_SECONDS`]).
     pub timeout_seconds: Option<f64>,
@@ -166,7 +193,9 @@ pub struct AgentDefaults {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ModelChoice {
+    /// The primary model, `provider/model`.
     pub primary: Option<String>,
+    /// The models to fall back to, in order.
     pub fallbacks: Option<Vec<String>>,
     /// How often a session on an automatic fallback tries its configured
     /// primary again (F-12.2), in seconds; 0 never does (default
@@ -180,14 +209,18 @@ pub struct ModelChoice {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum AgentModel {
+    /// One model, `provider/model` (strict).
     Name(String),
+    /// A primary and its fallbacks.
     Choice(ModelChoice),
 }
 
 /// An `agents.list[]` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentEntry {
+    /// The agent's id.
     pub id: String,
+    /// The agent's own model; absent, the defaults apply.
     #[serde(default)]
     pub model: Option<AgentModel>,
 }
@@ -196,6 +229,7 @@ pub struct AgentEntry {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ModelsConfig {
+    /// `models.providers`: each provider's endpoint, by provider name.
     pub providers: BTreeMap<String, ProviderEndpoint>,
 }
 

@@ -30,7 +30,10 @@ pub struct ProviderEndpoint {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OAuthEndpoint {
+    /// `tokenUrl`: where refresh tokens are exchanged; no refresh without it.
     pub token_url: Option<String>,
+    /// `clientId`: the OAuth client id sent with a refresh (empty when
+    /// absent).
     pub client_id: Option<String>,
 }
 
@@ -38,8 +41,13 @@ pub struct OAuthEndpoint {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ModelEntry {
+    /// The model's name.
     Name(String),
-    Described { id: String },
+    /// An object naming the model by `id`.
+    Described {
+        /// The model's name.
+        id: String,
+    },
 }
 
 impl ModelEntry {
@@ -102,10 +110,13 @@ const BUILT_IN: &[(&str, &str, Api)] = &[
 /// A provider's endpoint, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Endpoint {
+    /// The provider's name.
     pub provider: String,
     /// Without a trailing slash.
     pub base_url: String,
+    /// The API shape it speaks.
     pub api: Api,
+    /// Per-attempt deadline, in ms.
     pub attempt_timeout_ms: u64,
     /// `(tokenUrl, clientId)` when OAuth refresh is configured.
     pub oauth: Option<(String, String)>,

@@ -34,14 +34,18 @@ pub const MAX_MODULE_BYTES: usize = 64 << 20;
 /// Where `serve` says where its admin endpoint is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdminAddress {
+    /// The admin endpoint's address (loopback).
     pub address: SocketAddr,
+    /// The id of the `serve` process that published it.
     pub pid: u32,
 }
 
 /// The admin files of a state directory.
 #[derive(Debug, Clone)]
 pub struct AdminFiles {
+    /// `<state>/gateway/admin.json`: the address and the process id.
     pub address: PathBuf,
+    /// `<state>/gateway/admin-token`: the bearer token (mode 0600).
     pub token: PathBuf,
 }
 
@@ -107,10 +111,13 @@ fn remove(path: &Path) {
 
 /// What the admin routes need.
 pub struct Admin {
+    /// The gateway whose policy the routes swap and show.
     pub gateway: Arc<Gateway>,
+    /// The engine new modules are compiled with.
     pub engine: PolicyEngine,
     /// The limits the gate runs the corpus under and new modules run with.
     pub limits: Limits,
+    /// The bearer token every admin call must present.
     pub token: String,
 }
 

@@ -17,14 +17,20 @@ pub struct ClientKeys {
 /// The keys file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum KeysError {
+    /// The file could not be read.
     #[error("{}: {source}", .path.display())]
     Read {
+        /// The keys file.
         path: std::path::PathBuf,
+        /// Why it could not be read.
         source: std::io::Error,
     },
+    /// A key is shorter than the minimum.
     #[error("{}: line {line}: a client key must be at least {MIN_KEY_LEN} characters", .path.display())]
     TooShort {
+        /// The keys file.
         path: std::path::PathBuf,
+        /// The key's line (1-based).
         line: usize,
     },
 }

@@ -77,10 +77,13 @@ pub struct Gateway {
 /// The gateway could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
+    /// The state on disk could not be used.
     #[error(transparent)]
     State(#[from] StateError),
+    /// The HTTP client for the providers could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(#[from] reqwest::Error),
+    /// Asked to listen beyond loopback with no client keys.
     #[error(
         "refusing to listen on {0} without client keys: anything that can reach it could spend \
          your provider credit; listen on loopback, or give keys with --client-keys-file \

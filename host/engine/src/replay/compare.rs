@@ -11,8 +11,11 @@ use super::result::Replay;
 /// lines in full (`None` past the end of one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FirstDifference {
+    /// The line (1-based).
     pub line: usize,
+    /// The left output's line; `None` past its end.
     pub left: Option<String>,
+    /// The right output's line; `None` past its end.
     pub right: Option<String>,
 }
 
@@ -30,6 +33,7 @@ pub fn first_difference(left: &[String], right: &[String]) -> Option<FirstDiffer
 /// How two replays of one trace differ.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Divergence {
+    /// The first differing line of their JSON Lines forms, if any.
     pub first: Option<FirstDifference>,
     /// Per kind of decision (`attempt`, `served`, `profile` …): how many of
     /// that kind differ.

@@ -15,61 +15,93 @@ use super::trace::{StateChange, StateEvent};
 pub enum Decision {
     /// A request starts.
     Request {
+        /// The request's id in the trace.
         request: u64,
+        /// When it started (ms since the epoch, on the replay's clock).
         at: u64,
+        /// Its session, if any.
         #[serde(skip_serializing_if = "Option::is_none")]
         session: Option<String>,
+        /// What was asked for: `auto`, `agent:<id>` or `provider/model`.
         model: String,
     },
     /// A provider call and what the policy made of it.
     #[serde(rename_all = "camelCase")]
     Attempt {
+        /// The request's id in the trace.
         request: u64,
+        /// When the call started (ms since the epoch, on the replay's clock).
         at: u64,
+        /// The model called, `provider/model`.
         model: String,
+        /// The profile used.
         profile: String,
         /// `ok`, or the failure's reason.
         outcome: String,
+        /// How the replay answered the call.
         answered: Answered,
+        /// The failure's HTTP status, if it had one.
         #[serde(skip_serializing_if = "Option::is_none")]
         status: Option<u16>,
     },
     /// A candidate skipped without a call (every profile blocked).
     Skip {
+        /// The request's id in the trace.
         request: u64,
+        /// The model skipped, `provider/model`.
         model: String,
+        /// Why its profiles were blocked (a recorded reason).
         reason: String,
     },
     /// A move along the chain (F-10.2's `model_fallback_decision`).
     #[serde(rename_all = "camelCase")]
     Fallback {
+        /// The request's id in the trace.
         request: u64,
+        /// The model failed over from.
         from: String,
+        /// The model moved to; absent at the end of the chain.
         #[serde(skip_serializing_if = "Option::is_none")]
         to: Option<String>,
+        /// The reason `from` failed.
         reason: String,
+        /// `next_fallback`, `succeeded` or `chain_exhausted`.
         final_outcome: String,
     },
     /// The request was served.
     Served {
+        /// The request's id in the trace.
         request: u64,
+        /// When the run ended (ms since the epoch, on the replay's clock).
         at: u64,
+        /// The model that served it, `provider/model`.
         model: String,
+        /// The profile that served it.
         profile: String,
+        /// How the run's model was selected (`configured_default`,
+        /// `auto_override` …).
         source: String,
     },
     /// The request failed.
     Failed {
+        /// The request's id in the trace.
         request: u64,
+        /// When the run ended (ms since the epoch, on the replay's clock).
         at: u64,
+        /// The kind of failure: `exhausted`, `stopped:<reason>`, `deadline`,
+        /// `no_model` or `policy`.
         error: String,
+        /// The run's error message.
         message: String,
     },
     /// Another process changed a profile's state or a session (F-12.4).
     State {
+        /// When the change was seen (ms since the epoch).
         at: u64,
+        /// The profile whose state changed, for a profile change.
         #[serde(skip_serializing_if = "Option::is_none")]
         profile: Option<String>,
+        /// The session that changed, for a session change.
         #[serde(skip_serializing_if = "Option::is_none")]
         session: Option<String>,
         /// The profile's state or the session entry from then on.

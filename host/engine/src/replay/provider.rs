@@ -39,23 +39,32 @@ pub enum Unrecorded {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Answered {
+    /// By the next unused outcome the request recorded for that target.
     Recorded,
+    /// By the outcome of that target recorded nearest in time, within
+    /// [`COVER_WINDOW_MS`].
     Covered,
+    /// By neither: as [`Unrecorded`] says.
     Unrecorded,
 }
 
 /// One call of the replay.
 #[derive(Debug, Clone)]
 pub struct Call {
+    /// The id of the recorded request it was made for.
     pub request: u64,
+    /// When it started, on the replay's clock (ms since the epoch).
     pub at: u64,
+    /// Who was called: provider, model, profile.
     pub target: Target,
+    /// How it was answered.
     pub answered: Answered,
+    /// Whether it succeeded.
     pub ok: bool,
 }
 
 /// Answers calls from a recording.
-pub struct ReplayProvider {
+pub(crate) struct ReplayProvider {
     outcomes: Vec<OutcomeEvent>,
     /// Outcome indexes per request, in trace order.
     by_request: HashMap<u64, Vec<usize>>,

@@ -12,7 +12,10 @@ use super::provider::Unrecorded;
 /// What a replay produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Replay {
+    /// The trace's clock start (ms since the epoch); the readable form
+    /// counts time from it.
     pub clock_start: u64,
+    /// The timeline, in order.
     pub decisions: Vec<Decision>,
     /// Final state of each profile (`{"kind":"profile","id":…,"state":…}`).
     pub profiles: Vec<Value>,
@@ -94,13 +97,19 @@ impl Replay {
 /// Why a replay could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
+    /// The trace's config or state could not be used.
     #[error(transparent)]
     State(#[from] StateError),
+    /// The replay's runtime could not start.
     #[error("cannot start the replay's runtime: {0}")]
     Runtime(std::io::Error),
+    /// A request's run failed on the state (not a failure the timeline
+    /// records).
     #[error("trace request {request}: {source}")]
     Run {
+        /// The request's id in the trace.
         request: u64,
+        /// The run's error.
         #[source]
         source: RunError,
     },

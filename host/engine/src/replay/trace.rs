@@ -23,10 +23,14 @@ pub const MAX_LINE_BYTES: usize = 64 << 20;
 /// One line of a trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
-pub enum TraceLine {
+pub(crate) enum TraceLine {
+    /// The first line (`"type":"header"`).
     Header(Box<Header>),
+    /// A request as it arrived (`"type":"request"`).
     Request(RequestEvent),
+    /// One provider call's outcome (`"type":"outcome"`).
     Outcome(OutcomeEvent),
+    /// A change another process made (`"type":"state"`).
     State(StateEvent),
 }
 
@@ -34,6 +38,7 @@ pub enum TraceLine {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Header {
+    /// The trace format version it was written in ([`TRACE_VERSION`]).
     pub version: u32,
     /// The clock when recording started (ms since the epoch).
     pub clock_start: u64,
@@ -80,7 +85,9 @@ pub struct RunSettings {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StateEvent {
+    /// When the change was seen (ms since the epoch).
     pub at: u64,
+    /// What changed (its fields are flattened into the line).
     #[serde(flatten)]
     pub change: StateChange,
 }
@@ -90,10 +97,17 @@ pub struct StateEvent {
 #[serde(untagged)]
 pub enum StateChange {
     /// A profile's routing state (`usageStats`).
-    Profile { profile: String, usage: Usage },
+    Profile {
+        /// The profile id.
+        profile: String,
+        /// Its routing state from then on.
+        usage: Usage,
+    },
     /// A session entry.
     Session {
+        /// The session id.
         session: String,
+        /// The session's entry from then on.
         entry: SessionEntry,
     },
 }
@@ -102,15 +116,20 @@ pub enum StateChange {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TraceProfile {
+    /// The profile id (`provider:name`).
     pub id: String,
     /// As stored (`openai-codex` stays `openai-codex`).
     pub provider: String,
+    /// The credential kind (JSON `type`).
     #[serde(rename = "type")]
     pub kind: CredentialKind,
+    /// When the credential expires (ms since the epoch), if it does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires: Option<u64>,
+    /// Whether it is OAuth with a refresh token.
     #[serde(default)]
     pub refreshable: bool,
+    /// The profile's routing state (`usageStats`).
     #[serde(default)]
     pub usage: Usage,
 }
@@ -121,11 +140,14 @@ pub struct TraceProfile {
 pub struct RequestEvent {
     /// Unique within the trace; outcomes refer to it.
     pub id: u64,
+    /// When it arrived (ms since the epoch).
     pub at: u64,
+    /// The session it belongs to (`x-session-id`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
     /// What was asked for: `auto`, `agent:<id>` or `provider/model`.
     pub model: String,
+    /// Whether the client asked for a streamed reply.
     #[serde(default)]
     pub stream: bool,
     /// The session's compaction count, when the caller said.
@@ -140,6 +162,7 @@ pub struct RequestEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OutcomeEvent {
+    /// The id of the request it belongs to.
     pub request: u64,
     /// When the call started.
     pub at: u64,
@@ -147,7 +170,9 @@ pub struct OutcomeEvent {
     pub provider: String,
     /// `provider/model`.
     pub model: String,
+    /// The profile that made the call.
     pub profile: String,
+    /// How long the call took (ms); replay moves its clock by this much.
     #[serde(default)]
     pub latency_ms: u64,
     /// The failure as captured (status, headers, body preview, transport
@@ -172,9 +197,11 @@ impl OutcomeEvent {
 /// A parsed trace.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trace {
+    /// The first line.
     pub header: Header,
     /// In file order (recording order: by start time).
     pub requests: Vec<RequestEvent>,
+    /// The provider calls, in file order.
     pub outcomes: Vec<OutcomeEvent>,
     /// Changes other processes made, in file order.
     pub states: Vec<StateEvent>,
@@ -185,24 +212,38 @@ pub struct Trace {
 /// A trace that cannot be read; messages name the file and line.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
+    /// The file could not be read.
     #[error("{}: {source}", .path.display())]
     Io {
+        /// The trace file.
         path: std::path::PathBuf,
+        /// Why it could not be read.
         source: std::io::Error,
     },
+    /// A line is not a valid trace line.
     #[error("{}: line {line}: {message}", .path.display())]
     Line {
+        /// The trace file.
         path: std::path::PathBuf,
+        /// The line (1-based).
         line: usize,
+        /// What is wrong with it.
         message: String,
     },
+    /// The header's format version is newer than this build reads.
     #[error("{}: written by trace format version {found}; this build reads version {TRACE_VERSION} and older", .path.display())]
     Newer {
+        /// The trace file.
         path: std::path::PathBuf,
+        /// The version the header gives.
         found: u32,
     },
+    /// No header line first (or the file is empty).
     #[error("{}: empty, or no header line first", .path.display())]
-    NoHeader { path: std::path::PathBuf },
+    NoHeader {
+        /// The trace file.
+        path: std::path::PathBuf,
+    },
 }
 
 impl Trace {

@@ -22,8 +22,11 @@ pub struct Counters {
 /// A point-in-time copy of [`Counters`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CounterValues {
+    /// Successes whose recording the policy trapped on or refused.
     pub policy_errors_after_success: u64,
+    /// Successes whose state could not be written.
     pub state_errors_after_success: u64,
+    /// Streams that broke after their first content.
     pub streams_broken: u64,
 }
 

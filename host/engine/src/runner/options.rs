@@ -3,6 +3,7 @@
 /// A cron job's model and fallbacks (`payload.model`, `payload.fallbacks`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CronJob {
+    /// The job's model, `provider/model`.
     pub model: String,
     /// `None`: the configured fallbacks; `Some([])`: strict.
     pub fallbacks: Option<Vec<String>>,

@@ -13,13 +13,19 @@ use super::model::{RunSummary, SelectionSource, StopReason};
 pub struct Attempt {
     /// `provider/model`.
     pub model: String,
+    /// The provider, aliases resolved.
     pub provider: String,
     /// The profile used; `None` when the candidate was skipped.
     pub profile: Option<String>,
     /// The failure's reason (`Unknown` when none was named).
     pub reason: RecordedReason,
+    /// The classification's diagnostic label, when the error exposed too
+    /// little (F-5.1).
     pub detail: Option<Detail>,
+    /// The failure's HTTP status, if it had one.
     pub status: Option<u16>,
+    /// The provider's error code (`rate_limit_exceeded`, `ETIMEDOUT` …), if
+    /// it gave one.
     pub code: Option<String>,
     /// A short human-readable summary, never containing a secret.
     pub summary: String,
@@ -28,9 +34,14 @@ pub struct Attempt {
 /// A flat `model_fallback_decision` record (F-10.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FallbackStep {
+    /// The model failed over from, `provider/model`.
     pub from_model: String,
+    /// The model moved to; `None` at the end of the chain.
     pub to_model: Option<String>,
+    /// Why `from_model` failed.
     pub from_failure_reason: RecordedReason,
+    /// The diagnostic label of that failure, when its error exposed too
+    /// little (F-5.1).
     pub from_failure_detail: Option<Detail>,
     /// 1-based position of `from_model` in the chain.
     pub chain_position: u32,
@@ -41,15 +52,19 @@ pub struct FallbackStep {
 /// A successful run.
 #[derive(Debug)]
 pub struct RunOutcome<Reply> {
+    /// The reply.
     pub reply: Reply,
     /// Who served it.
     pub model: String,
+    /// The provider that served it.
     pub provider: String,
+    /// The profile that served it.
     pub profile: String,
     /// How the run started.
     pub source: SelectionSource,
     /// The failed attempts before the success.
     pub attempts: Vec<Attempt>,
+    /// The fallback steps taken, in order (F-10.2).
     pub steps: Vec<FallbackStep>,
 }
 
@@ -57,8 +72,12 @@ pub struct RunOutcome<Reply> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", render(.attempts, .summary, *.now_ms))]
 pub struct FallbackSummaryError {
+    /// Every attempt, skipped candidates included, in order.
     pub attempts: Vec<Attempt>,
+    /// The policy's summary: the common reason, and when a model is ready
+    /// again.
     pub summary: RunSummary,
+    /// The fallback steps taken, in order (F-10.2).
     pub steps: Vec<FallbackStep>,
     /// The clock when the run gave up (for "ready in ~N s").
     pub now_ms: u64,
@@ -74,18 +93,26 @@ pub enum RunError {
     /// an expired session, an abort).
     #[error("{} failed ({}) and the run stopped: {}", attempt.model, attempt.reason.as_str(), stop_reason(*.reason))]
     Stopped {
+        /// Why the policy stopped.
         reason: StopReason,
+        /// The attempt that stopped the run.
         attempt: Box<Attempt>,
+        /// Every attempt, skipped candidates included; the stopping one last.
         attempts: Vec<Attempt>,
     },
     /// The run's deadline passed before a reply.
     #[error("no reply before the run's deadline ({} attempt{} made)", .attempts.len(), if .attempts.len() == 1 { "" } else { "s" })]
-    DeadlineExceeded { attempts: Vec<Attempt> },
+    DeadlineExceeded {
+        /// The attempts made before it passed, skipped candidates included.
+        attempts: Vec<Attempt>,
+    },
     /// No model is configured or selected.
     #[error("no model to run: configure agents.defaults.model.primary or select one")]
     NoModel,
+    /// A call into the policy failed.
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    /// The state could not be read or written.
     #[error(transparent)]
     State(#[from] StateError),
 }

@@ -31,7 +31,10 @@ pub enum CallError {
     Aborted(Box<ProviderError>),
     /// The runtime switched the session to another model while the call ran
     /// (`LiveSessionModelSwitchError`, F-7.4, F-9.6).
-    LiveSwitch { model: String },
+    LiveSwitch {
+        /// The model the session switched to.
+        model: String,
+    },
 }
 
 /// A model provider.

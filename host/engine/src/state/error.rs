@@ -6,18 +6,31 @@ use std::path::{Path, PathBuf};
 /// for parse errors, the position; they never quote file contents.
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
+    /// Reading or writing a file failed.
     #[error("{}: {source}", .path.display())]
     Io {
+        /// The file (or directory).
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: std::io::Error,
     },
     /// The file is not valid JSON / JSON5, or a field has the wrong type.
     #[error("{}: {message} (the file was left as it is)", .path.display())]
-    Parse { path: PathBuf, message: String },
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the line and column when known.
+        message: String,
+    },
     /// A value is of the right type but not allowed.
     #[error("{}: {message}", .path.display())]
-    Invalid { path: PathBuf, message: String },
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Which value, and why it is not allowed.
+        message: String,
+    },
     /// No state directory was given and none could be derived.
     #[error("no state directory: pass --state-dir or set FAILOVER_STATE_DIR (no home directory was found)")]
     NoStateDir,

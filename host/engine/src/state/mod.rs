@@ -8,7 +8,7 @@ pub mod paths;
 pub mod secrets;
 pub mod sessions;
 pub mod store;
-pub mod usage_file;
+pub(crate) mod usage_file;
 pub mod watch;
 
 pub use error::StateError;

@@ -81,6 +81,7 @@ impl StateDir {
 /// The files of one agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentPaths {
+    /// `<state>/agents/<id>/agent`: the agent's directory.
     pub dir: PathBuf,
     /// `auth-profiles.json`: secrets.
     pub profiles: PathBuf,

@@ -58,15 +58,20 @@ struct Fields {
 /// What may be shown about a profile: never its secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProfileSummary {
+    /// The profile id (`provider:name`).
     pub id: String,
     /// As stored.
     pub stored_provider: String,
     /// Aliases resolved.
     pub provider: String,
+    /// The credential kind (`api_key`, `oauth`, `token`).
     pub kind: CredentialKind,
+    /// When the access token or token expires (ms since the epoch), if it
+    /// does.
     pub expires: Option<u64>,
     /// OAuth with a refresh token.
     pub refreshable: bool,
+    /// The account's email, when stored.
     pub email: Option<String>,
     /// `sha256:` and the first 8 hex digits of the secret's hash.
     pub fingerprint: String,
@@ -92,6 +97,7 @@ impl std::fmt::Debug for Secret {
 /// One profile's credential, with its secret, for calling the provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Credential {
+    /// The credential kind (`api_key`, `oauth`, `token`).
     pub kind: CredentialKind,
     /// Aliases resolved.
     pub provider: String,
