@@ -238,3 +238,39 @@ async fn a_policy_trap_after_a_good_answer_still_serves_it() {
     );
     h.stop().await;
 }
+
+/// A policy whose `record-failure` answer the host refuses (a window in the
+/// past): a policy error, reported as one — not a state error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_record_failure_is_a_policy_error() {
+    let h = harness::start_setup(harness::Setup {
+        providers: r#""hostile-past": { baseUrl: "BASE/hp/v1", models: ["m1"] },"#,
+        policy: Some(std::sync::Arc::new(hostile())),
+        ..harness::Setup::default()
+    })
+    .await;
+    h.store
+        .update_profiles(|file| {
+            file.put_static(
+                "hostile-past:a",
+                "hostile-past",
+                CredentialKind::ApiKey,
+                "hp-key-0123456789",
+            )
+        })
+        .unwrap();
+    h.up.then(
+        "m1",
+        crate::upstream::Behaviour::Status(429, Vec::new(), "slow down".into()),
+    );
+    let answer = h.chat("hostile-past/m1", false, None).await;
+    assert_eq!(answer.status, 500, "{}", answer.text);
+    assert_eq!(
+        answer.json()["error"]["code"],
+        "policy_error",
+        "{}",
+        answer.text
+    );
+    assert!(answer.text.contains("record-failure"), "{}", answer.text);
+    h.stop().await;
+}

@@ -21,6 +21,11 @@ fn world_names() -> (BTreeSet<String>, BTreeSet<String>) {
     let world = resolve
         .select_world(&[package], Some("policy"))
         .expect("the world exists");
+    names_of(&resolve, world)
+}
+
+/// The import and export names of `world`.
+fn names_of(resolve: &Resolve, world: wit_parser::WorldId) -> (BTreeSet<String>, BTreeSet<String>) {
     let world = &resolve.worlds[world];
     let names = |keys: Vec<&wit_parser::WorldKey>| -> BTreeSet<String> {
         keys.into_iter()
@@ -40,16 +45,7 @@ fn component_names() -> (BTreeSet<String>, BTreeSet<String>) {
     let wit_component::DecodedWasm::Component(resolve, world) = decoded else {
         panic!("the default policy is a component, not a WIT package");
     };
-    let world = &resolve.worlds[world];
-    let names = |keys: Vec<&wit_parser::WorldKey>| -> BTreeSet<String> {
-        keys.into_iter()
-            .map(|key| resolve.name_world_key(key))
-            .collect()
-    };
-    (
-        names(world.imports.keys().collect()),
-        names(world.exports.keys().collect()),
-    )
+    names_of(&resolve, world)
 }
 
 #[test]
