@@ -208,26 +208,30 @@ fn a_module_importing_wasi_is_refused_before_the_corpus() {
     );
 }
 
-/// A policy that traps while recording a success: the upstream answered,
-/// so the client gets the answer; the trap is logged and counted.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_policy_trap_after_a_good_answer_still_serves_it() {
+/// A gateway whose policy is the hostile module, serving one provider
+/// (`name`, under `BASE/{prefix}/v1`) with one static key `{prefix}-key-0123456789`.
+async fn gateway_with_hostile_policy(name: &str, prefix: &str) -> harness::Harness {
+    let providers = format!(r#""{name}": {{ baseUrl: "BASE/{prefix}/v1", models: ["m1"] }},"#);
     let h = harness::start_setup(harness::Setup {
-        providers: r#""hostile-success": { baseUrl: "BASE/hs/v1", models: ["m1"] },"#,
+        providers: &providers,
         policy: Some(std::sync::Arc::new(hostile())),
         ..harness::Setup::default()
     })
     .await;
+    let key = format!("{prefix}-key-0123456789");
     h.store
         .update_profiles(|file| {
-            file.put_static(
-                "hostile-success:a",
-                "hostile-success",
-                CredentialKind::ApiKey,
-                "hs-key-0123456789",
-            )
+            file.put_static(&format!("{name}:a"), name, CredentialKind::ApiKey, &key)
         })
         .unwrap();
+    h
+}
+
+/// A policy that traps while recording a success: the upstream answered,
+/// so the client gets the answer; the trap is logged and counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_trap_after_a_good_answer_still_serves_it() {
+    let h = gateway_with_hostile_policy("hostile-success", "hs").await;
     let answer = h.chat("hostile-success/m1", false, None).await;
     assert_eq!(answer.status, 200, "{}", answer.text);
     assert_eq!(answer.content(), "hello from m1 with hs-key-0123456789");
@@ -243,22 +247,7 @@ async fn a_policy_trap_after_a_good_answer_still_serves_it() {
 /// past): a policy error, reported as one — not a state error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_record_failure_is_a_policy_error() {
-    let h = harness::start_setup(harness::Setup {
-        providers: r#""hostile-past": { baseUrl: "BASE/hp/v1", models: ["m1"] },"#,
-        policy: Some(std::sync::Arc::new(hostile())),
-        ..harness::Setup::default()
-    })
-    .await;
-    h.store
-        .update_profiles(|file| {
-            file.put_static(
-                "hostile-past:a",
-                "hostile-past",
-                CredentialKind::ApiKey,
-                "hp-key-0123456789",
-            )
-        })
-        .unwrap();
+    let h = gateway_with_hostile_policy("hostile-past", "hp").await;
     h.up.then(
         "m1",
         crate::upstream::Behaviour::Status(429, Vec::new(), "slow down".into()),
