@@ -386,19 +386,21 @@ async fn bad_requests_get_openai_errors() {
     assert_eq!(d.status, 404);
     let e = h.chat("auto", false, Some(&"x".repeat(300))).await;
     assert_eq!(e.status, 400, "{}", e.text);
-    // A response format cannot be translated to Anthropic: a 400 that says
-    // so, no call.
+    // A response format has no Anthropic counterpart, and the pinned model
+    // is Anthropic's: a 400 naming the feature no candidate supports, no call.
     let tools = json!({"model": PRIMARY, "response_format": {"type": "json_object"},
                        "messages": [{"role": "user", "content": "hi"}]});
     let f = h
         .post("/v1/chat/completions", &tools.to_string(), None)
         .await;
     assert_eq!(f.status, 400, "{}", f.text);
-    assert!(
-        f.text.contains("cannot be translated") && f.text.contains("response_format"),
+    assert_eq!(
+        f.json()["error"]["code"],
+        "unsupported_feature",
         "{}",
         f.text
     );
+    assert!(f.text.contains("response_format"), "{}", f.text);
     assert!(h.up.chat_calls().is_empty());
     assert_eq!(h.get("/nowhere").await.status, 404);
     h.stop().await;

@@ -22,6 +22,7 @@ mod cli;
 mod gateway;
 mod gateway_blocking;
 mod gateway_limits;
+mod gateway_shapes;
 mod gateway_streams;
 mod hostile;
 mod policy;

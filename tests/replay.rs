@@ -534,6 +534,32 @@ async fn recorded_gateway_traffic_replays_faithfully_and_keeps_no_secrets() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alias_chain_is_recorded_resolved_and_replays_down_the_same_chain() {
+    let h = start_with("", ClientKeys::default(), Some(false)).await;
+    let down = r#"{"error":{"message":"overloaded"}}"#;
+    h.up.then("gpt-x", Behaviour::Status(503, Vec::new(), down.into()))
+        .then("gpt-x", Behaviour::Status(503, Vec::new(), down.into()));
+    let live = h.chat("openai-first", false, None).await;
+    assert_eq!(live.header("x-failover-model"), PRIMARY, "{}", live.text);
+    let path = h.trace.clone().unwrap();
+    let trace = Trace::read(&path, false).unwrap();
+    assert_eq!(trace.requests[0].model, FALLBACK);
+    assert_eq!(trace.requests[0].fallbacks, [PRIMARY]);
+    let h = Arc::new(h);
+    let replay = replay_off_the_runtime(trace, path).await;
+    assert_eq!(replay.unrecorded, 0, "{}", replay.render());
+    assert!(
+        replay
+            .decisions
+            .iter()
+            .any(|d| matches!(d, Decision::Served { model, .. } if model == PRIMARY)),
+        "{}",
+        replay.render()
+    );
+    Arc::try_unwrap(h).ok().unwrap().stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn record_content_keeps_prompts_and_replies() {
     let h = start_with("", ClientKeys::default(), Some(true)).await;
     assert_eq!(h.chat("auto", false, None).await.status, 200);

@@ -56,7 +56,8 @@ pub struct Harness {
 }
 
 /// The config: anthropic primary, openai fallback, every provider on the
-/// fake upstream; `extra` adds `models.providers` entries (`BASE` in it
+/// fake upstream, an alias for the fallback (`gpt`) and one for the chain
+/// the other way round (`openai-first`); `extra` adds `models.providers` entries (`BASE` in it
 /// stands for the upstream's address), `top` top-level sections.
 pub fn config_text(base: &str, extra: &str, top: &str, timeout_seconds: f64) -> String {
     format!(
@@ -72,7 +73,8 @@ pub fn config_text(base: &str, extra: &str, top: &str, timeout_seconds: f64) -> 
             closed: {{ baseUrl: "http://127.0.0.1:1/v1" }},
             nowhere: {{ baseUrl: "http://no-such-host.invalid/v1" }},
             {extra}
-          }} }},
+          }},
+          aliases: {{ "gpt": "{FALLBACK}", "openai-first": ["{FALLBACK}", "{PRIMARY}"] }} }},
           {top}
         }}"#
     )

@@ -21,10 +21,9 @@ pub const API_VERSION: &str = "2023-06-01";
 
 /// The upstream request body, or why the request cannot be translated.
 pub fn render_request(request: &ChatRequest, model: &str) -> Result<Value, TranslateError> {
-    if !request.openai_only.is_empty() {
+    if let Some(what) = untranslatable(request) {
         return Err(TranslateError(format!(
-            "this request cannot be translated to the Anthropic Messages API: {} has no counterpart there",
-            request.openai_only.join(", ")
+            "this request cannot be translated to the Anthropic Messages API: {what} has no counterpart there"
         )));
     }
     let messages = match &request.openai_messages {
@@ -38,6 +37,9 @@ pub fn render_request(request: &ChatRequest, model: &str) -> Result<Value, Trans
         "messages": messages,
     });
     tools::add_anthropic_tools(&request.openai_extra, &mut body);
+    for (name, value) in &request.anthropic_extra {
+        body[name.as_str()] = value.clone();
+    }
     if let Some(system) = &request.system {
         body["system"] = system.clone().into();
     }
@@ -54,6 +56,12 @@ pub fn render_request(request: &ChatRequest, model: &str) -> Result<Value, Trans
         body["stop_sequences"] = request.stop.clone().into();
     }
     Ok(body)
+}
+
+/// What of `request` the Anthropic Messages API cannot express, named
+/// (`field \`n\` above 1, field \`logprobs\``), or `None`.
+pub fn untranslatable(request: &ChatRequest) -> Option<String> {
+    (!request.openai_only.is_empty()).then(|| request.openai_only.join(", "))
 }
 
 /// Text turns, consecutive turns of one role merged (Anthropic wants them

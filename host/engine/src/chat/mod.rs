@@ -4,7 +4,9 @@
 //! - [`Completion`], [`StreamEvent`], [`ChatReply`] — what came back.
 //! - `openai` — the OpenAI chat-completions shape (the gateway's own
 //!   face, and the upstream shape of every OpenAI-compatible server).
-//! - `anthropic` — the Anthropic Messages shape (upstream only).
+//! - `anthropic` — the Anthropic Messages shape of upstreams.
+//! - `messages` — the Anthropic Messages shape of clients (`/v1/messages`).
+//! - `images` — image content parts and blocks, both ways.
 //! - `sse` — server-sent events, decoded incrementally.
 //! - [`guard`] — a served stream bounded by the run's deadline and a size.
 //! - `tools` — OpenAI tool definitions, tool calls and tool results in
@@ -19,6 +21,8 @@
 
 pub(crate) mod anthropic;
 pub mod guard;
+pub(crate) mod images;
+pub mod messages;
 pub(crate) mod openai;
 pub(crate) mod sse;
 pub(crate) mod tools;
@@ -63,6 +67,9 @@ pub struct Message {
 pub struct ChatRequest {
     /// What the client asked for: `auto`, `agent:<id>` or `provider/model`.
     pub model: String,
+    /// A one-off fallback list (`models`, OpenRouter's convention): tried
+    /// in order after `model`, or instead of it when `model` is `auto`.
+    pub models: Vec<String>,
     /// The system prompt (several system messages joined by blank lines).
     pub system: Option<String>,
     /// The conversation's turns, oldest first (system messages excluded).
@@ -88,6 +95,13 @@ pub struct ChatRequest {
     /// What only the OpenAI shape can say, named for the error when the
     /// request must be translated (`field \`tools\``, `messages[2] (image_url)`).
     pub openai_only: Vec<String>,
+    /// Anthropic request fields from a Messages client with no counterpart
+    /// in the OpenAI shape (`top_k`, `thinking`, `metadata` …), passed
+    /// through to Anthropic upstreams.
+    pub anthropic_extra: Map<String, Value>,
+    /// What of those only the Anthropic shape can say, named: an
+    /// OpenAI-shaped candidate is passed over for it.
+    pub anthropic_only: Vec<String>,
     /// Wall-clock deadline of the whole run (ms since the epoch); attempts
     /// are cut to it.
     pub deadline_ms: Option<u64>,

@@ -39,6 +39,10 @@ pub fn translatable_message(message: &Map<String, Value>) -> bool {
                     .and_then(Value::as_array)
                     .is_some_and(|calls| calls.iter().all(|c| call_of(c).is_some()))
         }
+        Some("user") => {
+            known(&["role", "content", "name"])
+                && super::images::anthropic_blocks(message.get("content")).is_some()
+        }
         Some("tool") => {
             known(&["role", "content", "name", "tool_call_id"])
                 && message.get("tool_call_id").is_some_and(Value::is_string)
@@ -155,14 +159,19 @@ pub fn anthropic_messages(messages: &[Value]) -> Result<Vec<Value>, TranslateErr
     let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for (index, message) in messages.iter().enumerate() {
         let at = |what: String| TranslateError(format!("messages[{index}]: {what}"));
+        let text_in = |message: &Value| {
+            text_of(message.get("content")).ok_or_else(|| at("content that is not text".into()))
+        };
         let role = message.get("role").and_then(Value::as_str).unwrap_or("");
-        let text =
-            text_of(message.get("content")).ok_or_else(|| at("content that is not text".into()))?;
         let (role, blocks) = match role {
             "system" | "developer" => continue,
-            "user" => ("user", text_block(text)),
+            "user" => {
+                let blocks = super::images::anthropic_blocks(message.get("content"))
+                    .ok_or_else(|| at("content other than text and images".into()))?;
+                ("user", blocks)
+            }
             "assistant" => {
-                let mut blocks = text_block(text);
+                let mut blocks = text_block(text_in(message)?);
                 for call in message
                     .get("tool_calls")
                     .and_then(Value::as_array)
@@ -188,6 +197,7 @@ pub fn anthropic_messages(messages: &[Value]) -> Result<Vec<Value>, TranslateErr
                     .get("tool_call_id")
                     .and_then(Value::as_str)
                     .ok_or_else(|| at("a tool result without `tool_call_id`".into()))?;
+                let text = text_in(message)?;
                 let result = json!({"type": "tool_result", "tool_use_id": id, "content": text});
                 ("user", vec![result])
             }

@@ -19,7 +19,8 @@
 //!     openai: { baseUrl: "https://api.openai.com/v1", api: "openai-chat", timeoutSeconds: 120 },
 //!     anthropic: { api: "anthropic-messages", models: ["claude-sonnet-4"],
 //!                  oauth: { tokenUrl: "https://…/oauth/token", clientId: "…" } },
-//!   } },
+//!   },
+//!   aliases: { "gpt-4o": "openai/gpt-4o", smart: ["openai/o3", "anthropic/claude-sonnet-4"] } },
 //!   gateway: { maxConnections: 1024, maxRequestBytes: 16777216 },  // gateway::limits
 //! }
 //! ```
@@ -28,6 +29,7 @@
 //! does not use are ignored (the seeds' config has many). Errors name the
 //! file and the line and column.
 
+mod aliases;
 pub mod gateway;
 pub mod providers;
 mod validate;
@@ -37,6 +39,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use aliases::AliasTarget;
 pub use gateway::{GatewayConfig, ServerLimits};
 pub use providers::{Api, Endpoint, ModelEntry, OAuthEndpoint, ProviderEndpoint};
 
@@ -231,6 +234,8 @@ pub struct AgentEntry {
 pub struct ModelsConfig {
     /// `models.providers`: each provider's endpoint, by provider name.
     pub providers: BTreeMap<String, ProviderEndpoint>,
+    /// `models.aliases`: names for a model or a chain.
+    pub aliases: BTreeMap<String, AliasTarget>,
 }
 
 /// Per-attempt deadline: a long completion takes a minute or two; past

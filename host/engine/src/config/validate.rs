@@ -27,6 +27,7 @@ impl Config {
             crate::state::secrets::check_id(id)
                 .map_err(|e| invalid(format!("auth.profiles: {e}")))?;
         }
+        self.check_aliases().map_err(invalid)?;
         self.gateway.validate(path)
     }
 

@@ -219,6 +219,7 @@ pub(super) fn check_session_id(id: &str) -> Result<(), Refusal> {
 pub(super) fn route(
     gateway: &Gateway,
     model: &str,
+    fallbacks: &[String],
 ) -> Result<(Arc<GatewayRunner>, RunOptions), Refusal> {
     let unknown = |message: String| {
         Refusal::new(
@@ -228,20 +229,34 @@ pub(super) fn route(
             message,
         )
     };
-    let options = RunOptions::for_requested(&gateway.default_agent, model);
-    if let Some(agent) = model.strip_prefix("agent:") {
-        let runner = gateway
-            .agent_runner(agent)
-            .ok_or_else(|| unknown(format!("no agent {agent:?} in agents.list")))?;
-        return Ok((runner.clone(), options));
-    }
-    if model != "auto" {
-        if !model.contains('/') {
+    let config = &gateway.config;
+    // An alias or a `models` list makes a one-off chain: the requested
+    // model (unless `auto` or an agent) first, then the list, aliases expanded.
+    let keyword = model == "auto" || model.starts_with("agent:");
+    let named = (!keyword).then_some(model).into_iter();
+    let mut chain = config.expand_aliases(named.chain(fallbacks.iter().map(String::as_str)));
+    for name in &chain {
+        if !name.contains('/') {
             return Err(unknown(format!(
-                "unknown model {model:?}: use `auto`, `agent:<id>` or `provider/model`"
+                "unknown model {name:?}: use `auto`, `agent:<id>`, `provider/model` or an alias of models.aliases"
             )));
         }
-        gateway.config.known_model(model).map_err(unknown)?;
+        config.known_model(name).map_err(unknown)?;
     }
-    Ok((gateway.runner().clone(), options))
+    let runner = match model.strip_prefix("agent:") {
+        Some(agent) => gateway
+            .agent_runner(agent)
+            .ok_or_else(|| unknown(format!("no agent {agent:?} in agents.list")))?
+            .clone(),
+        None => gateway.runner().clone(),
+    };
+    let options = if chain.is_empty() {
+        RunOptions::for_requested(&gateway.default_agent, model)
+    } else if keyword {
+        RunOptions::for_chain(&gateway.default_agent, model, &chain)
+    } else {
+        let first = chain.remove(0);
+        RunOptions::for_chain(&gateway.default_agent, &first, &chain)
+    };
+    Ok((runner, options))
 }

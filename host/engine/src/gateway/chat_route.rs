@@ -1,6 +1,7 @@
-//! `POST /v1/chat/completions`: the request admitted (key, body, model,
-//! session), recorded when recording, run through its agent's chain under
-//! the run's deadline, and answered — whole or streamed, a stream's late
+//! `POST /v1/chat/completions` and `POST /v1/messages`: the request
+//! admitted (key, body, model, session) in the client's shape, recorded
+//! when recording, run through its agent's chain under the run's deadline,
+//! and answered in the client's shape — whole or streamed, a stream's late
 //! upstream failure recorded against the profile that served.
 
 use std::sync::Arc;
@@ -12,10 +13,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use super::admission::{read_body, route, session_id};
-use super::reply::{self, error_response, StreamContext};
+use super::relay::{self, Face, StreamContext};
+use super::reply::{self, error_response};
 use super::routes::set_policy_header;
 use super::{Gateway, GatewayRunner};
-use crate::chat::{openai, ChatReply, ChatRequest};
+use crate::chat::{messages, openai, ChatReply, ChatRequest};
 use crate::replay::record::Recorder;
 use crate::replay::trace::RequestEvent;
 use crate::runner::{clock::now_ms, RunOptions, RunOutcome, Target};
@@ -30,8 +32,19 @@ struct Admitted {
     deadline: u64,
 }
 
+/// `POST /v1/chat/completions`: an OpenAI-shaped client.
 pub(super) async fn chat(State(gateway): State<Arc<Gateway>>, request: Request) -> Response {
-    let admitted = match admit(&gateway, request).await {
+    serve_chat(gateway, request, Face::OpenAi).await
+}
+
+/// `POST /v1/messages`: an Anthropic-shaped client (its errors are
+/// reshaped by [`super::routes`]).
+pub(super) async fn messages(State(gateway): State<Arc<Gateway>>, request: Request) -> Response {
+    serve_chat(gateway, request, Face::Anthropic).await
+}
+
+async fn serve_chat(gateway: Arc<Gateway>, request: Request, face: Face) -> Response {
+    let admitted = match admit(&gateway, request, face).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
@@ -55,7 +68,7 @@ pub(super) async fn chat(State(gateway): State<Arc<Gateway>>, request: Request) 
                 stream = request.stream,
                 "served"
             );
-            served(&gateway, &runner, &policy, outcome, deadline)
+            served(&gateway, &runner, &policy, outcome, deadline, face)
         }
         Err(error) => {
             tracing::warn!(requested = %request.model, error = %error, "run failed");
@@ -67,7 +80,7 @@ pub(super) async fn chat(State(gateway): State<Arc<Gateway>>, request: Request) 
 }
 
 /// Reads, parses and routes a request; the response refusing it otherwise.
-async fn admit(gateway: &Gateway, request: Request) -> Result<Admitted, Response> {
+async fn admit(gateway: &Gateway, request: Request, face: Face) -> Result<Admitted, Response> {
     let (parts, body) = request.into_parts();
     let headers = parts.headers;
     let limits = gateway.limits();
@@ -78,7 +91,11 @@ async fn admit(gateway: &Gateway, request: Request) -> Result<Admitted, Response
         limits.body_read_timeout,
     )
     .await?;
-    let mut request = openai::parse_request(&body).map_err(|error| {
+    let parsed = match face {
+        Face::OpenAi => openai::parse_request(&body),
+        Face::Anthropic => messages::parse_request(&body),
+    };
+    let mut request = parsed.map_err(|error| {
         error_response(
             StatusCode::BAD_REQUEST,
             "invalid_request_error",
@@ -88,7 +105,7 @@ async fn admit(gateway: &Gateway, request: Request) -> Result<Admitted, Response
     })?;
     let session = session_id(&headers).map_err(IntoResponse::into_response)?;
     let (runner, mut options) =
-        route(gateway, &request.model).map_err(IntoResponse::into_response)?;
+        route(gateway, &request.model, &request.models).map_err(IntoResponse::into_response)?;
     options.session = session;
     if let Some(recorder) = &gateway.recorder {
         request.record_id = Some(record_request(recorder, &request, &options, &body));
@@ -115,7 +132,11 @@ fn record_request(
         id: 0,
         at: now_ms(),
         session: options.session.clone(),
-        model: request.model.clone(),
+        model: options
+            .model
+            .clone()
+            .unwrap_or_else(|| request.model.clone()),
+        fallbacks: options.one_off_fallbacks.clone().unwrap_or_default(),
         stream: request.stream,
         compaction_count: 0,
         // Parsed again only when the text is to be kept.
@@ -135,16 +156,15 @@ fn served(
     policy: &Arc<dyn Decider>,
     outcome: RunOutcome<ChatReply>,
     deadline: u64,
+    face: Face,
 ) -> Response {
     let late = late_failure(runner.clone(), policy.clone(), gateway.recorder.clone());
-    reply::success(
-        outcome,
-        StreamContext {
-            deadline_ms: Some(deadline),
-            max_bytes: gateway.limits().max_stream_bytes,
-            on_upstream_failure: Box::new(late),
-        },
-    )
+    let context = StreamContext {
+        deadline_ms: Some(deadline),
+        max_bytes: gateway.limits().max_stream_bytes,
+        on_upstream_failure: Box::new(late),
+    };
+    relay::success(outcome, context, face)
 }
 
 /// What to do when a served stream's upstream breaks after its first

@@ -1,7 +1,10 @@
-//! `failover serve`: an OpenAI-compatible gateway in front of the runner.
+//! `failover serve`: an OpenAI- and Anthropic-compatible gateway in front
+//! of the runner.
 //!
-//! - `POST /v1/chat/completions` — whole or streamed (SSE); fail over only
-//!   before the first byte reaches the client.
+//! - `POST /v1/chat/completions` (OpenAI) and `POST /v1/messages`
+//!   (Anthropic) — whole or streamed (SSE), over the same runner and both
+//!   upstream shapes; fail over only before the first byte reaches the
+//!   client.
 //! - `GET /v1/models`, `GET /healthz`, `GET /status`,
 //!   `POST /v1/sessions/{id}/reset`.
 //!
@@ -13,8 +16,10 @@
 
 pub mod admin;
 mod admission;
+mod anthropic_errors;
 mod chat_route;
 mod keys;
+mod relay;
 mod reply;
 mod routes;
 mod server;

@@ -1,19 +1,15 @@
-//! What the gateway answers: completions (whole or as SSE), and run
-//! failures as OpenAI-style errors with the status a client can act on.
+//! What the gateway answers when it cannot serve: run failures as
+//! OpenAI-style errors with the status a client can act on (reshaped for
+//! Anthropic clients by `anthropic_errors`). Served replies are `relay`'s.
 
-use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use futures_util::StreamExt;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::auth::RecordedReason;
-use crate::chat::guard::{self, Broken};
-use crate::chat::openai::{self, Chunk};
-use crate::chat::{ChatReply, StreamEvent, StreamReply};
-use crate::runner::{clock::now_ms, Attempt, RunError, RunOutcome, StopReason, Target};
-use failover_sandbox::provider_error::ProviderError;
+use crate::chat::openai;
+use crate::runner::{Attempt, RunError, StopReason, UNSUPPORTED_FEATURE};
 
 /// Response headers naming who served a reply.
 pub const PROVIDER_HEADER: &str = "x-failover-provider";
@@ -30,117 +26,6 @@ pub fn error_response(
     (status, Json(openai::error_json(message, kind, code))).into_response()
 }
 
-/// What relaying a streamed reply needs besides the reply.
-pub struct StreamContext {
-    /// The run's deadline (ms since the epoch): it bounds the whole stream.
-    pub deadline_ms: Option<u64>,
-    /// The most content one streamed reply may carry.
-    pub max_bytes: u64,
-    /// Told when the upstream breaks after the first content, to record
-    /// that against the profile that served.
-    pub on_upstream_failure: Box<dyn FnOnce(Target, ProviderError) + Send>,
-}
-
-/// A served run: the completion, or the stream, with who served it.
-pub fn success(outcome: RunOutcome<ChatReply>, context: StreamContext) -> Response {
-    let created = now_ms() / 1000;
-    let model = outcome.model.clone();
-    let mut response = match outcome.reply {
-        ChatReply::Complete(completion) => {
-            let id = response_id(&completion.id);
-            Json(openai::completion_json(&id, &model, created, &completion)).into_response()
-        }
-        ChatReply::Stream(stream) => {
-            let target = Target {
-                provider: outcome.provider.clone(),
-                model: outcome.model.clone(),
-                profile: outcome.profile.clone(),
-            };
-            relay(stream, target, created, context)
-        }
-    };
-    let headers = response.headers_mut();
-    for (name, value) in [
-        (PROVIDER_HEADER, &outcome.provider),
-        (MODEL_HEADER, &outcome.model),
-        (PROFILE_HEADER, &outcome.profile),
-    ] {
-        if let Ok(value) = HeaderValue::from_str(value) {
-            headers.insert(name, value);
-        }
-    }
-    response
-}
-
-/// A stream as OpenAI chunks: the role, each piece, then `[DONE]` — or,
-/// when it breaks past the first byte (no failing over then), an error
-/// event and no `[DONE]`, so a client never takes a cut reply for whole.
-fn relay(stream: StreamReply, target: Target, created: u64, context: StreamContext) -> Response {
-    let id = response_id(&stream.id);
-    let model = target.model.clone();
-    let tool_first = stream
-        .first
-        .iter()
-        .find(|e| e.is_content())
-        .is_some_and(|e| matches!(e, StreamEvent::ToolCall(_)));
-    let chunk = move |chunk: Chunk<'_>| sse(&openai::chunk_json(&id, &model, created, chunk));
-    let head = chunk(Chunk::Role { tool_first });
-    let events = guard::guard(stream, context.deadline_ms, context.max_bytes);
-    let state = Some((events, Some(context.on_upstream_failure)));
-    let tail = futures_util::stream::unfold(state, move |state| {
-        let chunk = chunk.clone();
-        let target = target.clone();
-        async move {
-            let (mut events, mut on_failure) = state?;
-            Some(match events.next().await {
-                Some(Ok(event)) => (chunk(Chunk::Event(&event)), Some((events, on_failure))),
-                Some(Err(broken)) => {
-                    tracing::warn!(
-                        model = %target.model,
-                        profile = %target.profile,
-                        code = broken.code(),
-                        error = %broken.message(),
-                        "stream ended early"
-                    );
-                    if let (Broken::Upstream(error), Some(report)) = (&broken, on_failure.take()) {
-                        report(target, error.clone());
-                    }
-                    let body = openai::error_json(
-                        &broken.message(),
-                        "upstream_error",
-                        Some(broken.code()),
-                    );
-                    (sse(&body), None)
-                }
-                None => (Bytes::from_static(b"data: [DONE]\n\n"), None),
-            })
-        }
-    });
-    let body = futures_util::stream::once(async move { head })
-        .chain(tail)
-        .map(Ok::<_, std::convert::Infallible>);
-    let mut response = Body::from_stream(body).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
-}
-
-fn sse(value: &Value) -> Bytes {
-    Bytes::from(format!("data: {value}\n\n"))
-}
-
-fn response_id(upstream: &str) -> String {
-    if upstream.is_empty() {
-        format!("chatcmpl-failover-{}", now_ms())
-    } else {
-        upstream.to_owned()
-    }
-}
-
 /// A failed run as a response: 429 (with `Retry-After`) when everything is
 /// rate-limited, 503 when overloaded, 400 for a request no provider will
 /// take, 504 past the deadline, 502 otherwise.
@@ -148,8 +33,30 @@ pub fn run_error(error: &RunError) -> Response {
     let message = error.to_string();
     let server = |code| (StatusCode::INTERNAL_SERVER_ERROR, "server_error", code);
     let (status, kind, code, attempts, retry_after) = match error {
+        RunError::Exhausted(summary) if all_unsupported(&summary.attempts) => {
+            // Not an outage: nothing in the chain can say what was asked.
+            let (status, kind) = (StatusCode::BAD_REQUEST, "invalid_request_error");
+            let message = format!(
+                "no candidate of the chain supports this request: {}",
+                summary
+                    .attempts
+                    .iter()
+                    .map(|a| a.summary.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+            return failure(
+                status,
+                kind,
+                UNSUPPORTED_FEATURE,
+                &message,
+                &summary.attempts,
+                None,
+            );
+        }
         RunError::Exhausted(summary) => {
-            let (status, code) = exhausted_status(summary.summary.common_reason);
+            let common = common_outage(&summary.attempts).or(summary.summary.common_reason);
+            let (status, code) = exhausted_status(common);
             let retry_after = summary
                 .summary
                 .ready_at
@@ -189,6 +96,26 @@ pub fn run_error(error: &RunError) -> Response {
         }
     };
     failure(status, kind, code, &message, attempts, retry_after)
+}
+
+/// Whether every candidate was passed over for a feature it cannot express.
+fn all_unsupported(attempts: &[Attempt]) -> bool {
+    !attempts.is_empty() && attempts.iter().all(is_unsupported)
+}
+
+fn is_unsupported(attempt: &Attempt) -> bool {
+    attempt.is_unsupported_skip()
+}
+
+/// The reason every real failure shared, when some candidates were passed
+/// over for what they cannot express: the outage is what the client hears.
+fn common_outage(attempts: &[Attempt]) -> Option<RecordedReason> {
+    if !attempts.iter().any(is_unsupported) {
+        return None;
+    }
+    let mut real = attempts.iter().filter(|a| !is_unsupported(a));
+    let first = real.next()?.reason;
+    real.all(|a| a.reason == first).then_some(first)
 }
 
 /// An exhausted chain's status: what all its attempts shared, if that is

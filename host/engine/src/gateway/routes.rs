@@ -11,7 +11,7 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use super::admission::{check_session_id, require_client_key, small_body};
-use super::chat_route::chat;
+use super::chat_route::{chat, messages};
 use super::reply::error_response;
 use super::Gateway;
 use crate::config::gateway::SMALL_BODY_BYTES;
@@ -31,6 +31,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route_layer(middleware::from_fn(small_body));
     let mut keyed = Router::new()
         .route("/v1/chat/completions", post(chat))
+        .route("/v1/messages", post(messages))
         .merge(small);
     // Without client keys (loopback) there is nothing to check.
     if !gateway.client_keys.is_empty() {
@@ -46,6 +47,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
             get(healthz).route_layer(middleware::from_fn(small_body)),
         )
         .fallback(not_found)
+        .layer(middleware::from_fn(super::anthropic_errors::reshape))
         .layer(middleware::from_fn_with_state(
             gateway.clone(),
             policy_header,
@@ -93,6 +95,7 @@ async fn models(State(gateway): State<Arc<Gateway>>) -> Response {
     let config = &gateway.config;
     let mut ids: Vec<String> = vec!["auto".into()];
     ids.extend(config.agents.list.iter().map(|a| format!("agent:{}", a.id)));
+    ids.extend(config.models.aliases.keys().cloned());
     let defaults = &config.agents.defaults.model;
     let mut named: Vec<String> = defaults.primary.iter().cloned().collect();
     named.extend(defaults.fallbacks.iter().flatten().cloned());

@@ -16,7 +16,7 @@ use crate::chat::{anthropic, openai, tools, ChatReply, ChatRequest, StreamEvent,
 use crate::config::Config;
 use crate::config::{Api, Endpoint};
 use crate::runner::{clock::now_ms, CallError, Provider, Target};
-use crate::state::{split_model, AuthStore, Credential};
+use crate::state::{canonical_provider, split_model, AuthStore, Credential};
 use failover_sandbox::provider_error::ProviderError;
 
 /// Largest successful non-streaming reply read: a chat completion is KiB;
@@ -240,6 +240,18 @@ impl HttpProvider {
 impl Provider for HttpProvider {
     type Request = ChatRequest;
     type Reply = ChatReply;
+
+    fn cannot_express(&self, model: &str, request: &ChatRequest) -> Option<String> {
+        let provider = canonical_provider(split_model(model).0);
+        let endpoint = self.config.endpoint(provider)?;
+        match endpoint.api {
+            Api::OpenAiChat => {
+                let only = &request.anthropic_only;
+                (!only.is_empty()).then(|| only.join(", "))
+            }
+            Api::AnthropicMessages => anthropic::untranslatable(request),
+        }
+    }
 
     async fn call(&self, target: &Target, request: &ChatRequest) -> Result<ChatReply, CallError> {
         let mut redactor = Redactor::default();

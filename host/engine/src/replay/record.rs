@@ -275,6 +275,10 @@ where
     type Request = P::Request;
     type Reply = P::Reply;
 
+    fn cannot_express(&self, model: &str, request: &P::Request) -> Option<String> {
+        self.inner.cannot_express(model, request)
+    }
+
     async fn call(&self, target: &Target, request: &P::Request) -> Result<P::Reply, CallError> {
         let at = now_ms();
         let started = std::time::Instant::now();

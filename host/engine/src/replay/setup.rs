@@ -56,7 +56,7 @@ pub(super) fn options_for(agent: &str, request: &RequestEvent) -> RunOptions {
     RunOptions {
         session: request.session.clone(),
         compaction_count: request.compaction_count,
-        ..RunOptions::for_requested(agent, &request.model)
+        ..RunOptions::for_chain(agent, &request.model, &request.fallbacks)
     }
 }
 
@@ -159,6 +159,7 @@ mod tests {
             at,
             session: None,
             model: "auto".into(),
+            fallbacks: Vec::new(),
             stream: false,
             compaction_count: 0,
             content: None,

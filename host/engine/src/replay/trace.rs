@@ -145,8 +145,13 @@ pub struct RequestEvent {
     /// The session it belongs to (`x-session-id`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
-    /// What was asked for: `auto`, `agent:<id>` or `provider/model`.
+    /// What was asked for: `auto`, `agent:<id>` or `provider/model`
+    /// (an alias recorded as the model it stood for).
     pub model: String,
+    /// A one-off chain's fallbacks after `model` (from an alias or the
+    /// request's `models`), resolved when recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<String>,
     /// Whether the client asked for a streamed reply.
     #[serde(default)]
     pub stream: bool,

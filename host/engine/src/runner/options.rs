@@ -31,6 +31,10 @@ pub struct RunOptions {
     /// --model`): strict like a user's choice (F-7.6); the session's
     /// override is neither read nor changed by it.
     pub model: Option<String>,
+    /// A one-off chain's fallbacks (an alias naming several models, a
+    /// request's `models` list), tried exactly, in order, after `model`.
+    /// Like `model`, it neither reads nor changes the session's override.
+    pub one_off_fallbacks: Option<Vec<String>>,
     /// The run's deadline on the runner's clock (ms since the epoch): no
     /// attempt or wait starts after it.
     pub deadline_ms: Option<u64>,
@@ -41,6 +45,23 @@ impl RunOptions {
     /// replay replays it: `auto` is `default_agent`'s chain, `agent:<id>`
     /// that agent's, anything else a strict `provider/model` (F-7.6).
     pub fn for_requested(default_agent: &str, model: &str) -> RunOptions {
+        Self::for_chain(default_agent, model, &[])
+    }
+
+    /// The options of a requested model followed by a one-off list of
+    /// fallbacks (empty: none): the first of `model` (unless `auto` or an
+    /// agent) and `fallbacks` is tried first, the rest in order after it.
+    pub fn for_chain(default_agent: &str, model: &str, fallbacks: &[String]) -> RunOptions {
+        if !fallbacks.is_empty() && (model == "auto" || model.starts_with("agent:")) {
+            let agent = model.strip_prefix("agent:").unwrap_or(default_agent);
+            return RunOptions {
+                agent: Some(agent.to_owned()),
+                model: Some(fallbacks[0].clone()),
+                one_off_fallbacks: Some(fallbacks[1..].to_vec()),
+                ..RunOptions::default()
+            };
+        }
+        let one_off_fallbacks = (!fallbacks.is_empty()).then(|| fallbacks.to_vec());
         let (agent, model) = match model.strip_prefix("agent:") {
             Some(agent) => (agent, None),
             None if model == "auto" => (default_agent, None),
@@ -49,6 +70,7 @@ impl RunOptions {
         RunOptions {
             agent: Some(agent.to_owned()),
             model,
+            one_off_fallbacks,
             ..RunOptions::default()
         }
     }

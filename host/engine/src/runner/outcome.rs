@@ -68,6 +68,14 @@ pub struct RunOutcome<Reply> {
     pub steps: Vec<FallbackStep>,
 }
 
+impl Attempt {
+    /// Whether this is a candidate passed over for a feature of the
+    /// request it cannot express ([`Provider::cannot_express`](super::Provider::cannot_express)).
+    pub fn is_unsupported_skip(&self) -> bool {
+        self.profile.is_none() && self.code.as_deref() == Some(super::provider::UNSUPPORTED_FEATURE)
+    }
+}
+
 /// Every candidate failed (F-10.3).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", render(.attempts, .summary, *.now_ms))]

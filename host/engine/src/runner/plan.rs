@@ -70,7 +70,10 @@ impl<P: Provider, C: Clock> Runner<P, C> {
                 configured_primary: defaults.primary.clone(),
                 configured_fallbacks: defaults.fallbacks.clone().unwrap_or_default(),
                 source_fallbacks,
-                fallbacks_override: options.fallbacks_override.clone(),
+                fallbacks_override: options
+                    .one_off_fallbacks
+                    .clone()
+                    .or_else(|| options.fallbacks_override.clone()),
             })?
             .candidates;
         let probing_primary = self.probe_first(options, &selection, &defaults, &mut chain)?;
@@ -132,10 +135,17 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         defaults: &ModelChoice,
     ) -> Result<Selection, RunError> {
         if let Some(model) = &options.model {
-            // F-7.6: a one-off explicit selection is the user's, and strict.
+            // F-7.6: a one-off explicit selection is the user's, and strict —
+            // unless it comes with its own fallbacks, which the chain then
+            // follows exactly (the configured default's rule with a
+            // caller's override list).
+            let source = match options.one_off_fallbacks {
+                Some(_) => SelectionSource::ConfiguredDefault,
+                None => SelectionSource::UserOverride,
+            };
             return Ok(Selection {
                 model: Some(model.clone()),
-                source: SelectionSource::UserOverride,
+                source,
                 clear_override: false,
                 probe_primary: false,
             });

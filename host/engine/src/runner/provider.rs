@@ -37,6 +37,11 @@ pub enum CallError {
     },
 }
 
+/// The code of a skip for a candidate that cannot express the request
+/// ([`Provider::cannot_express`]): the attempt's `code`, so that callers
+/// tell "no candidate supports this" from an outage.
+pub const UNSUPPORTED_FEATURE: &str = "unsupported_feature";
+
 /// A model provider.
 pub trait Provider: Send + Sync {
     /// What is sent.
@@ -50,4 +55,13 @@ pub trait Provider: Send + Sync {
         target: &Target,
         request: &Self::Request,
     ) -> impl Future<Output = Result<Self::Reply, CallError>> + Send;
+
+    /// What `model` (`provider/model`) cannot express of `request`, named
+    /// for the client (`field \`n\` above 1`), or `None` when it can take
+    /// it. Such a candidate is skipped (a `format`-class skip, no profile
+    /// state change) instead of being called and blamed on the request.
+    fn cannot_express(&self, model: &str, request: &Self::Request) -> Option<String> {
+        let _ = (model, request);
+        None
+    }
 }

@@ -11,7 +11,7 @@ mod request;
 
 pub(crate) use reply::unreadable;
 pub use reply::{chunk_json, completion_json, error_json, parse_completion, Chunk, StreamDecoder};
-pub use request::{parse_request, render_request};
+pub use request::{parse_request, render_request, request_from_value, BadRequest};
 
 #[cfg(test)]
 mod tests {

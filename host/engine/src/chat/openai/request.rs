@@ -27,6 +27,11 @@ pub struct BadRequest(pub String);
 pub fn parse_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| BadRequest(format!("the body is not JSON: {e}")))?;
+    request_from_value(value)
+}
+
+/// Reads a chat-completions request already parsed as JSON.
+pub fn request_from_value(value: Value) -> Result<ChatRequest, BadRequest> {
     let Value::Object(mut object) = value else {
         return Err(BadRequest("the body must be a JSON object".into()));
     };
@@ -40,6 +45,23 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
             }
         },
         ..ChatRequest::default()
+    };
+    request.models = match object.remove("models") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(models)) => models
+            .into_iter()
+            .map(|m| match m {
+                Value::String(m) if !m.trim().is_empty() => Ok(m),
+                _ => Err(BadRequest(
+                    "field `models` must be non-empty strings".into(),
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(BadRequest(
+                "field `models` must be an array of model names".into(),
+            ))
+        }
     };
     let Some(Value::Array(messages)) = object.remove("messages") else {
         return Err(BadRequest("field `messages` must be an array".into()));

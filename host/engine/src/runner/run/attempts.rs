@@ -2,6 +2,7 @@
 //! after each failure: rotate, move along the chain, or stop.
 
 use super::*;
+use crate::runner::provider::UNSUPPORTED_FEATURE;
 
 impl<P: Provider, C: Clock> Run<'_, P, C> {
     /// Tries a candidate's profiles until one answers or the policy moves
@@ -158,6 +159,22 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
 
     /// Records a skipped candidate and the step to the next one.
     pub(super) fn skip(&mut self, reason: RecordedReason, summary: String) -> Flow<P::Reply> {
+        self.skip_with_code(reason, None, summary)
+    }
+
+    /// Passes over a candidate that cannot express the request: a
+    /// `format`-class skip coded [`UNSUPPORTED_FEATURE`].
+    pub(super) fn skip_unsupported(&mut self, summary: String) -> Flow<P::Reply> {
+        let code = Some(UNSUPPORTED_FEATURE.to_owned());
+        self.skip_with_code(RecordedReason::Format, code, summary)
+    }
+
+    fn skip_with_code(
+        &mut self,
+        reason: RecordedReason,
+        code: Option<String>,
+        summary: String,
+    ) -> Flow<P::Reply> {
         let model = self.plan.chain[self.position].clone();
         let attempt = Attempt {
             provider: canonical_provider(split_model(&model).0).to_owned(),
@@ -166,7 +183,7 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
             reason,
             detail: None,
             status: None,
-            code: None,
+            code,
             summary,
         };
         self.observer.skipped(&attempt);

@@ -84,7 +84,8 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
             "nothing else to try: waiting on the provider's Retry-After"
         );
         self.runner.clock.sleep(delay).await;
-        if let (true, Some(id)) = (wait.position > 0, &self.options.session) {
+        let one_off = self.options.model.is_some();
+        if let (true, Some(id)) = (wait.position > 0 && !one_off, &self.options.session) {
             let reason = self.attempts.last().map(|a| a.reason);
             self.written = self.runner.persist_fallback(
                 id,

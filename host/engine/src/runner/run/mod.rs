@@ -155,6 +155,12 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
         let provider = canonical_provider(split_model(&model).0).to_owned();
         let now = self.runner.clock.now_ms();
         let others_remain = self.position + 1 < self.plan.chain.len();
+        if let Some(what) = self.runner.provider.cannot_express(&model, self.request) {
+            // Not the request's fault, not the profiles': this candidate
+            // cannot say it, so it is passed over without a call.
+            let summary = format!("skipped: {model} cannot express {what}");
+            return Ok(self.skip_unsupported(summary));
+        }
         let gate = self
             .runner
             .health
@@ -187,8 +193,14 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
         if probe_only {
             ids.truncate(1);
         }
-        // F-9.3: the fallback override is on the session before the attempt starts.
-        if let (true, Some(id)) = (self.position > 0, &self.options.session) {
+        // F-9.3: the fallback override is on the session before the attempt
+        // starts — when a candidate before failed, not when it was only
+        // passed over for a feature of this one request.
+        let failed_before = self.attempts.iter().any(|a| !a.is_unsupported_skip());
+        // A one-off selection never touches the session's override (F-7.6).
+        let one_off = self.options.model.is_some();
+        let write = self.position > 0 && failed_before && !one_off;
+        if let (true, Some(id)) = (write, &self.options.session) {
             let reason = self.attempts.last().map(|a| a.reason);
             self.written = self
                 .runner

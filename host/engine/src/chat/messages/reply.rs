@@ -1,0 +1,190 @@
+//! Replies in the Anthropic Messages shape for clients: a whole `message`,
+//! the stream of `message_start` … `message_stop` events, and errors.
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use super::super::{Completion, FinishReason, StreamEvent, TokenUsage, ToolCallDelta};
+
+/// Anthropic's `stop_reason` for why generation stopped.
+pub fn stop_reason(finish: &FinishReason) -> &'static str {
+    match finish {
+        FinishReason::Stop | FinishReason::Other(_) => "end_turn",
+        FinishReason::Length => "max_tokens",
+        FinishReason::ToolCalls => "tool_use",
+        FinishReason::ContentFilter => "refusal",
+    }
+}
+
+/// The client-facing `message` object: text, then tool calls as `tool_use`
+/// blocks (arguments that are not JSON arrive as `{"arguments": "…"}`).
+pub fn message_json(id: &str, model: &str, completion: &Completion) -> Value {
+    let mut content = Vec::new();
+    if !completion.text.is_empty() {
+        content.push(json!({"type": "text", "text": completion.text}));
+    }
+    let calls = completion
+        .message_extra
+        .get("tool_calls")
+        .and_then(Value::as_array);
+    for call in calls.into_iter().flatten() {
+        let arguments = call
+            .pointer("/function/arguments")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        content.push(json!({
+            "type": "tool_use",
+            "id": call.get("id").cloned().unwrap_or_default(),
+            "name": call.pointer("/function/name").cloned().unwrap_or_default(),
+            "input": tool_input(arguments),
+        }));
+    }
+    json!({
+        "id": id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop_reason(&completion.finish),
+        "stop_sequence": null,
+        "usage": usage_json(completion.usage.unwrap_or_default()),
+    })
+}
+
+fn tool_input(arguments: &str) -> Value {
+    if arguments.trim().is_empty() {
+        return json!({});
+    }
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(input @ Value::Object(_)) => input,
+        _ => json!({"arguments": arguments}),
+    }
+}
+
+fn usage_json(usage: TokenUsage) -> Value {
+    json!({"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens})
+}
+
+/// Anthropic's error `type` for an HTTP status.
+pub fn error_type(status: u16) -> &'static str {
+    match status {
+        400 | 422 => "invalid_request_error",
+        401 => "authentication_error",
+        402 => "billing_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        503 | 529 => "overloaded_error",
+        504 => "timeout_error",
+        _ => "api_error",
+    }
+}
+
+/// An Anthropic-style error object.
+pub fn error_json(status: u16, message: &str) -> Value {
+    json!({"type": "error", "error": {"type": error_type(status), "message": message}})
+}
+
+/// Which content block of the stream is open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Text,
+    Tool(u32),
+}
+
+/// Writes a reply's stream events as Anthropic SSE: content blocks opened
+/// and closed around text and tool calls, usage at the end.
+#[derive(Debug)]
+pub struct StreamEncoder {
+    open: Option<Open>,
+    /// Index of the next content block.
+    next_block: u32,
+}
+
+impl StreamEncoder {
+    /// The stream's start: `message_start` for reply `id` from `model`.
+    pub fn start(id: &str, model: &str) -> (Self, String) {
+        let message = json!({"type": "message_start", "message": {
+            "id": id, "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": usage_json(TokenUsage::default())}});
+        let encoder = StreamEncoder {
+            open: None,
+            next_block: 0,
+        };
+        (encoder, sse("message_start", &message))
+    }
+
+    /// The SSE text of one stream event.
+    pub fn event(&mut self, event: &StreamEvent) -> String {
+        let mut out = String::new();
+        match event {
+            StreamEvent::Text(text) => {
+                if self.open != Some(Open::Text) {
+                    self.close(&mut out);
+                    self.open_block(&mut out, Open::Text, json!({"type": "text", "text": ""}));
+                }
+                self.delta(&mut out, json!({"type": "text_delta", "text": text}));
+            }
+            StreamEvent::ToolCall(call) => self.tool_call(&mut out, call),
+            StreamEvent::Finish { reason, usage } => {
+                self.close(&mut out);
+                let usage = usage.unwrap_or_default();
+                let delta = json!({"type": "message_delta",
+                    "delta": {"stop_reason": stop_reason(reason), "stop_sequence": null},
+                    "usage": usage_json(usage)});
+                out.push_str(&sse("message_delta", &delta));
+                out.push_str(&sse("message_stop", &json!({"type": "message_stop"})));
+            }
+        }
+        out
+    }
+
+    fn tool_call(&mut self, out: &mut String, call: &ToolCallDelta) {
+        if self.open != Some(Open::Tool(call.index)) || call.id.is_some() {
+            self.close(out);
+            let block = json!({"type": "tool_use",
+                "id": call.id.clone().unwrap_or_default(),
+                "name": call.name.clone().unwrap_or_default(), "input": {}});
+            self.open_block(out, Open::Tool(call.index), block);
+        }
+        if !call.arguments.is_empty() {
+            let delta = json!({"type": "input_json_delta", "partial_json": call.arguments});
+            self.delta(out, delta);
+        }
+    }
+
+    fn open_block(&mut self, out: &mut String, open: Open, block: Value) {
+        let start = json!({"type": "content_block_start", "index": self.next_block, "content_block": block});
+        out.push_str(&sse("content_block_start", &start));
+        self.open = Some(open);
+    }
+
+    fn delta(&self, out: &mut String, delta: Value) {
+        let event =
+            json!({"type": "content_block_delta", "index": self.next_block, "delta": delta});
+        out.push_str(&sse("content_block_delta", &event));
+    }
+
+    fn close(&mut self, out: &mut String) {
+        if self.open.take().is_some() {
+            let stop = json!({"type": "content_block_stop", "index": self.next_block});
+            out.push_str(&sse("content_block_stop", &stop));
+            self.next_block += 1;
+        }
+    }
+
+    /// An `error` event ending a broken stream (no `message_stop`, so a
+    /// client never takes a cut reply for whole).
+    pub fn error(&mut self, status: u16, message: &str) -> String {
+        sse("error", &error_json(status, message))
+    }
+}
+
+fn sse(event: &str, data: &Value) -> String {
+    let mut out = String::new();
+    let _ = write!(out, "event: {event}\ndata: {data}\n\n");
+    out
+}

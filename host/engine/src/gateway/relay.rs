@@ -1,0 +1,229 @@
+//! Served replies in the client's shape: a whole completion, or a stream
+//! relayed piece by piece within the run's deadline and a size bound — and,
+//! when it breaks past the first content (no failing over then), ended with
+//! an error event so a client never takes a cut reply for whole.
+
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::StreamExt;
+
+use super::reply::{MODEL_HEADER, PROFILE_HEADER, PROVIDER_HEADER};
+use crate::chat::guard::{self, Broken};
+use crate::chat::messages::{self, StreamEncoder};
+use crate::chat::openai::{self, Chunk};
+use crate::chat::{ChatReply, StreamEvent, StreamReply};
+use crate::runner::{clock::now_ms, RunOutcome, Target};
+use failover_sandbox::provider_error::ProviderError;
+
+/// The wire shape a client speaks, and so the shape of its answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Face {
+    /// OpenAI chat completions (`/v1/chat/completions`).
+    OpenAi,
+    /// Anthropic Messages (`/v1/messages`).
+    Anthropic,
+}
+
+/// What relaying a streamed reply needs besides the reply.
+pub struct StreamContext {
+    /// The run's deadline (ms since the epoch): it bounds the whole stream.
+    pub deadline_ms: Option<u64>,
+    /// The most content one streamed reply may carry.
+    pub max_bytes: u64,
+    /// Told when the upstream breaks after the first content, to record
+    /// that against the profile that served.
+    pub on_upstream_failure: Box<dyn FnOnce(Target, ProviderError) + Send>,
+}
+
+/// A served run in `face`'s shape: the completion, or the stream, with
+/// headers naming who served it.
+pub fn success(outcome: RunOutcome<ChatReply>, context: StreamContext, face: Face) -> Response {
+    let created = now_ms() / 1000;
+    let model = outcome.model.clone();
+    let mut response = match outcome.reply {
+        ChatReply::Complete(completion) => {
+            let id = response_id(&completion.id, face);
+            match face {
+                Face::OpenAi => {
+                    Json(openai::completion_json(&id, &model, created, &completion)).into_response()
+                }
+                Face::Anthropic => {
+                    Json(messages::message_json(&id, &model, &completion)).into_response()
+                }
+            }
+        }
+        ChatReply::Stream(stream) => {
+            let target = Target {
+                provider: outcome.provider.clone(),
+                model: outcome.model.clone(),
+                profile: outcome.profile.clone(),
+            };
+            let id = response_id(&stream.id, face);
+            let writer: Box<dyn StreamWriter> = match face {
+                Face::OpenAi => Box::new(OpenAiWriter { id, model, created }),
+                Face::Anthropic => Box::new(AnthropicWriter::new(&id, &model)),
+            };
+            relay(stream, target, context, writer)
+        }
+    };
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (PROVIDER_HEADER, &outcome.provider),
+        (MODEL_HEADER, &outcome.model),
+        (PROFILE_HEADER, &outcome.profile),
+    ] {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            headers.insert(name, value);
+        }
+    }
+    response
+}
+
+/// How a relayed stream is written in one client shape.
+trait StreamWriter: Send {
+    /// What opens the stream, before its first event.
+    fn head(&mut self, tool_first: bool) -> String;
+    /// One event of the reply.
+    fn event(&mut self, event: &StreamEvent) -> String;
+    /// The end of a stream cut past its first content.
+    fn broken(&mut self, message: &str, code: &str) -> String;
+    /// The end of a whole stream.
+    fn done(&mut self) -> String;
+}
+
+struct OpenAiWriter {
+    id: String,
+    model: String,
+    created: u64,
+}
+
+impl OpenAiWriter {
+    fn chunk(&self, chunk: Chunk<'_>) -> String {
+        sse(&openai::chunk_json(
+            &self.id,
+            &self.model,
+            self.created,
+            chunk,
+        ))
+    }
+}
+
+impl StreamWriter for OpenAiWriter {
+    fn head(&mut self, tool_first: bool) -> String {
+        self.chunk(Chunk::Role { tool_first })
+    }
+    fn event(&mut self, event: &StreamEvent) -> String {
+        self.chunk(Chunk::Event(event))
+    }
+    fn broken(&mut self, message: &str, code: &str) -> String {
+        sse(&openai::error_json(message, "upstream_error", Some(code)))
+    }
+    fn done(&mut self) -> String {
+        "data: [DONE]\n\n".to_owned()
+    }
+}
+
+struct AnthropicWriter {
+    encoder: StreamEncoder,
+    head: Option<String>,
+}
+
+impl AnthropicWriter {
+    fn new(id: &str, model: &str) -> Self {
+        let (encoder, head) = StreamEncoder::start(id, model);
+        AnthropicWriter {
+            encoder,
+            head: Some(head),
+        }
+    }
+}
+
+impl StreamWriter for AnthropicWriter {
+    fn head(&mut self, _tool_first: bool) -> String {
+        self.head.take().unwrap_or_default()
+    }
+    fn event(&mut self, event: &StreamEvent) -> String {
+        self.encoder.event(event)
+    }
+    fn broken(&mut self, message: &str, _code: &str) -> String {
+        // A cut upstream is the gateway's upstream failing: a 502's kind.
+        self.encoder.error(502, message)
+    }
+    fn done(&mut self) -> String {
+        // `message_stop` came with the finish event.
+        String::new()
+    }
+}
+
+/// A stream in the writer's shape: its head, each piece, then its end — or,
+/// when it breaks, the writer's error and the failure recorded.
+fn relay(
+    stream: StreamReply,
+    target: Target,
+    context: StreamContext,
+    mut writer: Box<dyn StreamWriter>,
+) -> Response {
+    let tool_first = stream
+        .first
+        .iter()
+        .find(|e| e.is_content())
+        .is_some_and(|e| matches!(e, StreamEvent::ToolCall(_)));
+    let head = Bytes::from(writer.head(tool_first));
+    let events = guard::guard(stream, context.deadline_ms, context.max_bytes);
+    let state = Some((events, writer, Some(context.on_upstream_failure)));
+    let tail = futures_util::stream::unfold(state, move |state| {
+        let target = target.clone();
+        async move {
+            let (mut events, mut writer, mut on_failure) = state?;
+            Some(match events.next().await {
+                Some(Ok(event)) => {
+                    let text = writer.event(&event);
+                    (Bytes::from(text), Some((events, writer, on_failure)))
+                }
+                Some(Err(broken)) => {
+                    tracing::warn!(
+                        provider = %target.provider,
+                        model = %target.model,
+                        profile = %target.profile,
+                        code = broken.code(),
+                        error = %broken.message(),
+                        "stream ended early"
+                    );
+                    if let (Broken::Upstream(error), Some(report)) = (&broken, on_failure.take()) {
+                        report(target, error.clone());
+                    }
+                    let text = writer.broken(&broken.message(), broken.code());
+                    (Bytes::from(text), None)
+                }
+                None => (Bytes::from(writer.done()), None),
+            })
+        }
+    });
+    let body = futures_util::stream::once(async move { head })
+        .chain(tail)
+        .filter(|bytes| std::future::ready(!bytes.is_empty()))
+        .map(Ok::<_, std::convert::Infallible>);
+    let mut response = Body::from_stream(body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+fn sse(value: &serde_json::Value) -> String {
+    format!("data: {value}\n\n")
+}
+
+/// The reply's id: the upstream's, or one of ours in the face's style.
+fn response_id(upstream: &str, face: Face) -> String {
+    match (upstream.is_empty(), face) {
+        (false, _) => upstream.to_owned(),
+        (true, Face::OpenAi) => format!("chatcmpl-failover-{}", now_ms()),
+        (true, Face::Anthropic) => format!("msg_failover_{}", now_ms()),
+    }
+}
