@@ -53,15 +53,12 @@ async fn a_messages_client_is_served_by_anthropic_in_its_own_shape() {
     let message = a.json();
     assert_eq!(message["type"], "message");
     assert_eq!(message["role"], "assistant");
-    assert!(
-        message["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("hello"),
-        "{message}"
-    );
-    assert_eq!(message["stop_reason"], "end_turn");
-    assert_eq!(message["usage"]["output_tokens"], 5);
+    // The upstream called the offered tool (see `emulation`).
+    assert_eq!(message["content"][0]["type"], "tool_use", "{message}");
+    assert_eq!(message["content"][0]["name"], "weather");
+    assert_eq!(message["content"][0]["input"], json!({"city": "Oslo"}));
+    assert_eq!(message["stop_reason"], "tool_use");
+    assert_eq!(message["usage"]["output_tokens"], 9);
     // The tools and the system prompt went upstream in Anthropic's shape.
     let sent: Value = serde_json::from_str(&h.up.calls()[0].body).unwrap();
     assert_eq!(sent["system"], "be brief");

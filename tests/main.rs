@@ -12,6 +12,8 @@ mod support {
     pub mod binary;
     pub mod guests;
 }
+#[path = "gateway/emulation.rs"]
+mod emulation;
 #[path = "gateway/harness.rs"]
 mod harness;
 mod native;
@@ -28,6 +30,7 @@ mod hostile;
 mod policy;
 mod replay;
 mod runner;
+mod sdk;
 mod secrets;
 mod serve_cli;
 mod state;

@@ -182,6 +182,7 @@ impl Upstream {
         let model = request["model"].as_str().unwrap_or("").to_owned();
         let stream = request["stream"].as_bool().unwrap_or(false);
         let anthropic = path.ends_with("/v1/messages");
+        let body_text = body.clone();
         self.record(Call {
             path,
             model: model.clone(),
@@ -195,6 +196,7 @@ impl Upstream {
             .script
             .get_mut(&model)
             .and_then(VecDeque::pop_front)
+            .or_else(|| crate::emulation::behaviour(&body_text, &model, anthropic))
             .unwrap_or(Behaviour::Reply);
         let text = format!("hello from {model} with {key}");
         match behaviour {

@@ -109,11 +109,18 @@ async fn models(State(gateway): State<Arc<Gateway>>) -> Response {
             ids.push(id);
         }
     }
+    // Both SDKs' list shapes at once: OpenAI's `object`/`created`/`owned_by`,
+    // Anthropic's `type`/`display_name`/`created_at` and paging fields.
     let data: Vec<_> = ids
         .iter()
-        .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "failover"}))
+        .map(|id| {
+            json!({"id": id, "object": "model", "created": 0, "owned_by": "failover",
+                   "type": "model", "display_name": id, "created_at": "1970-01-01T00:00:00Z"})
+        })
         .collect();
-    Json(json!({"object": "list", "data": data})).into_response()
+    Json(json!({"object": "list", "data": data, "has_more": false,
+                "first_id": ids.first(), "last_id": ids.last()}))
+    .into_response()
 }
 
 async fn status(State(gateway): State<Arc<Gateway>>) -> Response {

@@ -1,0 +1,119 @@
+//! What the fault-injecting upstream does with a request nothing scripted,
+//! read from the request itself — so that a client outside the test (the
+//! official SDKs) can ask for an outage or a tool call:
+//!
+//! - `down:<model>` anywhere in the body: that model answers 503;
+//! - tools offered and no tool result yet: a call of the first tool with
+//!   `{"city": "Oslo"}`, whole or streamed, in the caller's shape;
+//! - a JSON response format: `{"ok": true}` as the text.
+//!
+//! Anything else gets the ordinary text reply.
+
+use serde_json::{json, Value};
+
+use crate::upstream::{Behaviour, End};
+
+/// The tool call's arguments.
+pub const TOOL_ARGUMENTS: &str = r#"{"city": "Oslo"}"#;
+
+/// The behaviour `body` asks of `model`, if it asks for one.
+pub fn behaviour(body: &str, model: &str, anthropic: bool) -> Option<Behaviour> {
+    let request: Value = serde_json::from_str(body).ok()?;
+    let stream = request["stream"].as_bool().unwrap_or(false);
+    if body.contains(&format!("down:{model}")) {
+        let error = if anthropic {
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+        } else {
+            r#"{"error":{"message":"The server is overloaded","type":"server_error"}}"#
+        };
+        return Some(Behaviour::Status(503, Vec::new(), error.to_owned()));
+    }
+    let answered = body.contains("tool_result") || body.contains(r#""role":"tool""#);
+    let tool = request["tools"][0]
+        .get("name")
+        .or_else(|| request["tools"][0].pointer("/function/name"))
+        .and_then(Value::as_str);
+    if let (Some(tool), false) = (tool, answered) {
+        return Some(match (anthropic, stream) {
+            (true, false) => Behaviour::Raw("application/json", anthropic_tool_use(model, tool)),
+            (false, false) => Behaviour::Raw("application/json", openai_tool_call(model, tool)),
+            (true, true) => sse(anthropic_tool_stream(tool)),
+            (false, true) => sse(openai_tool_stream(model, tool)),
+        });
+    }
+    let json_mode = request["response_format"]["type"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("json"));
+    if json_mode && !anthropic && !stream {
+        let reply = json!({"id": "chatcmpl-json", "object": "chat.completion", "created": 1, "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "{\"ok\": true}"},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 4}});
+        return Some(Behaviour::Raw("application/json", reply.to_string()));
+    }
+    None
+}
+
+fn sse(pieces: Vec<String>) -> Behaviour {
+    Behaviour::Sse {
+        pieces,
+        end: End::Close,
+    }
+}
+
+fn anthropic_tool_use(model: &str, tool: &str) -> String {
+    let input: Value = serde_json::from_str(TOOL_ARGUMENTS).unwrap();
+    json!({"id": "msg_tool", "type": "message", "role": "assistant", "model": model,
+           "content": [{"type": "tool_use", "id": "toolu_emulated", "name": tool, "input": input}],
+           "stop_reason": "tool_use", "usage": {"input_tokens": 20, "output_tokens": 9}})
+    .to_string()
+}
+
+fn openai_tool_call(model: &str, tool: &str) -> String {
+    json!({"id": "chatcmpl-tool", "object": "chat.completion", "created": 1, "model": model,
+           "choices": [{"index": 0, "finish_reason": "tool_calls",
+                        "message": {"role": "assistant", "content": null, "tool_calls": [
+                            {"id": "call_emulated", "type": "function",
+                             "function": {"name": tool, "arguments": TOOL_ARGUMENTS}}]}}],
+           "usage": {"prompt_tokens": 20, "completion_tokens": 9}})
+    .to_string()
+}
+
+fn anthropic_tool_stream(tool: &str) -> Vec<String> {
+    let (head, tail) = TOOL_ARGUMENTS.split_at(6);
+    [
+        json!({"type": "message_start", "message": {"id": "msg_tool_s", "usage": {"input_tokens": 20}}}),
+        json!({"type": "content_block_start", "index": 0,
+               "content_block": {"type": "tool_use", "id": "toolu_emulated", "name": tool, "input": {}}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": head}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": tail}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+        json!({"type": "message_stop"}),
+    ]
+    .into_iter()
+    .map(|event| format!("event: {}\ndata: {event}", event["type"].as_str().unwrap()))
+    .collect()
+}
+
+fn openai_tool_stream(model: &str, tool: &str) -> Vec<String> {
+    let (head, tail) = TOOL_ARGUMENTS.split_at(6);
+    let chunk = |delta: Value, finish: Value| {
+        let chunk = json!({"id": "chatcmpl-tool-s", "object": "chat.completion.chunk", "created": 1,
+            "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {chunk}")
+    };
+    vec![
+        chunk(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_emulated",
+                   "type": "function", "function": {"name": tool, "arguments": head}}]}),
+            Value::Null,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": tail}}]}),
+            Value::Null,
+        ),
+        chunk(json!({}), "tool_calls".into()),
+        "data: [DONE]".to_owned(),
+    ]
+}
