@@ -24,6 +24,7 @@ mod cli;
 mod gateway;
 mod gateway_blocking;
 mod gateway_limits;
+mod gateway_metrics;
 mod gateway_shapes;
 mod gateway_streams;
 mod hostile;

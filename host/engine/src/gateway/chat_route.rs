@@ -44,9 +44,18 @@ pub(super) async fn messages(State(gateway): State<Arc<Gateway>>, request: Reque
 }
 
 async fn serve_chat(gateway: Arc<Gateway>, request: Request, face: Face) -> Response {
+    let route = match face {
+        Face::OpenAi => "chat_completions",
+        Face::Anthropic => "messages",
+    };
     let admitted = match admit(&gateway, request, face).await {
         Ok(admitted) => admitted,
-        Err(refused) => return refused,
+        Err(refused) => {
+            gateway
+                .metrics()
+                .request(route, "-", refused.status().as_str());
+            return refused;
+        }
     };
     let Admitted {
         runner,
@@ -57,7 +66,9 @@ async fn serve_chat(gateway: Arc<Gateway>, request: Request, face: Face) -> Resp
     let started = Instant::now();
     // The module that decides this whole run, whatever is swapped meanwhile.
     let policy = runner.policy();
-    let result = runner.run_with(policy.as_ref(), &options, &request).await;
+    let result = runner
+        .run_observed(policy.as_ref(), &options, &request, gateway.metrics())
+        .await;
     let mut response = match result {
         Ok(outcome) => {
             tracing::info!(
@@ -75,6 +86,13 @@ async fn serve_chat(gateway: Arc<Gateway>, request: Request, face: Face) -> Resp
             reply::run_error(&error)
         }
     };
+    let status = response.status();
+    let outcome = match status {
+        StatusCode::OK => "served",
+        _ => status.as_str(),
+    };
+    let model = super::metrics::model_label(&gateway.config, &request.model);
+    gateway.metrics().request(route, model, outcome);
     set_policy_header(&mut response, policy.as_ref());
     response
 }

@@ -5,7 +5,8 @@
 //!   (Anthropic) — whole or streamed (SSE), over the same runner and both
 //!   upstream shapes; fail over only before the first byte reaches the
 //!   client.
-//! - `GET /v1/models`, `GET /healthz`, `GET /status`,
+//! - `GET /v1/models`, `GET /healthz`, `GET /readyz` (can the default
+//!   chain serve now), `GET /metrics` (Prometheus), `GET /status`,
 //!   `POST /v1/sessions/{id}/reset`.
 //!
 //! The request's `model` picks the chain: `auto` is the default agent's,
@@ -19,6 +20,8 @@ mod admission;
 mod anthropic_errors;
 mod chat_route;
 mod keys;
+pub mod metrics;
+mod readiness;
 mod relay;
 mod reply;
 mod routes;
@@ -77,6 +80,7 @@ pub struct Gateway {
     /// them one at a time, down to the module `serve` started with.
     history: Mutex<Vec<Arc<dyn Decider>>>,
     recorder: Option<Arc<Recorder>>,
+    metrics: metrics::Metrics,
 }
 
 /// The gateway could not start.
@@ -144,6 +148,7 @@ impl Gateway {
             config,
             history: Mutex::new(Vec::new()),
             recorder: options.recorder,
+            metrics: metrics::Metrics::new(),
         })
     }
 
@@ -158,6 +163,11 @@ impl Gateway {
     /// The limits it serves within (`gateway.*`).
     pub fn limits(&self) -> ServerLimits {
         self.config.gateway.limits()
+    }
+
+    /// What `/metrics` reports; it observes every run.
+    pub fn metrics(&self) -> &metrics::Metrics {
+        &self.metrics
     }
 
     /// The default agent's runner.
@@ -192,6 +202,7 @@ impl Gateway {
     pub fn swap_policy(&self, policy: Arc<dyn Decider>) -> Arc<dyn Decider> {
         let mut history = self.history();
         let replaced = self.install(policy);
+        self.metrics.swapped();
         history.push(replaced.clone());
         if history.len() > MAX_POLICY_HISTORY {
             // Keep the first (the embedded default, or `--policy`'s).
@@ -206,6 +217,7 @@ impl Gateway {
         let mut history = self.history();
         let target = history.pop()?;
         self.install(target.clone());
+        self.metrics.swapped();
         Some(target)
     }
 

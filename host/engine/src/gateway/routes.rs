@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -28,6 +28,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/models", get(models))
         .route("/v1/sessions/{id}/reset", post(reset_session))
         .route("/status", get(status))
+        .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn(small_body));
     let mut keyed = Router::new()
         .route("/v1/chat/completions", post(chat))
@@ -46,6 +47,10 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
             "/healthz",
             get(healthz).route_layer(middleware::from_fn(small_body)),
         )
+        .route(
+            "/readyz",
+            get(readyz).route_layer(middleware::from_fn(small_body)),
+        )
         .fallback(not_found)
         .layer(middleware::from_fn(super::anthropic_errors::reshape))
         .layer(middleware::from_fn_with_state(
@@ -58,6 +63,41 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
 
 async fn healthz() -> Response {
     Json(json!({"status": "ok"})).into_response()
+}
+
+/// 200 when some candidate of the default chain has a usable profile now,
+/// 503 otherwise; per candidate, why (never a secret).
+async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
+    match super::readiness::readiness(&gateway, now_ms()) {
+        Ok((true, body)) => Json(body).into_response(),
+        Ok((false, body)) => (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response(),
+        Err(error) => state_unreadable(&error),
+    }
+}
+
+/// Prometheus' text format (version 0.0.4).
+async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
+    match super::readiness::snapshot(&gateway, now_ms()) {
+        Ok(snapshot) => {
+            let text = gateway.metrics().render(&snapshot);
+            let content_type = [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )];
+            (content_type, text).into_response()
+        }
+        Err(error) => state_unreadable(&error),
+    }
+}
+
+fn state_unreadable(error: &crate::state::StateError) -> Response {
+    tracing::error!(%error, "cannot read the state");
+    error_response(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "server_error",
+        Some("internal"),
+        &error.to_string(),
+    )
 }
 
 async fn not_found() -> Response {

@@ -74,11 +74,19 @@ pub trait Decider: Send + Sync {
         hung: bool,
         now_ms: u64,
     ) -> Result<ModelHealth, PolicyError>;
+    /// Calls, traps and fuel since the module was loaded, when it counts
+    /// them (a component under the sandbox does; a native core does not).
+    fn stats(&self) -> Option<super::pool::PolicyStats> {
+        None
+    }
 }
 
 impl Decider for Policy {
     fn version(&self) -> &PolicyVersion {
         Policy::version(self)
+    }
+    fn stats(&self) -> Option<super::pool::PolicyStats> {
+        Some(Policy::stats(self))
     }
     fn classify(&self, error: &ProviderError, now_ms: u64) -> Result<Classification, PolicyError> {
         Policy::classify(self, error, now_ms)
