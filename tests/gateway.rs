@@ -260,8 +260,19 @@ async fn a_connection_reset_tries_the_providers_next_key_before_the_next_model()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transport_failures_are_captured_as_the_codes_the_classifier_knows() {
-    let h = start("", ClientKeys::default()).await;
-    for (model, code) in [("closed/m", "ECONNREFUSED"), ("nowhere/m", "ENOTFOUND")] {
+    let h = start(
+        r#"bare: { baseUrl: "BASE/bare/v1" },"#,
+        ClientKeys::default(),
+    )
+    .await;
+    for (model, code, said) in [
+        (
+            "closed/m",
+            "ECONNREFUSED",
+            "closed/m is refusing connections",
+        ),
+        ("nowhere/m", "ENOTFOUND", "nowhere/m is not resolving (DNS"),
+    ] {
         let a = h.chat(model, false, None).await;
         assert_eq!(a.status, 502, "{}", a.text);
         let attempt = &a.json()["error"]["attempts"][0];
@@ -270,7 +281,25 @@ async fn transport_failures_are_captured_as_the_codes_the_classifier_knows() {
             attempt["summary"].as_str().unwrap().starts_with(code),
             "{model}: {attempt}"
         );
+        // The message names the real cause, not "timing out".
+        let message = a.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(message.starts_with(said), "{model}: {message}");
     }
+    // A provider with no stored credential says so, and how to add one.
+    let bare = h.chat("bare/m", false, None).await;
+    let message = bare.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.starts_with("bare/m is missing credentials"),
+        "{message}"
+    );
+    let summary = bare.json()["error"]["attempts"][0]["summary"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        summary.contains("failover profiles add bare:<name>"),
+        "{summary}"
+    );
     h.stop().await;
 }
 

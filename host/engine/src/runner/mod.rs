@@ -41,5 +41,5 @@ pub use model::*;
 pub use observer::{RunObserver, Unobserved};
 pub use options::{CronJob, RunOptions};
 pub use outcome::{Attempt, FallbackStep, FallbackSummaryError, RunError, RunOutcome};
-pub use provider::{CallError, Provider, Target, UNSUPPORTED_FEATURE};
+pub use provider::{CallError, Provider, Target, NO_CREDENTIALS, UNSUPPORTED_FEATURE};
 pub use retry_env::{retry_wait_cap_from_env, RETRY_MAX_WAIT_ALIAS_ENV, RETRY_MAX_WAIT_ENV};

@@ -156,19 +156,17 @@ fn render(attempts: &[Attempt], summary: &RunSummary, now_ms: u64) -> String {
     models.dedup();
     models.sort_unstable();
     models.dedup();
-    let headline = match summary.common_reason {
-        Some(reason) if models.len() > 1 => {
-            format!("all {} models are {}", models.len(), adjective(reason))
-        }
-        Some(reason) => format!(
-            "{} is {}",
-            attempts.first().map_or("the model", |a| a.model.as_str()),
-            adjective(reason)
+    let state = common_cause(attempts).or(summary.common_reason.map(adjective));
+    let headline = match state {
+        Some(state) if models.len() > 1 => format!("all {} models are {state}", models.len()),
+        Some(state) => format!(
+            "{} is {state}",
+            attempts.first().map_or("the model", |a| a.model.as_str())
         ),
         None => {
             let tried: Vec<String> = attempts
                 .iter()
-                .map(|a| format!("{} ({})", a.model, a.reason.as_str()))
+                .map(|a| format!("{} ({})", a.model, cause(a)))
                 .collect();
             format!("every model failed: {}", tried.join(", "))
         }
@@ -180,6 +178,39 @@ fn render(attempts: &[Attempt], summary: &RunSummary, now_ms: u64) -> String {
         ),
         _ => headline,
     }
+}
+
+/// What went wrong with one attempt, in the words of its real cause: no
+/// credentials, the name not resolving, a refused or reset connection, an
+/// HTTP 5xx — else its reason.
+fn cause(attempt: &Attempt) -> String {
+    match (transport_cause(attempt), attempt.status) {
+        (Some(cause), _) => cause.to_owned(),
+        (None, Some(status)) if status >= 500 => {
+            format!("{}, HTTP {status}", attempt.reason.as_str())
+        }
+        _ => attempt.reason.as_str().to_owned(),
+    }
+}
+
+/// The state every attempt shares when one cause beneath the reason
+/// explains them all ("not resolving (DNS)", "refusing connections" …).
+fn common_cause(attempts: &[Attempt]) -> Option<&'static str> {
+    let first = transport_cause(attempts.first()?)?;
+    attempts
+        .iter()
+        .all(|a| transport_cause(a) == Some(first))
+        .then_some(first)
+}
+
+fn transport_cause(attempt: &Attempt) -> Option<&'static str> {
+    Some(match attempt.code.as_deref()? {
+        super::provider::NO_CREDENTIALS => "missing credentials",
+        "ENOTFOUND" | "EAI_AGAIN" => "not resolving (DNS: the provider's host name has no address)",
+        "ECONNREFUSED" => "refusing connections",
+        "ECONNRESET" => "dropping connections",
+        _ => return None,
+    })
 }
 
 fn adjective(reason: RecordedReason) -> &'static str {

@@ -42,6 +42,10 @@ pub enum CallError {
 /// tell "no candidate supports this" from an outage.
 pub const UNSUPPORTED_FEATURE: &str = "unsupported_feature";
 
+/// The code of a skip for a candidate whose provider has no stored
+/// credential at all.
+pub const NO_CREDENTIALS: &str = "no_credentials";
+
 /// A model provider.
 pub trait Provider: Send + Sync {
     /// What is sent.

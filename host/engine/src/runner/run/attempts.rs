@@ -169,7 +169,7 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
         self.skip_with_code(RecordedReason::Format, code, summary)
     }
 
-    fn skip_with_code(
+    pub(super) fn skip_with_code(
         &mut self,
         reason: RecordedReason,
         code: Option<String>,

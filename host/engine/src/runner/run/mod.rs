@@ -36,7 +36,7 @@ use crate::runner::observer::RunObserver;
 use crate::runner::options::RunOptions;
 use crate::runner::outcome::{Attempt, FallbackStep, FallbackSummaryError, RunError, RunOutcome};
 use crate::runner::plan::Plan;
-use crate::runner::provider::{Provider, Target};
+use crate::runner::provider::{Provider, Target, NO_CREDENTIALS};
 use crate::runner::session_writes::Written;
 
 /// The best `Retry-After` to wait on if nothing else remains: the target
@@ -181,6 +181,13 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
         })?;
         let mut ids = match self.decide(&provider, &stored, &ranked, now)? {
             Ok(ids) => ids,
+            Err(reason) if ranked.is_empty() => {
+                let summary = format!(
+                    "skipped: {provider} has no credentials (add one with `failover profiles add {provider}:<name>`)"
+                );
+                let code = Some(NO_CREDENTIALS.to_owned());
+                return Ok(self.skip_with_code(reason, code, summary));
+            }
             Err(reason) => {
                 let summary = format!(
                     "skipped: every profile of {provider} is blocked ({})",
