@@ -168,6 +168,26 @@ fn config_errors_name_the_file_and_field() {
         stderr.contains("bad.json5") && stderr.contains("models.providers.acme.api"),
         "{stderr}"
     );
+    // A misspelt key is an error with its line and the key meant, not a
+    // silently empty chain.
+    std::fs::write(
+        &config,
+        "{\n  agents: { defaults: { model: {\n    primary: \"openai/gpt-4o\",\n    fallback: [\"anthropic/claude-x\"] } } },\n}",
+    )
+    .unwrap();
+    let out = binary::failover()
+        .args(["--state-dir", &dir.path().display().to_string()])
+        .args(["--config", &config.display().to_string(), "run", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("bad.json5")
+            && stderr.contains("line 4")
+            && stderr.contains("`agents.defaults.model.fallback` (did you mean `fallbacks`?)"),
+        "{stderr}"
+    );
 }
 
 #[test]

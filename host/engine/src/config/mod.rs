@@ -25,13 +25,15 @@
 //! }
 //! ```
 //!
-//! Config is metadata and routing only — never secrets. Keys this version
-//! does not use are ignored (the seeds' config has many). Errors name the
-//! file and the line and column.
+//! Config is metadata and routing only — never secrets. A misspelt key is
+//! an error naming the nearest known one; keys of the agent runtime's
+//! config that this program does not read are ignored (see
+//! `unknown_keys`). Errors name the file and the line and column.
 
 mod aliases;
 pub mod gateway;
 pub mod providers;
+mod unknown_keys;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -258,10 +260,27 @@ impl Config {
     /// Reads the config at `path`; errors name the file, line and column.
     pub fn load(path: &Path) -> Result<Config, StateError> {
         let text = std::fs::read_to_string(path).map_err(|e| StateError::io(path, e))?;
-        let mut config: Config = json5::from_str(&text).map_err(|e| StateError::Parse {
+        let parse_error = |e: json5::Error| StateError::Parse {
             path: path.to_owned(),
             message: e.to_string(),
-        })?;
+        };
+        // The syntax (trailing text included) first, then the shape, noting
+        // every key nothing read.
+        json5::from_str::<serde_json::Value>(&text).map_err(parse_error)?;
+        let mut ignored = Vec::new();
+        let mut deserializer = json5::Deserializer::from_str(&text);
+        let mut config: Config = serde_ignored::deserialize(&mut deserializer, |key| {
+            ignored.push(key.to_string());
+        })
+        .map_err(parse_error)?;
+        if let Some(unknown) = unknown_keys::errors(&ignored).first() {
+            let line = unknown_keys::line_of(&text, &unknown.path)
+                .map_or_else(String::new, |l| format!("line {l}: "));
+            return Err(StateError::Invalid {
+                path: path.to_owned(),
+                message: format!("{line}{}", unknown.message()),
+            });
+        }
         config.validate(path)?;
         config.resolve_endpoints();
         Ok(config)

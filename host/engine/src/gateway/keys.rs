@@ -18,12 +18,12 @@ pub struct ClientKeys {
 #[derive(Debug, thiserror::Error)]
 pub enum KeysError {
     /// The file could not be read.
-    #[error("{}: {source}", .path.display())]
+    #[error("{}: {cause}", .path.display())]
     Read {
         /// The keys file.
         path: std::path::PathBuf,
-        /// Why it could not be read.
-        source: std::io::Error,
+        /// Why it could not be read (in the message, so not a `source`).
+        cause: std::io::Error,
     },
     /// A key is shorter than the minimum.
     #[error("{}: line {line}: a client key must be at least {MIN_KEY_LEN} characters", .path.display())]
@@ -52,7 +52,7 @@ impl ClientKeys {
     pub fn from_file(path: &Path) -> Result<ClientKeys, KeysError> {
         let text = std::fs::read_to_string(path).map_err(|source| KeysError::Read {
             path: path.to_owned(),
-            source,
+            cause: source,
         })?;
         let mut keys = ClientKeys::default();
         for (index, line) in text.lines().enumerate() {

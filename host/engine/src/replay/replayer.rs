@@ -133,7 +133,7 @@ impl ReplayedRequest<'_> {
             Err(RunError::State(source)) => {
                 return Err(ReplayError::Run {
                     request: request.id,
-                    source: RunError::State(source),
+                    cause: RunError::State(source),
                 })
             }
             Err(error) => decisions.push(Decision::Failed {

@@ -105,13 +105,12 @@ pub enum ReplayError {
     Runtime(std::io::Error),
     /// A request's run failed on the state (not a failure the timeline
     /// records).
-    #[error("trace request {request}: {source}")]
+    #[error("trace request {request}: {cause}")]
     Run {
         /// The request's id in the trace.
         request: u64,
-        /// The run's error.
-        #[source]
-        source: RunError,
+        /// The run's error (in the message, so not a `source`).
+        cause: RunError,
     },
 }
 

@@ -218,12 +218,12 @@ pub struct Trace {
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     /// The file could not be read.
-    #[error("{}: {source}", .path.display())]
+    #[error("{}: {cause}", .path.display())]
     Io {
         /// The trace file.
         path: std::path::PathBuf,
-        /// Why it could not be read.
-        source: std::io::Error,
+        /// Why it could not be read (in the message, so not a `source`).
+        cause: std::io::Error,
     },
     /// A line is not a valid trace line.
     #[error("{}: line {line}: {message}", .path.display())]
@@ -257,7 +257,7 @@ impl Trace {
     pub fn read(path: &Path, lenient: bool) -> Result<Trace, TraceError> {
         let file = std::fs::File::open(path).map_err(|source| TraceError::Io {
             path: path.to_owned(),
-            source,
+            cause: source,
         })?;
         Self::parse(std::io::BufReader::new(file), path, lenient)
     }
@@ -269,7 +269,7 @@ impl Trace {
             let number = index + 1;
             let line = line.map_err(|source| TraceError::Io {
                 path: path.to_owned(),
-                source,
+                cause: source,
             })?;
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;

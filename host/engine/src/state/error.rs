@@ -7,13 +7,14 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
     /// Reading or writing a file failed.
-    #[error("{}: {source}", .path.display())]
+    // The system's words are in the message, not also a `source`: an
+    // error chain printed whole would say them twice.
+    #[error("{}: {cause}", .path.display())]
     Io {
         /// The file (or directory).
         path: PathBuf,
         /// What the system said.
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The file is not valid JSON / JSON5, or a field has the wrong type.
     #[error("{}: {message} (the file was left as it is)", .path.display())]
@@ -44,7 +45,7 @@ impl StateError {
     pub fn io(path: &Path, source: std::io::Error) -> Self {
         StateError::Io {
             path: path.to_owned(),
-            source,
+            cause: source,
         }
     }
 

@@ -1,0 +1,181 @@
+//! Keys of a config file that nothing reads: a typo is an error that
+//! names the key, its line and the nearest known key (`fallback` — did you
+//! mean `fallbacks`?); a key of another program sharing the file (the
+//! agent runtime's config has many sections this one does not read) is
+//! left alone.
+//!
+//! The rule: in the sections only this program owns (`policy`,
+//! `auth.cooldowns`, `agents.defaults.model`) every unknown key is an
+//! error. Elsewhere an unknown key is an error when it
+//! is within [`TYPO_DISTANCE`] edits of a known key of its level, and
+//! ignored otherwise. Known keys are read off the config types themselves
+//! (their defaults, serialised), so the list cannot drift from them.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::providers::{OAuthEndpoint, ProviderEndpoint};
+use super::{AgentDefaults, AgentEntry, AgentsConfig, AuthConfig, Config, Cooldowns};
+use super::{GatewayConfig, ModelChoice, ModelsConfig, PolicyConfig, ProfileMeta};
+
+/// Edits between a key and a known one that make it a typo rather than
+/// someone else's key: `fallback`/`fallbacks` is 1, `baseURL`/`baseUrl` 2.
+const TYPO_DISTANCE: usize = 2;
+
+/// Sections whose every key is this program's. (`gateway` and `models`
+/// are shared with the agent runtime's config: its `gateway.port`, its
+/// providers' `apiKey`.)
+const OWNED: &[&str] = &["policy", "auth.cooldowns", "agents.defaults.model"];
+
+/// An unknown key that is an error: its dotted path and what to say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownKey {
+    /// `agents.defaults.model.fallback`.
+    pub path: String,
+    /// The nearest known key of its level, if one is near.
+    pub suggestion: Option<String>,
+}
+
+impl UnknownKey {
+    /// "unknown key `agents.defaults.model.fallback` (did you mean `fallbacks`?)".
+    pub fn message(&self) -> String {
+        match &self.suggestion {
+            Some(known) => format!("unknown key `{}` (did you mean `{known}`?)", self.path),
+            None => format!("unknown key `{}`", self.path),
+        }
+    }
+}
+
+/// Which of `ignored` (dotted paths serde did not read) are errors.
+pub fn errors(ignored: &[String]) -> Vec<UnknownKey> {
+    ignored
+        .iter()
+        .filter_map(|path| {
+            let (parent, key) = path.rsplit_once('.').unwrap_or(("", path));
+            let known = known_keys(parent);
+            let suggestion = nearest(key, &known);
+            let owned = OWNED
+                .iter()
+                .any(|s| parent == *s || parent.starts_with(&format!("{s}.")));
+            (owned || suggestion.is_some()).then(|| UnknownKey {
+                path: path.clone(),
+                suggestion,
+            })
+        })
+        .collect()
+}
+
+/// The known key nearest to `key`, if within [`TYPO_DISTANCE`] (case
+/// ignored).
+fn nearest(key: &str, known: &[String]) -> Option<String> {
+    let lower = key.to_ascii_lowercase();
+    known
+        .iter()
+        .map(|k| (strsim::levenshtein(&lower, &k.to_ascii_lowercase()), k))
+        .filter(|(distance, _)| *distance <= TYPO_DISTANCE)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, k)| k.clone())
+}
+
+/// The keys a level of the config reads, from its type's defaults.
+fn known_keys(parent: &str) -> Vec<String> {
+    let segments: Vec<&str> = parent.split('.').filter(|s| !s.is_empty()).collect();
+    let shape = match segments.as_slice() {
+        [] => keys_of(&Config::default()),
+        ["auth"] => keys_of(&AuthConfig::default()),
+        ["auth", "cooldowns"] => keys_of(&Cooldowns::default()),
+        ["auth", "profiles", _] => keys_of(&ProfileMeta::default()),
+        ["agents"] => keys_of(&AgentsConfig::default()),
+        ["agents", "defaults"] => keys_of(&AgentDefaults::default()),
+        ["agents", "defaults", "model"] => keys_of(&ModelChoice::default()),
+        ["agents", "list", _] => keys_of(&AgentEntry {
+            id: String::new(),
+            model: None,
+        }),
+        ["models"] => keys_of(&ModelsConfig::default()),
+        ["models", "providers", _] => keys_of(&ProviderEndpoint::default()),
+        ["models", "providers", _, "oauth"] => keys_of(&OAuthEndpoint::default()),
+        ["gateway"] => keys_of(&GatewayConfig::default()),
+        ["policy"] => keys_of(&PolicyConfig::default()),
+        _ => Vec::new(),
+    };
+    shape
+}
+
+fn keys_of(value: &impl Serialize) -> Vec<String> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(map)) => map.into_iter().map(|(k, _)| k).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The 1-based line where `path`'s last key is first written in `text`
+/// (quoted or bare), for the error's position.
+pub fn line_of(text: &str, path: &str) -> Option<usize> {
+    let key = path.rsplit('.').next()?;
+    let candidates = [
+        format!("\"{key}\""),
+        format!("'{key}'"),
+        format!("{key}:"),
+        format!("{key} :"),
+    ];
+    text.lines()
+        .position(|line| {
+            let line = line.trim_start();
+            candidates.iter().any(|c| {
+                line.find(c.as_str()).is_some_and(|at| {
+                    let before = line[..at].chars().last();
+                    before.is_none_or(|b| !b.is_alphanumeric() && b != '_')
+                })
+            })
+        })
+        .map(|index| index + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(ps: &[&str]) -> Vec<String> {
+        ps.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn typos_are_errors_and_foreign_keys_are_not() {
+        let found = errors(&paths(&[
+            "agents.defaults.model.fallback",
+            "agents.defaults.workspace",
+            "agnets",
+            "channels",
+            "models.providers.openai.baseURL",
+            "models.providers.openai.apiKey",
+            "gateway.maxConnection",
+            "gateway.port",
+            "policy.fule",
+            "auth.cooldowns.billingBackoffHour",
+        ]));
+        let said: Vec<String> = found.iter().map(UnknownKey::message).collect();
+        assert_eq!(
+            said,
+            [
+                "unknown key `agents.defaults.model.fallback` (did you mean `fallbacks`?)",
+                "unknown key `agnets` (did you mean `agents`?)",
+                "unknown key `models.providers.openai.baseURL` (did you mean `baseUrl`?)",
+                "unknown key `gateway.maxConnection` (did you mean `maxConnections`?)",
+                "unknown key `policy.fule`",
+                "unknown key `auth.cooldowns.billingBackoffHour` (did you mean `billingBackoffHours`?)",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_line_is_where_the_key_is_written() {
+        let text = "{\n  agents: {\n    defaults: { model: {\n      fallback: [] } } } }";
+        assert_eq!(line_of(text, "agents.defaults.model.fallback"), Some(4));
+        assert_eq!(
+            line_of("{ \"x\": { \"fallback\": 1 } }", "x.fallback"),
+            Some(1)
+        );
+        assert_eq!(line_of("{ fallbacks: [] }", "a.fallback"), None);
+    }
+}
