@@ -299,6 +299,15 @@ fn add_refuses_to_replace_silently_and_reads_a_named_variable() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--replace"));
     let before = store(state).summaries().unwrap()[0].fingerprint.clone();
+    // The old key was revoked: disabled for good.
+    run_ok(
+        state,
+        &["profiles", "mark", "groq:a", "--failure", "auth_permanent"],
+        "",
+    );
+    assert!(store(state).usage().unwrap()["groq:a"]
+        .disabled_until
+        .is_some());
 
     let output = failover(state)
         .args([
@@ -319,6 +328,9 @@ fn add_refuses_to_replace_silently_and_reads_a_named_variable() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_ne!(store(state).summaries().unwrap()[0].fingerprint, before);
+    // The new key starts afresh.
+    assert!(String::from_utf8_lossy(&output.stderr).contains("routing state was reset"));
+    assert!(!store(state).usage().unwrap().contains_key("groq:a"));
 
     for (args, stdin, needle) in [
         (&["profiles", "add", "groq:b"][..], "\n", "no key given"),

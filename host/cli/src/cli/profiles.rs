@@ -41,7 +41,8 @@ pub enum ProfilesCommand {
         /// Read the key from this environment variable instead of stdin.
         #[arg(long, value_name = "VAR")]
         key_env: Option<String>,
-        /// Replace an existing profile of the same id.
+        /// Replace an existing profile of the same id (its cooldowns and
+        /// disables are reset with it).
         #[arg(long)]
         replace: bool,
     },
@@ -176,18 +177,27 @@ fn add(
         }
         file.put_static(id, &provider, kind, &key)
     })?;
+    // A new key starts afresh: no cooldown, disable or failure count of
+    // the key it replaces (or of a removed one of the same id) carries over.
+    let had_state = store.update_usage(|usage| Ok(usage.remove(id).is_some()))?;
     let summary = store
         .summaries()?
         .into_iter()
         .find(|s| s.id == id)
         .ok_or_else(|| anyhow!("profile {id} was written but cannot be read back"))?;
     eprintln!(
-        "added {} ({} {}, {}) to {}",
+        "{} {} ({} {}, {}) in {}{}",
+        if replace { "stored" } else { "added" },
         summary.id,
         summary.provider,
         summary.kind.as_str(),
         summary.fingerprint,
-        store.paths().profiles.display()
+        store.paths().profiles.display(),
+        if had_state {
+            "; its routing state was reset"
+        } else {
+            ""
+        }
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -22,7 +22,9 @@ const EXIT_RUN_FAILED: u8 = 1;
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// A strict `provider/model` instead of the configured chain (F-7.6).
+    /// Use exactly this `provider/model` with no fallback, or an alias of
+    /// `models.aliases` (a model, or a chain of its own), instead of the
+    /// configured chain.
     #[arg(long, value_name = "PROVIDER/MODEL")]
     model: Option<String>,
     /// The session whose profile pin and fallback state apply.
@@ -48,7 +50,13 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
         return Err(anyhow!("the prompt is empty"));
     }
     let config = context.config()?.clone();
-    if let Some(model) = &args.model {
+    // An alias is its chain: the first model, then the others in order.
+    let chain = args
+        .model
+        .as_deref()
+        .map(|model| config.expand_aliases([model]))
+        .unwrap_or_default();
+    for model in &chain {
         config.known_model(model).map_err(|e| anyhow!(e))?;
     }
     let store = context.store()?;
@@ -77,11 +85,12 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
         ..ChatRequest::default()
     };
     let options = RunOptions {
-        agent: Some(context.agent().to_owned()),
         session: args.session,
-        model: args.model,
         deadline_ms: Some(deadline),
-        ..RunOptions::default()
+        ..match chain.split_first() {
+            Some((first, rest)) => RunOptions::for_chain(context.agent(), first, rest),
+            None => RunOptions::for_requested(context.agent(), "auto"),
+        }
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

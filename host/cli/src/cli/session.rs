@@ -12,8 +12,7 @@ use crate::state::{split_model, SessionEntry, SessionStore};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum SessionCommand {
-    /// What `/status` shows for the session: its model, and the active
-    /// fallback and why when it differs (F-9.5).
+    /// The session's model, and the fallback it is on and why, if any.
     Show {
         #[arg(long, value_name = "ID")]
         session: String,
@@ -21,15 +20,15 @@ pub enum SessionCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Select a model for the session, as `/model` does: an exact
-    /// selection (F-3.4). `provider/model@profile` also pins a profile (F-4.5).
+    /// Pin the session to a model: no fallback to others while it is set.
+    /// `provider/model@profile` also pins the credential to use.
     SetModel {
         #[arg(long, value_name = "ID")]
         session: String,
         /// `provider/model` or `provider/model@profile`.
         model: String,
     },
-    /// Start the session over (`/reset`): clears its overrides (F-9.4).
+    /// Start the session over: forget its model and credential choices.
     Reset {
         #[arg(long, value_name = "ID")]
         session: String,
