@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 const SAMPLE_NOW: &str = "1792567590000";
 
 fn failover() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_failover"))
+    crate::support::binary::failover()
 }
 
 fn run_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
@@ -277,4 +277,51 @@ fn a_refused_policy_module_names_the_file_and_the_reason() {
         let stderr = assert_setup_error(args, "refused");
         assert!(stderr.contains("policy.wasm"), "{stderr}");
     });
+}
+
+#[test]
+fn policy_encode_makes_a_component_of_a_built_guest_and_checks_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = dir.path().join("core.wasm");
+    let out = dir.path().join("policy.wasm");
+    std::fs::write(
+        &core,
+        crate::support::guests::core_module("examples/policy-context-advances", &[]),
+    )
+    .unwrap();
+    let encoded = failover()
+        .args(["policy", "encode"])
+        .arg(&core)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&encoded.stdout);
+    assert!(
+        encoded.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&encoded.stderr)
+    );
+    assert!(stdout.contains("verdict: accepted"), "{stdout}");
+    let checked = failover()
+        .args(["policy", "check"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(checked.status.success());
+    // Not a guest: a clear error naming the file.
+    std::fs::write(&core, b"not wasm").unwrap();
+    let refused = failover()
+        .args(["policy", "encode"])
+        .arg(&core)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("core.wasm is not a policy guest's core module"),
+        "{stderr}"
+    );
 }

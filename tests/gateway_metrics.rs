@@ -183,7 +183,7 @@ async fn readyz_says_whether_the_default_chain_can_serve_now() {
         .unwrap()
         .to_owned();
     assert!(
-        why.contains("every profile of anthropic is cooling down"),
+        why.contains("every credential of anthropic is cooling down"),
         "{why}"
     );
     let _ = h

@@ -28,6 +28,7 @@ mod gateway_metrics;
 mod gateway_shapes;
 mod gateway_streams;
 mod hostile;
+mod onboarding;
 mod policy;
 mod replay;
 mod runner;

@@ -16,9 +16,7 @@ use harness::*;
 use upstream::Behaviour;
 
 fn failover() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_failover"));
-    command.env_remove("FAILOVER_CONFIG");
-    command
+    crate::support::binary::failover()
 }
 
 fn traces() -> Vec<PathBuf> {

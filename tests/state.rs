@@ -18,11 +18,10 @@ const WORKER_ENV: &str = "FAILOVER_TEST_WORKER";
 // ---------------------------------------------------------------- helpers
 
 fn failover(state: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_failover"));
+    let mut command = crate::support::binary::failover();
     command
         .env("FAILOVER_STATE_DIR", state)
-        .env_remove("FAILOVER_AGENT")
-        .env_remove("FAILOVER_CONFIG");
+        .env_remove("FAILOVER_AGENT");
     command
 }
 

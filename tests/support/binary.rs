@@ -7,12 +7,17 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+/// Where the binary looks for a per-user config in tests: nowhere that
+/// exists, so a developer's own `~/.config/failover` never leaks in.
+pub const NO_USER_CONFIG: &str = "/nonexistent/failover-tests/config-home";
+
 /// The binary, with the environment's config and state directory removed.
 pub fn failover() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_failover"));
     command
         .env_remove("FAILOVER_CONFIG")
-        .env_remove("FAILOVER_STATE_DIR");
+        .env_remove("FAILOVER_STATE_DIR")
+        .env("XDG_CONFIG_HOME", NO_USER_CONFIG);
     command
 }
 

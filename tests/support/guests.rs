@@ -12,6 +12,15 @@ include!("../../host/sandbox/guest_build_env.rs");
 /// The guest crate at `dir` (relative to the repository), built with
 /// `features`, as component bytes.
 pub fn component(dir: &str, features: &[&str]) -> Vec<u8> {
+    wit_component::ComponentEncoder::default()
+        .module(&core_module(dir, features))
+        .and_then(|encoder| encoder.validate(true).encode())
+        .expect("the guest encodes as a component")
+}
+
+/// The guest crate at `dir`, built with `features`, as the core module
+/// cargo writes (before it is encoded as a component).
+pub fn core_module(dir: &str, features: &[&str]) -> Vec<u8> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let manifest = root.join(dir).join("Cargo.toml");
     let target_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("guests");
@@ -49,10 +58,7 @@ pub fn component(dir: &str, features: &[&str]) -> Vec<u8> {
         .join(format!("{name}.wasm"));
     let core = std::fs::read(&module).unwrap();
     drop(lock);
-    wit_component::ComponentEncoder::default()
-        .module(&core)
-        .and_then(|encoder| encoder.validate(true).encode())
-        .expect("the guest encodes as a component")
+    core
 }
 
 fn manifest_name(manifest: &Path) -> String {

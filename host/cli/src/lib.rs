@@ -16,7 +16,7 @@
 pub mod cli;
 
 pub use failover_engine::{
-    auth, chat, config, gateway, logging, providers, replay, runner, state, status,
+    auth, chat, config, gateway, logging, providers, readiness, replay, runner, state, status,
 };
 pub use failover_sandbox::{
     classification, policy, provider_error, report, Classification, Decider, Detail, InputError,

@@ -9,7 +9,9 @@
 //! - [`chat`] — chat requests and replies in the OpenAI and Anthropic shapes.
 //! - [`providers`] — calling OpenAI-compatible and Anthropic endpoints over
 //!   HTTP: credentials, OAuth refresh, redaction, streaming.
-//! - [`gateway`] — `failover serve`: the OpenAI-compatible gateway.
+//! - [`gateway`] — `failover serve`: the OpenAI- and Anthropic-compatible
+//!   gateway.
+//! - [`readiness`] — can the default chain serve now, and why not.
 //! - [`replay`] — recording traffic and replaying it through any policy.
 //! - [`status`] — what `failover status` and `GET /status` report.
 //! - [`auth`] — the profile types, from `policy-types`.
@@ -23,6 +25,7 @@ pub mod config;
 pub mod gateway;
 pub mod logging;
 pub mod providers;
+pub mod readiness;
 pub mod replay;
 pub mod runner;
 pub mod state;

@@ -88,13 +88,20 @@ impl Context {
         Ok(self.engine.get_or_init(|| engine))
     }
 
-    /// The config: `--config` / `FAILOVER_CONFIG`, or the defaults.
+    /// The config: `--config` / `FAILOVER_CONFIG`, else the first of the
+    /// default places that has one, else the built-in defaults.
     pub fn config(&self) -> anyhow::Result<&Config> {
         if let Some(config) = self.config.get() {
             return Ok(config);
         }
-        let config = Config::load_optional(self.config_path.as_ref())?;
+        let config = Config::load_optional(self.config_file()?.as_ref())?;
         Ok(self.config.get_or_init(|| config))
+    }
+
+    /// The config file in use, if any (see [`Context::config`]).
+    pub fn config_file(&self) -> anyhow::Result<Option<PathBuf>> {
+        let state_dir = self.state_dir()?;
+        Ok(Config::find(self.config_path.as_deref(), state_dir.root()))
     }
 
     /// The state directory: `--state-dir` / `FAILOVER_STATE_DIR`, or the

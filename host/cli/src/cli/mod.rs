@@ -3,6 +3,8 @@
 
 mod classify;
 mod context;
+mod doctor;
+mod init;
 mod lines;
 mod pipe;
 mod policy;
@@ -79,6 +81,10 @@ enum Command {
     Policy(policy::PolicyCommand),
     /// Replay a recorded trace through a policy (no network, virtual clock).
     Replay(replay::ReplayArgs),
+    /// Write a commented starter config where failover looks for one.
+    Init(init::InitArgs),
+    /// Check the config, credentials and providers; say what would serve now.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// `--log-format`.
@@ -126,5 +132,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(&context, args),
         Command::Policy(command) => policy::run(&context, command),
         Command::Replay(args) => replay::run(&context, args),
+        Command::Init(args) => init::run(&context, args),
+        Command::Doctor(args) => doctor::run(&context, args),
     }
 }

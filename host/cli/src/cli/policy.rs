@@ -1,5 +1,6 @@
-//! `failover policy check|swap|rollback|show`: the validation gate without a
-//! server, and the admin calls to a running `failover serve`.
+//! `failover policy encode|check|swap|rollback|show`: a built guest made a
+//! component, the validation gate without a server, and the admin calls to
+//! a running `failover serve`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,6 +17,15 @@ const EXIT_REFUSED: u8 = 1;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum PolicyCommand {
+    /// Make a policy component of a core module built for
+    /// wasm32-unknown-unknown with the contract's bindings, then check it.
+    Encode {
+        /// The core module (`target/wasm32-unknown-unknown/release/NAME.wasm`).
+        core: PathBuf,
+        /// Where to write the component.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
     /// Run the validation gate on a module and print its report.
     Check {
         /// The policy component (`.wasm`).
@@ -34,17 +44,27 @@ pub enum PolicyCommand {
 
 pub fn run(context: &Context, command: PolicyCommand) -> anyhow::Result<ExitCode> {
     match command {
-        PolicyCommand::Check { path } => {
-            let bytes = read_module(&path)?;
-            let limits = context.config()?.policy_limits();
-            let (_, report) = gate::check(context.engine()?, &bytes, limits);
-            print!("{}", report.render());
-            Ok(if report.passed() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(EXIT_REFUSED)
-            })
+        PolicyCommand::Encode { core, output } => {
+            let module = read_module(&core)?;
+            let component = wit_component::ComponentEncoder::default()
+                .module(&module)
+                .and_then(|encoder| encoder.validate(true).encode())
+                .map_err(|e| {
+                    anyhow!(
+                        "{} is not a policy guest's core module: {e:#}",
+                        core.display()
+                    )
+                })?;
+            std::fs::write(&output, &component)
+                .with_context(|| format!("cannot write {}", output.display()))?;
+            eprintln!(
+                "wrote {} ({} bytes); checking it:",
+                output.display(),
+                component.len()
+            );
+            check(context, &component)
         }
+        PolicyCommand::Check { path } => check(context, &read_module(&path)?),
         PolicyCommand::Swap { path } => {
             let bytes = read_module(&path)?;
             admin_call(context, "/admin/policy/swap", Some(bytes))
@@ -52,6 +72,18 @@ pub fn run(context: &Context, command: PolicyCommand) -> anyhow::Result<ExitCode
         PolicyCommand::Rollback => admin_call(context, "/admin/policy/rollback", Some(Vec::new())),
         PolicyCommand::Show => admin_call(context, "/admin/policy", None),
     }
+}
+
+/// The gate's report on `bytes`; exit 1 when refused.
+fn check(context: &Context, bytes: &[u8]) -> anyhow::Result<ExitCode> {
+    let limits = context.config()?.policy_limits();
+    let (_, report) = gate::check(context.engine()?, bytes, limits);
+    print!("{}", report.render());
+    Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_REFUSED)
+    })
 }
 
 fn read_module(path: &PathBuf) -> anyhow::Result<Vec<u8>> {

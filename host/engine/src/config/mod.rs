@@ -51,6 +51,9 @@ use crate::state::{canonical_provider, StateError};
 /// Environment variable naming the config file.
 pub const CONFIG_ENV: &str = "FAILOVER_CONFIG";
 
+/// The config's file name in the places looked at by default.
+pub const CONFIG_FILE_NAME: &str = "config.json5";
+
 /// `auth.cooldowns.billingBackoffHours` default (F-6.5).
 pub const DEFAULT_BILLING_BACKOFF_HOURS: f64 = 5.0;
 /// `auth.cooldowns.billingMaxHours` default (F-6.5).
@@ -302,6 +305,29 @@ impl Config {
     /// built-in defaults. (Clap folds the variable into the flag.)
     pub fn load_optional(path: Option<&PathBuf>) -> Result<Config, StateError> {
         path.map_or_else(|| Ok(Config::default()), |p| Config::load(p))
+    }
+
+    /// Where a config is looked for when none is named, in order: the
+    /// per-user config directory (`$XDG_CONFIG_HOME/failover/config.json5`,
+    /// else `~/.config/failover/config.json5`), then `state_dir`.
+    pub fn default_paths(state_dir: &Path) -> Vec<PathBuf> {
+        dirs::config_dir()
+            .map(|dir| dir.join("failover").join(CONFIG_FILE_NAME))
+            .into_iter()
+            .chain(std::iter::once(state_dir.join(CONFIG_FILE_NAME)))
+            .collect()
+    }
+
+    /// The config file in use: `named` (`--config`, `FAILOVER_CONFIG`),
+    /// else the first of [`Config::default_paths`] that exists, else none
+    /// (the built-in defaults).
+    pub fn find(named: Option<&Path>, state_dir: &Path) -> Option<PathBuf> {
+        match named {
+            Some(path) => Some(path.to_owned()),
+            None => Self::default_paths(state_dir)
+                .into_iter()
+                .find(|p| p.is_file()),
+        }
     }
 
     /// The `auth.cooldowns.*` numbers the policy takes, in milliseconds.

@@ -1,6 +1,5 @@
 //! `GET /readyz` and the scrape-time gauges of `/metrics`: what the state
-//! says now — which candidates of the default chain have a usable profile,
-//! and how many profiles each provider has in each routing state.
+//! says now.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +8,8 @@ use serde_json::{json, Value};
 use super::metrics::Snapshot;
 use super::Gateway;
 use crate::auth::Usage;
-use crate::state::{canonical_provider, split_model, ProfileSummary, StateError};
+use crate::readiness::chain_readiness;
+use crate::state::StateError;
 
 /// A profile's routing state at `now` for any model: `disabled`,
 /// `cooldown` or `ok`.
@@ -21,70 +21,23 @@ fn state_of(usage: Option<&Usage>, now: u64) -> &'static str {
     }
 }
 
-/// Reads the default agent's profiles and their routing state.
-fn profiles(
-    gateway: &Gateway,
-) -> Result<(Vec<ProfileSummary>, BTreeMap<String, Usage>), StateError> {
-    let store = gateway.runner().store();
-    Ok((store.summaries()?, store.usage()?))
-}
-
-/// Whether the default chain can serve now: per candidate, a usable
-/// profile or why not (no credentials; every profile cooling down or
-/// disabled, and until when).
+/// Whether the default chain can serve now, and the report: the first
+/// candidate that can, and per candidate why or why not.
 pub(super) fn readiness(gateway: &Gateway, now: u64) -> Result<(bool, Value), StateError> {
-    let (summaries, usage) = profiles(gateway)?;
-    let defaults = &gateway.config.agents.defaults.model;
-    let chain = defaults
-        .primary
+    let candidates = chain_readiness(&gateway.config, gateway.runner().store(), now)?;
+    let serving = candidates.iter().find(|c| c.ready).map(|c| c.model.clone());
+    let listed: Vec<Value> = candidates
         .iter()
-        .chain(defaults.fallbacks.iter().flatten());
-    let mut ready = None;
-    let mut candidates = Vec::new();
-    for model in chain {
-        let provider = canonical_provider(split_model(model).0);
-        let own: Vec<&ProfileSummary> = summaries
-            .iter()
-            .filter(|s| s.provider == provider)
-            .collect();
-        let until = own
-            .iter()
-            .map(|s| {
-                usage
-                    .get(&s.id)
-                    .and_then(|u| u.blocked_until(Some(model), now))
-            })
-            .collect::<Option<Vec<u64>>>()
-            .map(|untils| untils.into_iter().min());
-        let (usable, why) = match until {
-            _ if own.is_empty() => (
-                false,
-                format!("no credentials for {provider}: add one with `failover profiles add`"),
-            ),
-            None => (true, "ready".to_owned()),
-            Some(until) => (
-                false,
-                format!(
-                    "every profile of {provider} is cooling down or disabled, the first until {}",
-                    until.map_or_else(
-                        || "later".to_owned(),
-                        |u| format!("{} s from now", u.saturating_sub(now).div_ceil(1000))
-                    )
-                ),
-            ),
-        };
-        if usable && ready.is_none() {
-            ready = Some(model.clone());
-        }
-        candidates.push(json!({"model": model, "ready": usable, "why": why}));
-    }
-    let body = json!({"ready": ready.is_some(), "serving": ready, "candidates": candidates});
-    Ok((ready.is_some(), body))
+        .map(|c| json!({"model": c.model, "ready": c.ready, "why": c.why}))
+        .collect();
+    let body = json!({"ready": serving.is_some(), "serving": serving, "candidates": listed});
+    Ok((serving.is_some(), body))
 }
 
 /// The gauges `/metrics` reads at scrape time.
 pub(super) fn snapshot(gateway: &Gateway, now: u64) -> Result<Snapshot, StateError> {
-    let (summaries, usage) = profiles(gateway)?;
+    let store = gateway.runner().store();
+    let (summaries, usage) = (store.summaries()?, store.usage()?);
     let mut counts: BTreeMap<(String, &'static str), i64> = BTreeMap::new();
     for summary in &summaries {
         let state = state_of(usage.get(&summary.id), now);
