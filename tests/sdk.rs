@@ -22,6 +22,7 @@ const CHECKS: &[&str] = &[
     "openai stream",
     "openai tools",
     "openai tools streamed",
+    "openai faithful replies",
     "openai json mode",
     "openai outage with fallback",
     "openai everything failing",

@@ -5,7 +5,10 @@
 //! - `down:<model>` anywhere in the body: that model answers 503;
 //! - tools offered and no tool result yet: a call of the first tool with
 //!   `{"city": "Oslo"}`, whole or streamed, in the caller's shape;
-//! - a JSON response format: `{"ok": true}` as the text.
+//! - a JSON response format: `{"ok": true}` as the text;
+//! - `n` above 1 (OpenAI shape): that many choices, with `logprobs`, a
+//!   `system_fingerprint`, a refusal in the last choice and usage details,
+//!   whole or streamed.
 //!
 //! Anything else gets the ordinary text reply.
 
@@ -39,6 +42,13 @@ pub fn behaviour(body: &str, model: &str, anthropic: bool) -> Option<Behaviour> 
             (false, false) => Behaviour::Raw("application/json", openai_tool_call(model, tool)),
             (true, true) => sse(anthropic_tool_stream(tool)),
             (false, true) => sse(openai_tool_stream(model, tool)),
+        });
+    }
+    if let (false, Some(n)) = (anthropic, request["n"].as_u64().filter(|n| *n > 1)) {
+        return Some(if stream {
+            sse(openai_choices_stream(model, n))
+        } else {
+            Behaviour::Raw("application/json", openai_choices(model, n))
         });
     }
     let json_mode = request["response_format"]["type"]
@@ -116,4 +126,70 @@ fn openai_tool_stream(model: &str, tool: &str) -> Vec<String> {
         chunk(json!({}), "tool_calls".into()),
         "data: [DONE]".to_owned(),
     ]
+}
+
+/// The usage an emulated `n` reply reports, details included.
+fn detailed_usage() -> Value {
+    json!({"prompt_tokens": 11, "completion_tokens": 6, "total_tokens": 17,
+           "prompt_tokens_details": {"cached_tokens": 3},
+           "completion_tokens_details": {"reasoning_tokens": 2}})
+}
+
+fn logprobs(token: &str) -> Value {
+    json!({"content": [{"token": token, "logprob": -0.25, "bytes": null, "top_logprobs": []}]})
+}
+
+/// Choice `i` of `n`: text, except the last, a refusal.
+fn choice_message(i: u64, n: u64) -> Value {
+    if i + 1 == n {
+        json!({"role": "assistant", "content": null, "refusal": "I can't help with that."})
+    } else {
+        json!({"role": "assistant", "content": format!("choice {i}")})
+    }
+}
+
+fn openai_choices(model: &str, n: u64) -> String {
+    let choices: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({"index": i, "message": choice_message(i, n),
+                        "logprobs": logprobs(&format!("choice {i}")), "finish_reason": "stop"})
+        })
+        .collect();
+    json!({"id": "chatcmpl-n", "object": "chat.completion", "created": 1, "model": model,
+           "system_fingerprint": "fp_emulated", "choices": choices, "usage": detailed_usage()})
+    .to_string()
+}
+
+fn openai_choices_stream(model: &str, n: u64) -> Vec<String> {
+    let chunk = |choices: Value, usage: Value| {
+        let chunk = json!({"id": "chatcmpl-n-s", "object": "chat.completion.chunk", "created": 1,
+            "model": model, "system_fingerprint": "fp_emulated", "choices": choices, "usage": usage});
+        format!("data: {chunk}")
+    };
+    let mut pieces = Vec::new();
+    for i in 0..n {
+        // As OpenAI streams it: the role first (empty logprobs), then the
+        // content with its logprobs.
+        let role = json!({"role": "assistant", "content": ""});
+        pieces.push(chunk(
+            json!([{"index": i, "delta": role, "logprobs": {"content": []}, "finish_reason": null}]),
+            Value::Null,
+        ));
+        let message = choice_message(i, n);
+        let delta = match message["content"].as_str() {
+            Some(text) => json!({"content": text}),
+            None => json!({"refusal": message["refusal"]}),
+        };
+        pieces.push(chunk(
+            json!([{"index": i, "delta": delta, "logprobs": logprobs(&format!("choice {i}")), "finish_reason": null}]),
+            Value::Null,
+        ));
+    }
+    let finishes: Vec<Value> = (0..n)
+        .map(|i| json!({"index": i, "delta": {}, "finish_reason": "stop"}))
+        .collect();
+    pieces.push(chunk(finishes.into(), Value::Null));
+    pieces.push(chunk(json!([]), detailed_usage()));
+    pieces.push("data: [DONE]".to_owned());
+    pieces
 }

@@ -70,6 +70,26 @@ def openai_checks():
         assert call.function.name == "weather" and json.loads(call.function.arguments) == {"city": "Oslo"}, final
     ok("openai tools streamed")
 
+    # n, logprobs, refusals, the fingerprint and usage details come through
+    # from an OpenAI-shaped upstream, whole and streamed.
+    reply = client.chat.completions.create(model="gpt", messages=USER, n=3, logprobs=True)
+    assert [c.index for c in reply.choices] == [0, 1, 2], reply
+    assert reply.choices[1].message.content == "choice 1", reply
+    assert reply.choices[2].message.refusal == "I can't help with that.", reply
+    assert reply.choices[0].logprobs.content[0].token == "choice 0", reply
+    assert reply.system_fingerprint == "fp_emulated", reply
+    assert reply.usage.prompt_tokens_details.cached_tokens == 3, reply.usage
+    assert reply.usage.completion_tokens_details.reasoning_tokens == 2, reply.usage
+    with client.chat.completions.stream(model="gpt", messages=USER, n=3, logprobs=True,
+                                        stream_options={"include_usage": True}) as stream:
+        final = stream.get_final_completion()
+    assert [c.message.content for c in final.choices[:2]] == ["choice 0", "choice 1"], final
+    assert final.choices[2].message.refusal == "I can't help with that.", final
+    assert final.choices[1].logprobs.content[0].token == "choice 1", final
+    assert final.system_fingerprint == "fp_emulated", final
+    assert final.usage.prompt_tokens_details.cached_tokens == 3, final.usage
+    ok("openai faithful replies")
+
     # JSON mode has no Anthropic counterpart: the Anthropic primary is
     # passed over and OpenAI answers.
     raw = client.chat.completions.with_raw_response.create(

@@ -167,7 +167,7 @@ async fn print_stream(mut events: guard::GuardedStream) -> anyhow::Result<Option
                 }
                 write!(stdout, "{}", call.arguments)?;
             }
-            Ok(StreamEvent::Finish { .. }) => {}
+            Ok(StreamEvent::Finish { .. } | StreamEvent::Extra(_)) => {}
             Err(error) => {
                 broken = Some(error);
                 break;

@@ -117,9 +117,12 @@ pub fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
             Some(TokenUsage {
                 prompt_tokens: u.get("input_tokens")?.as_u64()?,
                 completion_tokens: u.get("output_tokens")?.as_u64()?,
+                cached_tokens: u.get("cache_read_input_tokens").and_then(Value::as_u64),
+                reasoning_tokens: None,
             })
         }),
         message_extra,
+        raw: None,
     })
 }
 
@@ -138,6 +141,7 @@ fn stop_reason(value: Option<&Value>) -> Option<FinishReason> {
 pub struct StreamDecoder {
     pub id: String,
     input_tokens: Option<u64>,
+    cached_tokens: Option<u64>,
     output_tokens: Option<u64>,
     finish: Option<FinishReason>,
     /// Content block index → tool-call index, for each `tool_use` block.
@@ -189,6 +193,9 @@ impl StreamDecoder {
         }
         self.input_tokens = message
             .and_then(|m| m.pointer("/usage/input_tokens"))
+            .and_then(Value::as_u64);
+        self.cached_tokens = message
+            .and_then(|m| m.pointer("/usage/cache_read_input_tokens"))
             .and_then(Value::as_u64);
     }
 
@@ -272,6 +279,8 @@ impl StreamDecoder {
                 (Some(prompt_tokens), Some(completion_tokens)) => Some(TokenUsage {
                     prompt_tokens,
                     completion_tokens,
+                    cached_tokens: self.cached_tokens,
+                    reasoning_tokens: None,
                 }),
                 _ => None,
             },
@@ -365,7 +374,8 @@ mod tests {
                 reason: FinishReason::Stop,
                 usage: Some(TokenUsage {
                     prompt_tokens: 3,
-                    completion_tokens: 1
+                    completion_tokens: 1,
+                    ..TokenUsage::default()
                 })
             }]
         );

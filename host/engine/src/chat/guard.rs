@@ -141,6 +141,10 @@ fn content_bytes(event: &StreamEvent) -> u64 {
                 + call.id.as_ref().map_or(0, String::len)
         }
         StreamEvent::Finish { .. } => 0,
+        StreamEvent::Extra(fields) => fields
+            .iter()
+            .map(|(k, v)| k.len() + v.to_string().len())
+            .sum(),
     };
     u64::try_from(len).unwrap_or(u64::MAX)
 }

@@ -146,6 +146,13 @@ pub struct TokenUsage {
     pub prompt_tokens: u64,
     /// Tokens generated (Anthropic's `output_tokens`).
     pub completion_tokens: u64,
+    /// Prompt tokens read from the provider's cache, when it said
+    /// (OpenAI's `prompt_tokens_details.cached_tokens`, Anthropic's
+    /// `cache_read_input_tokens`).
+    pub cached_tokens: Option<u64>,
+    /// Generated tokens spent on reasoning, when it said (OpenAI's
+    /// `completion_tokens_details.reasoning_tokens`).
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// A whole reply.
@@ -162,6 +169,10 @@ pub struct Completion {
     /// Fields of an OpenAI-shaped upstream's message beyond `role` and
     /// `content` (`tool_calls`, `refusal`), passed through to the client.
     pub message_extra: Map<String, Value>,
+    /// An OpenAI-shaped upstream's whole reply: OpenAI clients get it as it
+    /// is (every choice of `n`, `logprobs`, `system_fingerprint`, usage
+    /// details), with the gateway's id and model.
+    pub raw: Option<Value>,
 }
 
 /// One piece of a streamed tool call, in OpenAI's delta shape: a call's
@@ -187,6 +198,11 @@ pub enum StreamEvent {
     /// A piece of a tool call: content like text, so a reply of tool calls
     /// alone is a reply.
     ToolCall(ToolCallDelta),
+    /// What an OpenAI-shaped upstream's chunk says beyond the events above
+    /// (choices after the first, `logprobs`, a `refusal` delta, the
+    /// `system_fingerprint`): chunk fields relayed to OpenAI clients as a
+    /// chunk of their own; other clients have no place for them.
+    Extra(Map<String, Value>),
     /// The end of the reply: why it stopped, and the token counts when the
     /// provider reported them.
     Finish {

@@ -62,7 +62,12 @@ pub fn success(outcome: RunOutcome<ChatReply>, context: StreamContext, face: Fac
             };
             let id = response_id(&stream.id, face);
             let writer: Box<dyn StreamWriter> = match face {
-                Face::OpenAi => Box::new(OpenAiWriter { id, model, created }),
+                Face::OpenAi => Box::new(OpenAiWriter {
+                    id,
+                    model,
+                    created,
+                    fingerprint: None,
+                }),
                 Face::Anthropic => Box::new(AnthropicWriter::new(&id, &model)),
             };
             relay(stream, target, context, writer)
@@ -97,16 +102,23 @@ struct OpenAiWriter {
     id: String,
     model: String,
     created: u64,
+    /// The upstream's `system_fingerprint`, once seen: on every chunk
+    /// after, as OpenAI sends it (clients keep the last chunk's).
+    fingerprint: Option<serde_json::Value>,
 }
 
 impl OpenAiWriter {
-    fn chunk(&self, chunk: Chunk<'_>) -> String {
-        sse(&openai::chunk_json(
-            &self.id,
-            &self.model,
-            self.created,
-            chunk,
-        ))
+    fn chunk(&mut self, chunk: Chunk<'_>) -> String {
+        if let Chunk::Event(StreamEvent::Extra(fields)) = chunk {
+            if let Some(fingerprint) = fields.get("system_fingerprint") {
+                self.fingerprint = Some(fingerprint.clone());
+            }
+        }
+        let mut json = openai::chunk_json(&self.id, &self.model, self.created, chunk);
+        if let Some(fingerprint) = &self.fingerprint {
+            json["system_fingerprint"] = fingerprint.clone();
+        }
+        sse(&json)
     }
 }
 

@@ -63,7 +63,12 @@ fn tool_input(arguments: &str) -> Value {
 }
 
 fn usage_json(usage: TokenUsage) -> Value {
-    json!({"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens})
+    let mut json =
+        json!({"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens});
+    if let Some(cached) = usage.cached_tokens {
+        json["cache_read_input_tokens"] = cached.into();
+    }
+    json
 }
 
 /// Anthropic's error `type` for an HTTP status.
@@ -129,6 +134,8 @@ impl StreamEncoder {
                 self.delta(&mut out, json!({"type": "text_delta", "text": text}));
             }
             StreamEvent::ToolCall(call) => self.tool_call(&mut out, call),
+            // OpenAI-only chunk fields: the Messages shape has no place.
+            StreamEvent::Extra(_) => {}
             StreamEvent::Finish { reason, usage } => {
                 self.close(&mut out);
                 let usage = usage.unwrap_or_default();

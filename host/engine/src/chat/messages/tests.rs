@@ -115,8 +115,11 @@ fn a_whole_reply_is_a_message() {
         usage: Some(TokenUsage {
             prompt_tokens: 12,
             completion_tokens: 7,
+            cached_tokens: Some(4),
+            reasoning_tokens: None,
         }),
         message_extra: serde_json::Map::new(),
+        raw: None,
     };
     completion.message_extra.insert(
         "tool_calls".into(),
@@ -129,7 +132,7 @@ fn a_whole_reply_is_a_message() {
     assert_eq!(message["stop_reason"], "tool_use");
     assert_eq!(
         message["usage"],
-        json!({"input_tokens": 12, "output_tokens": 7})
+        json!({"input_tokens": 12, "output_tokens": 7, "cache_read_input_tokens": 4})
     );
 }
 
@@ -182,6 +185,7 @@ fn a_stream_opens_and_closes_blocks_around_text_and_tool_calls() {
             usage: Some(TokenUsage {
                 prompt_tokens: 3,
                 completion_tokens: 9,
+                ..TokenUsage::default()
             }),
         },
     ] {

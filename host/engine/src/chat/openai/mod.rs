@@ -176,4 +176,55 @@ mod tests {
             .feed(&event(r#"{"error":{"message":"x"}}"#))
             .is_err());
     }
+
+    #[test]
+    fn what_the_events_do_not_carry_passes_through_for_openai_clients() {
+        let mut decoder = StreamDecoder::default();
+        let event = |data: &str| SseEvent {
+            event: String::new(),
+            data: data.into(),
+        };
+        let events = decoder
+            .feed(&event(
+                r#"{"system_fingerprint":"fp_1","choices":[
+                    {"index":0,"delta":{"content":"a"},"logprobs":{"content":[{"token":"a","logprob":-1}]}},
+                    {"index":1,"delta":{"content":"b"}}]}"#,
+            ))
+            .unwrap();
+        let [StreamEvent::Extra(extra), StreamEvent::Text(text)] = &events[..] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(text, "a");
+        assert_eq!(extra["system_fingerprint"], "fp_1");
+        assert_eq!(extra["choices"][0]["logprobs"]["content"][0]["token"], "a");
+        assert_eq!(extra["choices"][0]["delta"], serde_json::json!({}));
+        assert_eq!(extra["choices"][1]["delta"]["content"], "b");
+        let chunk = chunk_json("id", "openai/m", 1, Chunk::Event(&events[0]));
+        assert_eq!(chunk["object"], "chat.completion.chunk");
+        assert_eq!(chunk["model"], "openai/m");
+        assert_eq!(chunk["choices"][1]["index"], 1);
+        // The fingerprint once; a plain chunk has nothing extra.
+        let plain = decoder
+            .feed(&event(
+                r#"{"system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":"c"}}]}"#,
+            ))
+            .unwrap();
+        assert!(matches!(&plain[..], [StreamEvent::Text(_)]), "{plain:?}");
+        // A whole reply goes back as it came, with the gateway's id and model.
+        let whole = parse_completion(
+            r#"{"id":"up","object":"chat.completion","system_fingerprint":"fp_2","choices":[
+                {"index":0,"message":{"role":"assistant","content":"x"},"finish_reason":"stop"},
+                {"index":1,"message":{"role":"assistant","content":"y"},"finish_reason":"stop"}],
+                "usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4}}}"#,
+        )
+        .unwrap();
+        assert_eq!(whole.usage.unwrap().cached_tokens, Some(4));
+        let body = completion_json("chatcmpl-gw", "openai/m", 1, &whole);
+        assert_eq!(body["choices"][1]["message"]["content"], "y");
+        assert_eq!(body["system_fingerprint"], "fp_2");
+        assert_eq!(
+            (body["id"].as_str(), body["model"].as_str()),
+            (Some("chatcmpl-gw"), Some("openai/m"))
+        );
+    }
 }

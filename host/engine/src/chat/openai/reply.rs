@@ -18,7 +18,8 @@ pub fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
     let choice = value
         .get("choices")
         .and_then(|c| c.get(0))
-        .ok_or_else(|| unreadable(text))?;
+        .ok_or_else(|| unreadable(text))?
+        .clone();
     let message = choice.get("message").ok_or_else(|| unreadable(text))?;
     let mut message_extra = message.as_object().cloned().unwrap_or_default();
     message_extra.remove("role");
@@ -38,6 +39,7 @@ pub fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
         finish: finish(choice.get("finish_reason")).unwrap_or(FinishReason::Stop),
         usage: usage(value.get("usage")),
         message_extra,
+        raw: Some(value),
     })
 }
 
@@ -69,6 +71,12 @@ fn usage(value: Option<&Value>) -> Option<TokenUsage> {
     Some(TokenUsage {
         prompt_tokens: value.get("prompt_tokens")?.as_u64()?,
         completion_tokens: value.get("completion_tokens")?.as_u64()?,
+        cached_tokens: value
+            .pointer("/prompt_tokens_details/cached_tokens")
+            .and_then(Value::as_u64),
+        reasoning_tokens: value
+            .pointer("/completion_tokens_details/reasoning_tokens")
+            .and_then(Value::as_u64),
     })
 }
 
@@ -81,6 +89,13 @@ pub struct StreamDecoder {
     usage: Option<TokenUsage>,
     /// `[DONE]` arrived.
     pub done: bool,
+    /// The `system_fingerprint` was passed on already.
+    fingerprint_sent: bool,
+}
+
+/// A choice's `index` (0 when absent, as a single-choice stream has it).
+fn index_of(choice: &Value) -> u64 {
+    choice.get("index").and_then(Value::as_u64).unwrap_or(0)
 }
 
 impl StreamDecoder {
@@ -108,7 +123,14 @@ impl StreamDecoder {
             self.usage = Some(usage);
         }
         let mut events = Vec::new();
-        if let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) {
+        if let Some(extra) = self.extra_of(&chunk) {
+            events.push(StreamEvent::Extra(extra));
+        }
+        let first = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|choices| choices.iter().find(|c| index_of(c) == 0));
+        if let Some(choice) = first {
             let text = choice.pointer("/delta/content").and_then(Value::as_str);
             if let Some(text) = text.filter(|t| !t.is_empty()) {
                 events.push(StreamEvent::Text(text.to_owned()));
@@ -125,6 +147,45 @@ impl StreamDecoder {
             }
         }
         Ok(events)
+    }
+
+    /// What of `chunk` the other events do not carry, as chunk fields: the
+    /// choices after the first, the first's `logprobs` and `refusal`
+    /// delta, and the `system_fingerprint` (once).
+    fn extra_of(&mut self, chunk: &Value) -> Option<serde_json::Map<String, Value>> {
+        let mut extra = serde_json::Map::new();
+        let mut choices = Vec::new();
+        for choice in chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if index_of(choice) != 0 {
+                choices.push(choice.clone());
+                continue;
+            }
+            let logprobs = choice.get("logprobs").filter(|v| !v.is_null());
+            let refusal = choice.pointer("/delta/refusal").filter(|v| !v.is_null());
+            if logprobs.is_some() || refusal.is_some() {
+                let mut delta = json!({});
+                if let Some(refusal) = refusal {
+                    delta["refusal"] = refusal.clone();
+                }
+                choices.push(json!({"index": 0, "delta": delta,
+                    "logprobs": logprobs.cloned().unwrap_or(Value::Null), "finish_reason": null}));
+            }
+        }
+        if !choices.is_empty() {
+            extra.insert("choices".into(), choices.into());
+        }
+        if !self.fingerprint_sent {
+            if let Some(fingerprint) = chunk.get("system_fingerprint").filter(|v| v.is_string()) {
+                extra.insert("system_fingerprint".into(), fingerprint.clone());
+                self.fingerprint_sent = true;
+            }
+        }
+        (!extra.is_empty()).then_some(extra)
     }
 
     /// The final event when the stream ends: `None` when it ended without
@@ -149,6 +210,15 @@ impl StreamDecoder {
 
 /// The client-facing `chat.completion` object.
 pub fn completion_json(id: &str, model: &str, created: u64, completion: &Completion) -> Value {
+    if let Some(Value::Object(raw)) = &completion.raw {
+        // An OpenAI-shaped upstream's reply, whole: every choice and field.
+        let mut body = raw.clone();
+        body.insert("id".into(), id.into());
+        body.insert("model".into(), model.into());
+        body.insert("object".into(), "chat.completion".into());
+        body.entry("created").or_insert(created.into());
+        return Value::Object(body);
+    }
     let mut message = completion.message_extra.clone();
     message.insert("role".into(), "assistant".into());
     message.insert("content".into(), completion.text.clone().into());
@@ -195,6 +265,14 @@ pub fn chunk_json(id: &str, model: &str, created: u64, chunk: Chunk<'_>) -> Valu
         Chunk::Event(StreamEvent::Finish { reason, usage }) => {
             (json!({}), Value::from(reason.as_openai()), *usage)
         }
+        Chunk::Event(StreamEvent::Extra(fields)) => {
+            let mut chunk = json!({"id": id, "object": "chat.completion.chunk",
+                                   "created": created, "model": model, "choices": []});
+            for (name, value) in fields {
+                chunk[name.as_str()] = value.clone();
+            }
+            return chunk;
+        }
     };
     let mut chunk = json!({
         "id": id,
@@ -210,11 +288,18 @@ pub fn chunk_json(id: &str, model: &str, created: u64, chunk: Chunk<'_>) -> Valu
 }
 
 fn usage_json(usage: TokenUsage) -> Value {
-    json!({
+    let mut json = json!({
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.prompt_tokens + usage.completion_tokens,
-    })
+    });
+    if let Some(cached) = usage.cached_tokens {
+        json["prompt_tokens_details"] = json!({"cached_tokens": cached});
+    }
+    if let Some(reasoning) = usage.reasoning_tokens {
+        json["completion_tokens_details"] = json!({"reasoning_tokens": reasoning});
+    }
+    json
 }
 
 /// An OpenAI-style error object.
