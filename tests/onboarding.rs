@@ -58,6 +58,16 @@ fn init_writes_a_config_that_is_then_found_without_flags() {
         ),
         "{said}"
     );
+    // `status` says the same of the chain, in text and JSON.
+    let status = text(&failover(&home, &state, &["status"]));
+    assert!(
+        status.contains("the default chain now") && status.contains("no credentials for anthropic"),
+        "{status}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&failover(&home, &state, &["status", "--json"]).stdout).unwrap();
+    assert_eq!(json["chain"][0]["model"], "openai/gpt-4o");
+    assert_eq!(json["chain"][0]["ready"], false);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

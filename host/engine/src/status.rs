@@ -42,6 +42,8 @@ pub struct Status {
     pub providers: Vec<ProviderStatus>,
     /// `(session id, one line about its fallback)`.
     pub on_fallback: Vec<(String, String)>,
+    /// The default chain's candidates: which can be tried now, and why not.
+    pub chain: Vec<crate::readiness::CandidateReadiness>,
 }
 
 /// Reading the state or asking the policy failed.
@@ -118,6 +120,7 @@ impl Status {
             usage,
             providers,
             on_fallback,
+            chain: crate::readiness::chain_readiness(config, store, now)?,
         })
     }
 
@@ -131,7 +134,8 @@ impl Status {
         self.usage.get(id).cloned().unwrap_or_default()
     }
 
-    /// The JSON form: `policy`, `providers`, `sessionsOnFallback`, `now`.
+    /// The JSON form: `policy`, `providers`, `sessionsOnFallback`,
+    /// `chain`, `now`.
     pub fn to_json(&self, policy: &dyn Decider) -> Value {
         let providers: Vec<Value> = self
             .providers
@@ -165,6 +169,9 @@ impl Status {
             "providers": providers,
             "sessionsOnFallback": self.on_fallback.iter()
                 .map(|(id, line)| json!({"session": id, "model": line}))
+                .collect::<Vec<_>>(),
+            "chain": self.chain.iter()
+                .map(|c| json!({"model": c.model, "ready": c.ready, "why": c.why}))
                 .collect::<Vec<_>>(),
         })
     }

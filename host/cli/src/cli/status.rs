@@ -1,5 +1,6 @@
 //! `failover status`: for each provider, the effective profile order (as the
-//! policy decides it) and each profile's state.
+//! policy decides it) and each profile's state; then whether each model of
+//! the default chain can be tried now, and why not.
 
 use std::process::ExitCode;
 
@@ -103,6 +104,23 @@ pub fn run(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
         }
         if !unused.is_empty() {
             println!("  not in the order: {}", unused.join(", "));
+        }
+    }
+    if !status.chain.is_empty() {
+        println!("\nthe default chain now");
+        let width = status
+            .chain
+            .iter()
+            .map(|c| c.model.len())
+            .max()
+            .unwrap_or(0);
+        for (position, candidate) in status.chain.iter().enumerate() {
+            println!(
+                "  {}. {:<width$}  {}",
+                position + 1,
+                candidate.model,
+                candidate.why
+            );
         }
     }
     if !status.on_fallback.is_empty() {
