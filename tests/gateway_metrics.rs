@@ -74,6 +74,10 @@ async fn metrics_count_what_the_requests_did() {
     assert_eq!(served.header("x-failover-model"), FALLBACK);
     let refused = h.chat("made-up", false, None).await;
     assert_eq!(refused.status, 404);
+    // Names the config does not give are one label, however many there are.
+    for made_up in ["openai/made-up-1", "openai/made-up-2"] {
+        assert_eq!(h.chat(made_up, false, None).await.status, 200);
+    }
 
     let after = Scrape::of(&h).await;
     let requests = |model, outcome| {
@@ -98,6 +102,9 @@ async fn metrics_count_what_the_requests_did() {
     assert_eq!(calls("anthropic", PRIMARY, "ok"), 1.0);
     assert_eq!(calls("anthropic", PRIMARY, "overloaded"), 2.0);
     assert_eq!(calls("openai", FALLBACK, "ok"), 2.0);
+    assert_eq!(calls("openai", "other", "ok"), 2.0);
+    assert_eq!(requests("other", "served"), 2.0);
+    assert!(!h.get("/metrics").await.text.contains("made-up"));
     assert_eq!(
         after.value(
             "failover_upstream_latency_seconds_count",

@@ -370,6 +370,14 @@ async fn aliases_and_request_model_lists_make_chains() {
         .await;
     assert_eq!(listed.status, 200, "{}", listed.text);
     assert_eq!(listed.header("x-failover-model"), "openrouter/meta/llama-x");
+    let many: Vec<String> = (0..17).map(|i| format!("openai/m{i}")).collect();
+    let long =
+        json!({"model": "auto", "models": many, "messages": [{"role": "user", "content": "hi"}]});
+    let too_long = h
+        .post("/v1/chat/completions", &long.to_string(), None)
+        .await;
+    assert_eq!(too_long.status, 400, "{}", too_long.text);
+    assert_eq!(too_long.json()["error"]["code"], "too_many_models");
     let unknown = json!({"model": "auto", "models": ["nope"], "messages": [{"role": "user", "content": "hi"}]});
     let refused = h
         .post("/v1/chat/completions", &unknown.to_string(), None)
@@ -386,5 +394,42 @@ async fn aliases_and_request_model_lists_make_chains() {
         ids.contains(&"gpt".to_owned()) && ids.contains(&"openai-first".to_owned()),
         "{ids:?}"
     );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_alone_is_an_answer_not_an_empty_reply() {
+    let h = start("", ClientKeys::default()).await;
+    let chunk = |delta: Value, finish: Value| {
+        data(
+            json!({"id": "chatcmpl-r", "object": "chat.completion.chunk", "created": 1, "model": "gpt-x",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+        )
+    };
+    let pieces = vec![
+        chunk(json!({"role": "assistant", "content": null}), Value::Null),
+        chunk(json!({"refusal": "I can't help with that."}), Value::Null),
+        chunk(json!({}), "stop".into()),
+        "data: [DONE]".to_owned(),
+    ];
+    h.up.then(
+        "gpt-x",
+        Behaviour::Sse {
+            pieces,
+            end: End::Close,
+        },
+    );
+    let body =
+        json!({"model": "gpt", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+    let a = h
+        .post("/v1/chat/completions", &body.to_string(), None)
+        .await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert!(
+        a.text.contains("I can't help with that.") && a.text.contains("[DONE]"),
+        "{}",
+        a.text
+    );
+    assert_eq!(h.up.chat_calls().len(), 1, "no failover for a refusal");
     h.stop().await;
 }

@@ -558,6 +558,31 @@ async fn an_alias_chain_is_recorded_resolved_and_replays_down_the_same_chain() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_candidate_passed_over_for_a_feature_is_passed_over_in_replay_too() {
+    let h = start_with("", ClientKeys::default(), Some(false)).await;
+    let body = serde_json::json!({"model": "auto", "n": 2, "messages": [{"role": "user", "content": "hi"}]});
+    let live = h
+        .post("/v1/chat/completions", &body.to_string(), Some("s-n"))
+        .await;
+    assert_eq!(live.header("x-failover-model"), FALLBACK, "{}", live.text);
+    let path = h.trace.clone().unwrap();
+    let trace = Trace::read(&path, false).unwrap();
+    assert_eq!(trace.requests[0].openai_only, ["field `n` above 1"]);
+    let h = Arc::new(h);
+    let replay = replay_off_the_runtime(trace, path).await;
+    assert_eq!(replay.unrecorded, 0, "{}", replay.render());
+    assert!(
+        replay
+            .decisions
+            .iter()
+            .any(|d| matches!(d, Decision::Served { model, .. } if model == FALLBACK)),
+        "{}",
+        replay.render()
+    );
+    Arc::try_unwrap(h).ok().unwrap().stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn record_content_keeps_prompts_and_replies() {
     let h = start_with("", ClientKeys::default(), Some(true)).await;
     assert_eq!(h.chat("auto", false, None).await.status, 200);

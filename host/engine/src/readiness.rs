@@ -2,8 +2,13 @@
 //! why not — none stored, or every one cooling down or disabled, and until
 //! when. What `GET /readyz` and `failover doctor` report.
 
+use std::collections::BTreeMap;
+
+use crate::auth::{OrderRequest, RankedProfile, StoredProfile, Usage};
 use crate::config::Config;
-use crate::state::{canonical_provider, split_model, AuthStore, StateError};
+use crate::state::{canonical_provider, split_model, stored_profiles, AuthStore};
+use crate::status::StatusError;
+use failover_sandbox::Decider;
 
 /// One candidate of the default chain, now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,48 +24,75 @@ pub struct CandidateReadiness {
 }
 
 /// The default chain's candidates (configured primary, then fallbacks),
-/// each with whether it can be tried now.
+/// each with whether it can be tried now — as the runner would see it: the
+/// policy's order of the provider's credentials for that model, so expired
+/// tokens and profiles the config's order leaves out count as unusable.
 pub fn chain_readiness(
+    policy: &dyn Decider,
     config: &Config,
     store: &AuthStore,
     now: u64,
-) -> Result<Vec<CandidateReadiness>, StateError> {
+) -> Result<Vec<CandidateReadiness>, StatusError> {
     let summaries = store.summaries()?;
     let usage = store.usage()?;
+    let stored = stored_profiles(&summaries, &usage);
     let defaults = &config.agents.defaults.model;
     let chain = defaults
         .primary
         .iter()
         .chain(defaults.fallbacks.iter().flatten());
-    Ok(chain
-        .map(|model| {
-            let provider = canonical_provider(split_model(model).0).to_owned();
-            let own: Vec<_> = summaries.iter().filter(|s| s.provider == provider).collect();
-            // `None` as soon as one credential is usable; else when the
-            // first becomes usable again.
-            let blocked_until = own
-                .iter()
-                .map(|s| usage.get(&s.id).and_then(|u| u.blocked_until(Some(model), now)))
-                .collect::<Option<Vec<u64>>>()
-                .and_then(|untils| untils.into_iter().min());
-            let (ready, why) = if own.is_empty() {
-                let how = format!("add one with `failover profiles add {provider}:<name>`");
-                (false, format!("no credentials for {provider}: {how}"))
-            } else if let Some(until) = blocked_until {
-                let seconds = until.saturating_sub(now).div_ceil(1000);
-                let why = format!(
-                    "every credential of {provider} is cooling down or disabled, the first for {seconds} s more"
-                );
-                (false, why)
-            } else {
-                (true, "ready".to_owned())
-            };
-            CandidateReadiness {
-                model: model.clone(),
-                provider,
-                ready,
-                why,
-            }
-        })
-        .collect())
+    let mut out = Vec::new();
+    for model in chain {
+        let provider = canonical_provider(split_model(model).0).to_owned();
+        let ranked = policy.order_profiles(&OrderRequest {
+            provider: provider.clone(),
+            explicit_order: config.explicit_order(&provider),
+            configured: config.configured_profiles(),
+            stored: stored.clone(),
+            model: Some(model.clone()),
+            now_ms: now,
+        })?;
+        let (ready, why) = judge(&provider, model, &ranked, &stored, &usage, now);
+        out.push(CandidateReadiness {
+            model: model.clone(),
+            provider,
+            ready,
+            why,
+        });
+    }
+    Ok(out)
+}
+
+/// Ready, or why not.
+fn judge(
+    provider: &str,
+    model: &str,
+    ranked: &[RankedProfile],
+    stored: &[StoredProfile],
+    usage: &BTreeMap<String, Usage>,
+    now: u64,
+) -> (bool, String) {
+    if !stored.iter().any(|p| p.provider == provider) {
+        let how = format!("add one with `failover profiles add {provider}:<name>`");
+        return (false, format!("no credentials for {provider}: {how}"));
+    }
+    if ranked.is_empty() {
+        return (false, format!(
+            "credentials of {provider} are stored but none is usable: expired without a refresh token, or left out by auth.order / auth.profiles"
+        ));
+    }
+    if ranked.iter().any(|r| r.available) {
+        return (true, "ready".to_owned());
+    }
+    let until = ranked
+        .iter()
+        .filter_map(|r| usage.get(&r.id)?.blocked_until(Some(model), now))
+        .min();
+    let seconds = until.map_or(0, |u| u.saturating_sub(now).div_ceil(1000));
+    (
+        false,
+        format!(
+        "every credential of {provider} is cooling down or disabled, the first for {seconds} s more"
+    ),
+    )
 }

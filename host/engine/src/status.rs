@@ -120,7 +120,7 @@ impl Status {
             usage,
             providers,
             on_fallback,
-            chain: crate::readiness::chain_readiness(config, store, now)?,
+            chain: crate::readiness::chain_readiness(policy, config, store, now)?,
         })
     }
 

@@ -62,7 +62,7 @@ pub fn run(context: &Context, args: DoctorArgs) -> anyhow::Result<ExitCode> {
         }
         Err(error) => check(false, format!("policy: {error:#}")),
     }
-    let candidates = chain_readiness(config, &store, now_ms())?;
+    let candidates = chain_readiness(context.policy()?, config, &store, now_ms())?;
     if candidates.is_empty() {
         check(
             false,
@@ -78,9 +78,10 @@ pub fn run(context: &Context, args: DoctorArgs) -> anyhow::Result<ExitCode> {
             (Ok(endpoint), false) => reach(&endpoint.base_url),
         };
         let ok = candidate.ready && reach.is_ok();
-        let place = endpoint
-            .as_ref()
-            .map_or_else(|_| String::new(), |e| format!(" at {}", e.base_url));
+        let place = endpoint.as_ref().map_or_else(
+            |_| String::new(),
+            |e| format!(" at {}", shown_url(&e.base_url)),
+        );
         let reach = reach.unwrap_or_else(|e| e);
         println!(
             "{} {}{place} — credentials: {}; address: {reach}",
@@ -120,9 +121,27 @@ fn reach(base_url: &str) -> Result<String, String> {
     runtime.block_on(async {
         match client.get(base_url).send().await {
             Ok(response) => Ok(format!("answers (HTTP {})", response.status().as_u16())),
-            Err(error) => Err(format!("does not answer: {}", cause(&error))),
+            // The URL stays out of the words: it may carry a key.
+            Err(error) => Err(format!("does not answer: {}", cause(&error.without_url()))),
         }
     })
+}
+
+/// A base URL as shown: scheme, host, port and path — no user, password
+/// or query, where a key may hide.
+fn shown_url(base_url: &str) -> String {
+    match reqwest::Url::parse(base_url) {
+        Ok(url) => {
+            let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
+            format!(
+                "{}://{}{port}{}",
+                url.scheme(),
+                url.host_str().unwrap_or(""),
+                url.path()
+            )
+        }
+        Err(_) => "(an unparsable URL)".to_owned(),
+    }
 }
 
 /// The root cause of a failed request, in plain words.

@@ -114,8 +114,9 @@ pub fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
         text: text_out,
         finish: stop_reason(value.get("stop_reason")).unwrap_or(FinishReason::Stop),
         usage: value.get("usage").and_then(|u| {
+            let (read, written) = cache_tokens(u);
             Some(TokenUsage {
-                prompt_tokens: u.get("input_tokens")?.as_u64()?,
+                prompt_tokens: u.get("input_tokens")?.as_u64()? + read + written,
                 completion_tokens: u.get("output_tokens")?.as_u64()?,
                 cached_tokens: u.get("cache_read_input_tokens").and_then(Value::as_u64),
                 reasoning_tokens: None,
@@ -124,6 +125,15 @@ pub fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
         message_extra,
         raw: None,
     })
+}
+
+/// Anthropic's cache reads and writes, which its `input_tokens` leaves out.
+fn cache_tokens(usage: &Value) -> (u64, u64) {
+    let count = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
+    (
+        count("cache_read_input_tokens"),
+        count("cache_creation_input_tokens"),
+    )
 }
 
 fn stop_reason(value: Option<&Value>) -> Option<FinishReason> {
@@ -191,11 +201,14 @@ impl StreamDecoder {
         if let Some(id) = message.and_then(|m| m.get("id")).and_then(Value::as_str) {
             self.id = id.to_owned();
         }
-        self.input_tokens = message
-            .and_then(|m| m.pointer("/usage/input_tokens"))
-            .and_then(Value::as_u64);
-        self.cached_tokens = message
-            .and_then(|m| m.pointer("/usage/cache_read_input_tokens"))
+        let usage = message.and_then(|m| m.get("usage"));
+        let (read, written) = usage.map(cache_tokens).unwrap_or_default();
+        self.input_tokens = usage
+            .and_then(|u| u.get("input_tokens"))
+            .and_then(Value::as_u64)
+            .map(|input| input + read + written);
+        self.cached_tokens = usage
+            .and_then(|u| u.get("cache_read_input_tokens"))
             .and_then(Value::as_u64);
     }
 

@@ -110,6 +110,22 @@ pub struct ChatRequest {
     pub record_id: Option<u64>,
 }
 
+/// What a candidate speaking `api` cannot express of a request whose
+/// shape-only features are `openai_only` and `anthropic_only`, named for
+/// the client; `None` when it can take the request. The one rule the HTTP
+/// provider applies live and replay applies to recorded requests.
+pub fn unexpressible(
+    api: crate::config::Api,
+    openai_only: &[String],
+    anthropic_only: &[String],
+) -> Option<String> {
+    let only = match api {
+        crate::config::Api::OpenAiChat => anthropic_only,
+        crate::config::Api::AnthropicMessages => openai_only,
+    };
+    (!only.is_empty()).then(|| only.join(", "))
+}
+
 /// Why generation stopped, in OpenAI's words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FinishReason {
@@ -142,12 +158,14 @@ impl FinishReason {
 /// Token counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TokenUsage {
-    /// Tokens of the prompt (Anthropic's `input_tokens`).
+    /// Tokens of the whole prompt, cached ones included (OpenAI's
+    /// convention; Anthropic's `input_tokens` plus its cache reads and
+    /// writes).
     pub prompt_tokens: u64,
     /// Tokens generated (Anthropic's `output_tokens`).
     pub completion_tokens: u64,
-    /// Prompt tokens read from the provider's cache, when it said
-    /// (OpenAI's `prompt_tokens_details.cached_tokens`, Anthropic's
+    /// Of `prompt_tokens`, those read from the provider's cache, when it
+    /// said (OpenAI's `prompt_tokens_details.cached_tokens`, Anthropic's
     /// `cache_read_input_tokens`).
     pub cached_tokens: Option<u64>,
     /// Generated tokens spent on reasoning, when it said (OpenAI's
@@ -220,7 +238,17 @@ impl StreamEvent {
     /// Whether it is content (text or a tool call): the first content is
     /// the point of no return for failing over.
     pub fn is_content(&self) -> bool {
-        matches!(self, StreamEvent::Text(_) | StreamEvent::ToolCall(_))
+        match self {
+            StreamEvent::Text(_) | StreamEvent::ToolCall(_) => true,
+            // A refusal is the model's answer too.
+            StreamEvent::Extra(fields) => fields
+                .get("choices")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(|c| !c.pointer("/delta/refusal").is_none_or(Value::is_null)),
+            StreamEvent::Finish { .. } => false,
+        }
     }
 }
 

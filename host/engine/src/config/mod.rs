@@ -269,14 +269,16 @@ impl Config {
         };
         // The syntax (trailing text included) first, then the shape, noting
         // every key nothing read.
-        json5::from_str::<serde_json::Value>(&text).map_err(parse_error)?;
+        let raw: serde_json::Value = json5::from_str(&text).map_err(parse_error)?;
         let mut ignored = Vec::new();
         let mut deserializer = json5::Deserializer::from_str(&text);
         let mut config: Config = serde_ignored::deserialize(&mut deserializer, |key| {
             ignored.push(key.to_string());
         })
         .map_err(parse_error)?;
-        if let Some(unknown) = unknown_keys::errors(&ignored).first() {
+        let mut unknown = unknown_keys::errors(&ignored);
+        unknown.extend(unknown_keys::model_choice_errors(&raw));
+        if let Some(unknown) = unknown.first() {
             let line = unknown_keys::line_of(&text, &unknown.path)
                 .map_or_else(String::new, |l| format!("line {l}: "));
             return Err(StateError::Invalid {

@@ -27,6 +27,11 @@ const TYPO_DISTANCE: usize = 2;
 /// providers' `apiKey`.)
 const OWNED: &[&str] = &["policy", "auth.cooldowns", "agents.defaults.model"];
 
+/// Keys of the agent runtime's config that sit one typo away from one of
+/// ours and are not typos (`*` is any one segment): its model allow-list
+/// `agents.defaults.models` beside our `model`.
+const FOREIGN: &[&str] = &["agents.defaults.models", "agents.list.*.models"];
+
 /// An unknown key that is an error: its dotted path and what to say.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownKey {
@@ -50,17 +55,67 @@ impl UnknownKey {
 pub fn errors(ignored: &[String]) -> Vec<UnknownKey> {
     ignored
         .iter()
+        // serde_ignored writes `?` for the inside of an optional value.
+        .map(|path| {
+            path.split('.')
+                .filter(|segment| *segment != "?")
+                .collect::<Vec<_>>()
+                .join(".")
+        })
+        .filter(|path| !is_foreign(path))
         .filter_map(|path| {
-            let (parent, key) = path.rsplit_once('.').unwrap_or(("", path));
+            let (parent, key) = path.rsplit_once('.').unwrap_or(("", path.as_str()));
             let known = known_keys(parent);
             let suggestion = nearest(key, &known);
             let owned = OWNED
                 .iter()
                 .any(|s| parent == *s || parent.starts_with(&format!("{s}.")));
-            (owned || suggestion.is_some()).then(|| UnknownKey {
-                path: path.clone(),
-                suggestion,
-            })
+            (owned || suggestion.is_some()).then_some(UnknownKey { path, suggestion })
+        })
+        .collect()
+}
+
+fn is_foreign(path: &str) -> bool {
+    FOREIGN.iter().any(|pattern| {
+        let (mut p, mut k) = (pattern.split('.'), path.split('.'));
+        loop {
+            match (p.next(), k.next()) {
+                (None, None) => return true,
+                (Some(a), Some(b)) if a == "*" || a == b => {}
+                _ => return false,
+            }
+        }
+    })
+}
+
+/// Keys inside a model choice written as an object where the config reads
+/// either a name or `{primary, fallbacks}` (`agents.list[].model`,
+/// `agents.defaults.imageModel`): serde cannot see into those, so they are
+/// checked on the parsed file. Every unknown key there is an error.
+pub fn model_choice_errors(raw: &Value) -> Vec<UnknownKey> {
+    let known = keys_of(&ModelChoice::default());
+    let mut places: Vec<(String, &Value)> = Vec::new();
+    if let Some(image) = raw.pointer("/agents/defaults/imageModel") {
+        places.push(("agents.defaults.imageModel".into(), image));
+    }
+    let agents = raw.pointer("/agents/list").and_then(Value::as_array);
+    for (i, agent) in agents.into_iter().flatten().enumerate() {
+        if let Some(model) = agent.get("model") {
+            places.push((format!("agents.list.{i}.model"), model));
+        }
+    }
+    places
+        .into_iter()
+        .filter_map(|(place, value)| Some((place, value.as_object()?)))
+        .flat_map(|(place, object)| {
+            let known = &known;
+            object
+                .keys()
+                .filter(move |key| !known.contains(key))
+                .map(move |key| UnknownKey {
+                    path: format!("{place}.{key}"),
+                    suggestion: nearest(key, known),
+                })
         })
         .collect()
 }
@@ -153,6 +208,9 @@ mod tests {
             "gateway.port",
             "policy.fule",
             "auth.cooldowns.billingBackoffHour",
+            "agents.defaults.models",
+            "agents.list.0.models",
+            "models.providers.acme.oauth.?.tokenURL",
         ]));
         let said: Vec<String> = found.iter().map(UnknownKey::message).collect();
         assert_eq!(
@@ -164,6 +222,26 @@ mod tests {
                 "unknown key `gateway.maxConnection` (did you mean `maxConnections`?)",
                 "unknown key `policy.fule`",
                 "unknown key `auth.cooldowns.billingBackoffHour` (did you mean `billingBackoffHours`?)",
+                "unknown key `models.providers.acme.oauth.tokenURL` (did you mean `tokenUrl`?)",
+            ]
+        );
+    }
+
+    #[test]
+    fn model_choices_written_as_objects_are_checked_too() {
+        let raw: Value = serde_json::json!({"agents": {
+            "defaults": {"imageModel": {"primary": "openai/gpt-image-1", "fallback": []}},
+            "list": [{"id": "ops", "model": "openai/gpt-4o"},
+                     {"id": "x", "model": {"primary": "a/b", "fallbacks": [], "primay": "c/d"}}]}});
+        let said: Vec<String> = model_choice_errors(&raw)
+            .iter()
+            .map(UnknownKey::message)
+            .collect();
+        assert_eq!(
+            said,
+            [
+                "unknown key `agents.defaults.imageModel.fallback` (did you mean `fallbacks`?)",
+                "unknown key `agents.list.1.model.primay` (did you mean `primary`?)",
             ]
         );
     }

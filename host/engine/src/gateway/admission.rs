@@ -214,8 +214,14 @@ pub(super) fn check_session_id(id: &str) -> Result<(), Refusal> {
     })
 }
 
-/// Which runner and options a request's `model` means; 404 when it names
-/// nothing the config knows.
+/// The most models one request's own chain (`model`, `models`, aliases
+/// expanded) may name: every one may cost a provider call, and no sensible
+/// failover plan is longer.
+const MAX_ONE_OFF_CHAIN: usize = 16;
+
+/// Which runner and options a request's `model` (and `models` list)
+/// means; 404 when it names nothing the config knows, 400 when the list is
+/// longer than [`MAX_ONE_OFF_CHAIN`].
 pub(super) fn route(
     gateway: &Gateway,
     model: &str,
@@ -235,6 +241,17 @@ pub(super) fn route(
     let keyword = model == "auto" || model.starts_with("agent:");
     let named = (!keyword).then_some(model).into_iter();
     let mut chain = config.expand_aliases(named.chain(fallbacks.iter().map(String::as_str)));
+    if chain.len() > MAX_ONE_OFF_CHAIN {
+        return Err(Refusal::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            Some("too_many_models"),
+            format!(
+                "the request names {} models (with `models` and aliases); at most {MAX_ONE_OFF_CHAIN}",
+                chain.len()
+            ),
+        ));
+    }
     for name in &chain {
         if !name.contains('/') {
             return Err(unknown(format!(

@@ -91,7 +91,7 @@ async fn serve_chat(gateway: Arc<Gateway>, request: Request, face: Face) -> Resp
         StatusCode::OK => "served",
         _ => status.as_str(),
     };
-    let model = super::metrics::model_label(&gateway.config, &request.model);
+    let model = gateway.metrics().label(&request.model);
     gateway.metrics().request(route, model, outcome);
     set_policy_header(&mut response, policy.as_ref());
     response
@@ -155,6 +155,8 @@ fn record_request(
             .clone()
             .unwrap_or_else(|| request.model.clone()),
         fallbacks: options.one_off_fallbacks.clone().unwrap_or_default(),
+        openai_only: request.openai_only.clone(),
+        anthropic_only: request.anthropic_only.clone(),
         stream: request.stream,
         compaction_count: 0,
         // Parsed again only when the text is to be kept.

@@ -7,16 +7,19 @@
 //! provider, the active module's calls, traps and instantiations, and
 //! served answers whose bookkeeping failed.
 //!
-//! Labels are bounded by the config: a requested model is counted by name
-//! when the config names it (`auto`, an agent, an alias, a model of a
-//! chain or of a provider's `models` list), as `other` otherwise, and as
-//! `-` when the request was refused before routing — a client cannot grow
-//! the label set.
+//! Labels are bounded by the config: a model (requested or called) is
+//! counted by name when the config names it (`auto`, an agent, an alias, a
+//! model of a chain, an agent, an alias or a provider's `models` list), as
+//! `other` otherwise, and a request refused at admission (its body, its
+//! session id, its model) as `-` — a client cannot grow the label set.
+//! `outcome` is `served` or the response's HTTP status.
 
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
     TextEncoder,
 };
+
+use std::collections::BTreeSet;
 
 use crate::config::Config;
 use crate::runner::clock::now_ms;
@@ -29,6 +32,8 @@ const LATENCY_BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.
 /// The gateway's counters and histograms.
 pub struct Metrics {
     registry: Registry,
+    /// The model names that may be labels (see [`Metrics::label`]).
+    named: BTreeSet<String>,
     requests: IntCounterVec,
     calls: IntCounterVec,
     latency: HistogramVec,
@@ -67,16 +72,10 @@ fn gauge(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGau
     gauge
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Metrics {
-    /// Every metric at zero. (The names and labels are constants: the
-    /// `expect`s hold by construction.)
-    pub fn new() -> Metrics {
+    /// Every metric at zero, model labels bounded by `config`. (The names
+    /// and labels are constants: the `expect`s hold by construction.)
+    pub fn new(config: &Config) -> Metrics {
         let registry = Registry::new();
         let requests = counter(
             &registry,
@@ -142,6 +141,7 @@ impl Metrics {
         );
         Metrics {
             registry,
+            named: named_models(config),
             requests,
             calls,
             latency,
@@ -151,6 +151,16 @@ impl Metrics {
             profiles,
             policy,
             after_success,
+        }
+    }
+
+    /// The label of a model: its name when the config names it, `other`
+    /// otherwise — a client cannot grow the label set.
+    pub fn label<'a>(&self, model: &'a str) -> &'a str {
+        if self.named.contains(model) {
+            model
+        } else {
+            "other"
         }
     }
 
@@ -191,34 +201,42 @@ impl Metrics {
     }
 }
 
-/// The label of a requested (and routed) `model`: its name when the config
-/// names it, `other` otherwise.
-pub fn model_label<'a>(config: &Config, model: &'a str) -> &'a str {
-    let defaults = &config.agents.defaults.model;
-    let named = model == "auto"
-        || model.starts_with("agent:")
-        || config.models.aliases.contains_key(model)
-        || defaults.primary.as_deref() == Some(model)
-        || defaults.fallbacks.iter().flatten().any(|m| m == model)
-        || config.models.providers.iter().any(|(provider, endpoint)| {
-            endpoint.models.iter().flatten().any(|m| {
-                model
-                    .strip_prefix(provider.as_str())
-                    .and_then(|r| r.strip_prefix('/'))
-                    == Some(m.id())
-            })
-        });
-    if named {
-        model
-    } else {
-        "other"
+/// Every model name the config gives: the words clients route by (`auto`,
+/// the agents, the aliases) and every `provider/model` a chain, an agent,
+/// an alias or a provider's `models` list names. Only these become labels.
+fn named_models(config: &Config) -> BTreeSet<String> {
+    let mut named: BTreeSet<String> = BTreeSet::from(["auto".to_owned()]);
+    let add_choice = |choice: &crate::config::ModelChoice, named: &mut BTreeSet<String>| {
+        named.extend(choice.primary.iter().cloned());
+        named.extend(choice.fallbacks.iter().flatten().cloned());
+    };
+    add_choice(&config.agents.defaults.model, &mut named);
+    for agent in &config.agents.list {
+        named.insert(format!("agent:{}", agent.id));
+        match &agent.model {
+            Some(crate::config::AgentModel::Name(model)) => {
+                named.insert(model.clone());
+            }
+            Some(crate::config::AgentModel::Choice(choice)) => add_choice(choice, &mut named),
+            None => {}
+        }
     }
+    for (alias, target) in &config.models.aliases {
+        named.insert(alias.clone());
+        named.extend(target.models().iter().cloned());
+    }
+    for (provider, endpoint) in &config.models.providers {
+        for model in endpoint.models.iter().flatten() {
+            named.insert(format!("{provider}/{}", model.id()));
+        }
+    }
+    named
 }
 
 impl RunObserver for Metrics {
     fn call_ended(&self, target: &Target, at: u64, failure: Option<&Attempt>) {
         let result = failure.map_or("ok", |f| f.reason.as_str());
-        let labels = [target.provider.as_str(), target.model.as_str()];
+        let labels = [target.provider.as_str(), self.label(&target.model)];
         self.calls
             .with_label_values(&[labels[0], labels[1], result])
             .inc();
@@ -228,14 +246,18 @@ impl RunObserver for Metrics {
 
     fn skipped(&self, attempt: &Attempt) {
         self.skips
-            .with_label_values(&[&attempt.provider, &attempt.model, attempt.reason.as_str()])
+            .with_label_values(&[
+                &attempt.provider,
+                self.label(&attempt.model),
+                attempt.reason.as_str(),
+            ])
             .inc();
     }
 
     fn step(&self, step: &FallbackStep) {
         self.steps
             .with_label_values(&[
-                &step.from_model,
+                self.label(&step.from_model),
                 step.from_failure_reason.as_str(),
                 step.final_outcome,
             ])

@@ -142,13 +142,13 @@ impl Gateway {
             runners.insert(agent, Arc::new(runner));
         }
         Ok(Gateway {
+            metrics: metrics::Metrics::new(&config),
             default_agent: options.agent,
             runners,
             client_keys: options.client_keys,
             config,
             history: Mutex::new(Vec::new()),
             recorder: options.recorder,
-            metrics: metrics::Metrics::new(),
         })
     }
 

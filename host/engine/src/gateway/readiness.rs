@@ -10,6 +10,7 @@ use super::Gateway;
 use crate::auth::Usage;
 use crate::readiness::chain_readiness;
 use crate::state::StateError;
+use crate::status::StatusError;
 
 /// A profile's routing state at `now` for any model: `disabled`,
 /// `cooldown` or `ok`.
@@ -23,8 +24,14 @@ fn state_of(usage: Option<&Usage>, now: u64) -> &'static str {
 
 /// Whether the default chain can serve now, and the report: the first
 /// candidate that can, and per candidate why or why not.
-pub(super) fn readiness(gateway: &Gateway, now: u64) -> Result<(bool, Value), StateError> {
-    let candidates = chain_readiness(&gateway.config, gateway.runner().store(), now)?;
+pub(super) fn readiness(gateway: &Gateway, now: u64) -> Result<(bool, Value), StatusError> {
+    let policy = gateway.active_policy();
+    let candidates = chain_readiness(
+        policy.as_ref(),
+        &gateway.config,
+        gateway.runner().store(),
+        now,
+    )?;
     let serving = candidates.iter().find(|c| c.ready).map(|c| c.model.clone());
     let listed: Vec<Value> = candidates
         .iter()

@@ -90,7 +90,7 @@ async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
     }
 }
 
-fn state_unreadable(error: &crate::state::StateError) -> Response {
+fn state_unreadable(error: &dyn std::fmt::Display) -> Response {
     tracing::error!(%error, "cannot read the state");
     error_response(
         StatusCode::INTERNAL_SERVER_ERROR,

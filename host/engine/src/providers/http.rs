@@ -191,6 +191,13 @@ impl HttpProvider {
                     .map(StreamEvent::ToolCall),
             );
         }
+        if let Some(refusal) = completion.message_extra.get("refusal") {
+            let delta = serde_json::json!([{"index": 0, "delta": {"refusal": refusal}}]);
+            first.push(StreamEvent::Extra(serde_json::Map::from_iter([(
+                "choices".to_owned(),
+                delta,
+            )])));
+        }
         if first.is_empty() {
             return Err(ProviderError::default().with_provider(provider));
         }
@@ -244,13 +251,7 @@ impl Provider for HttpProvider {
     fn cannot_express(&self, model: &str, request: &ChatRequest) -> Option<String> {
         let provider = canonical_provider(split_model(model).0);
         let endpoint = self.config.endpoint(provider)?;
-        match endpoint.api {
-            Api::OpenAiChat => {
-                let only = &request.anthropic_only;
-                (!only.is_empty()).then(|| only.join(", "))
-            }
-            Api::AnthropicMessages => anthropic::untranslatable(request),
-        }
+        crate::chat::unexpressible(endpoint.api, &request.openai_only, &request.anthropic_only)
     }
 
     async fn call(&self, target: &Target, request: &ChatRequest) -> Result<ChatReply, CallError> {

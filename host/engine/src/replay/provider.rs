@@ -76,6 +76,18 @@ pub(crate) struct ReplayProvider {
     calls: Mutex<Vec<Call>>,
     /// Changes other processes made, applied as the clock reaches them.
     feed: Option<Arc<StateFeed>>,
+    /// Per recorded request, what each candidate's shape cannot express,
+    /// as the gateway decided live: `(shape-only features, endpoints)`.
+    shapes: Option<Shapes>,
+}
+
+/// What replay needs to pass over the candidates the live run passed over
+/// for what they cannot express.
+pub(crate) struct Shapes {
+    /// Per request id: its OpenAI-only and Anthropic-only features.
+    pub requests: HashMap<u64, (Vec<String>, Vec<String>)>,
+    /// The recorded config, for each provider's API.
+    pub config: Arc<crate::config::Config>,
 }
 
 impl ReplayProvider {
@@ -101,7 +113,14 @@ impl ReplayProvider {
             unrecorded,
             calls: Mutex::new(Vec::new()),
             feed: None,
+            shapes: None,
         }
+    }
+
+    /// The same provider, passing over candidates as `shapes` says.
+    pub fn with_shapes(mut self, shapes: Shapes) -> Self {
+        self.shapes = Some(shapes);
+        self
     }
 
     /// The same provider, applying `feed`'s changes after each call as the
@@ -168,6 +187,14 @@ impl Provider for ReplayProvider {
     /// The id of the recorded request being replayed.
     type Request = u64;
     type Reply = ();
+
+    fn cannot_express(&self, model: &str, request: &u64) -> Option<String> {
+        let shapes = self.shapes.as_ref()?;
+        let (openai_only, anthropic_only) = shapes.requests.get(request)?;
+        let provider = crate::state::canonical_provider(crate::state::split_model(model).0);
+        let api = shapes.config.endpoint(provider)?.api;
+        crate::chat::unexpressible(api, openai_only, anthropic_only)
+    }
 
     async fn call(&self, target: &Target, request: &u64) -> Result<(), CallError> {
         use crate::runner::Clock;

@@ -20,7 +20,7 @@ use crate::status::state_json;
 use failover_sandbox::policy::Decider;
 
 use super::decision::Decision;
-use super::provider::{Answered, ReplayProvider};
+use super::provider::{Answered, ReplayProvider, Shapes};
 use super::result::{Replay, ReplayError, ReplayOptions};
 use super::setup::{
     error_kind, options_for, read_horizons, recorded_config, seed_state, settings_of,
@@ -49,8 +49,18 @@ pub fn replay(
         store.clone(),
         sessions.clone(),
     ));
+    let shapes = Shapes {
+        requests: trace
+            .requests
+            .iter()
+            .filter(|r| !r.openai_only.is_empty() || !r.anthropic_only.is_empty())
+            .map(|r| (r.id, (r.openai_only.clone(), r.anthropic_only.clone())))
+            .collect(),
+        config: Arc::new(config.clone()),
+    };
     let provider = ReplayProvider::new(trace.outcomes.clone(), clock.clone(), options.unrecorded)
-        .with_feed(feed.clone());
+        .with_feed(feed.clone())
+        .with_shapes(shapes);
     let runner = Runner::new(
         policy,
         config,

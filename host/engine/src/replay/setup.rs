@@ -160,6 +160,8 @@ mod tests {
             session: None,
             model: "auto".into(),
             fallbacks: Vec::new(),
+            openai_only: Vec::new(),
+            anthropic_only: Vec::new(),
             stream: false,
             compaction_count: 0,
             content: None,

@@ -152,6 +152,14 @@ pub struct RequestEvent {
     /// request's `models`), resolved when recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fallbacks: Vec<String>,
+    /// What of the request only the OpenAI shape can say (`field \`n\`
+    /// above 1` …): Anthropic candidates were passed over for it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub openai_only: Vec<String>,
+    /// What only the Anthropic shape can say: OpenAI-shaped candidates
+    /// were passed over for it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anthropic_only: Vec<String>,
     /// Whether the client asked for a streamed reply.
     #[serde(default)]
     pub stream: bool,

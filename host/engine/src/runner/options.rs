@@ -54,10 +54,12 @@ impl RunOptions {
     pub fn for_chain(default_agent: &str, model: &str, fallbacks: &[String]) -> RunOptions {
         if !fallbacks.is_empty() && (model == "auto" || model.starts_with("agent:")) {
             let agent = model.strip_prefix("agent:").unwrap_or(default_agent);
+            let rest = &fallbacks[1..];
             return RunOptions {
                 agent: Some(agent.to_owned()),
                 model: Some(fallbacks[0].clone()),
-                one_off_fallbacks: Some(fallbacks[1..].to_vec()),
+                // One model alone is a strict selection, as it is recorded.
+                one_off_fallbacks: (!rest.is_empty()).then(|| rest.to_vec()),
                 ..RunOptions::default()
             };
         }

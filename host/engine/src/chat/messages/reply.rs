@@ -62,9 +62,12 @@ fn tool_input(arguments: &str) -> Value {
     }
 }
 
+/// Usage in Anthropic's convention: `input_tokens` leaves the cache reads
+/// out (they are `cache_read_input_tokens`).
 fn usage_json(usage: TokenUsage) -> Value {
-    let mut json =
-        json!({"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens});
+    let cached = usage.cached_tokens.unwrap_or(0);
+    let mut json = json!({"input_tokens": usage.prompt_tokens.saturating_sub(cached),
+                          "output_tokens": usage.completion_tokens});
     if let Some(cached) = usage.cached_tokens {
         json["cache_read_input_tokens"] = cached.into();
     }
@@ -93,10 +96,11 @@ pub fn error_json(status: u16, message: &str) -> Value {
 }
 
 /// Which content block of the stream is open.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Open {
     Text,
-    Tool(u32),
+    /// A tool call's block: its index among the reply's calls, its id.
+    Tool(u32, String),
 }
 
 /// Writes a reply's stream events as Anthropic SSE: content blocks opened
@@ -149,13 +153,22 @@ impl StreamEncoder {
         out
     }
 
+    /// A piece of a tool call: a new block when the call is another than
+    /// the open one's (another index, or another id — some servers repeat
+    /// the id on every piece, which is the same call), else a delta.
     fn tool_call(&mut self, out: &mut String, call: &ToolCallDelta) {
-        if self.open != Some(Open::Tool(call.index)) || call.id.is_some() {
+        let same = match &self.open {
+            Some(Open::Tool(index, id)) => {
+                *index == call.index && call.id.as_ref().is_none_or(|new| new == id)
+            }
+            _ => false,
+        };
+        if !same {
             self.close(out);
-            let block = json!({"type": "tool_use",
-                "id": call.id.clone().unwrap_or_default(),
+            let id = call.id.clone().unwrap_or_default();
+            let block = json!({"type": "tool_use", "id": id,
                 "name": call.name.clone().unwrap_or_default(), "input": {}});
-            self.open_block(out, Open::Tool(call.index), block);
+            self.open_block(out, Open::Tool(call.index, id), block);
         }
         if !call.arguments.is_empty() {
             let delta = json!({"type": "input_json_delta", "partial_json": call.arguments});

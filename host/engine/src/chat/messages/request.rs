@@ -11,7 +11,14 @@ use super::super::ChatRequest;
 
 /// Fields passed to Anthropic upstreams and dropped for OpenAI-shaped
 /// ones, whose answer is as good without them (hints and bookkeeping).
-const ANTHROPIC_HINTS: &[&str] = &["metadata", "thinking", "service_tier"];
+const ANTHROPIC_HINTS: &[&str] = &["metadata", "service_tier"];
+
+/// Fields dropped for every upstream. `thinking`: thinking blocks are not
+/// carried through the translation (neither in replies nor in the history
+/// a client sends back), and Anthropic refuses a tool-use conversation
+/// with thinking on whose history lacks them — without `thinking` every
+/// turn is answered, without the thinking.
+const DROPPED: &[&str] = &["thinking"];
 
 /// Parses a client's Messages request body.
 pub fn parse_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
@@ -63,6 +70,9 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
         openai_choice(&choice, &mut openai)?;
     }
     for (name, value) in object {
+        if DROPPED.contains(&name.as_str()) {
+            continue;
+        }
         if !ANTHROPIC_HINTS.contains(&name.as_str()) && !value.is_null() {
             anthropic_only.push(format!("field `{name}`"));
         }

@@ -13,7 +13,7 @@ fn parse(body: Value) -> crate::chat::ChatRequest {
 fn a_tool_conversation_reads_and_renders_for_both_upstreams() {
     let request = parse(json!({
         "model": "auto", "max_tokens": 300, "stream": true, "top_k": 5,
-        "metadata": {"user_id": "u1"},
+        "metadata": {"user_id": "u1"}, "thinking": {"type": "enabled", "budget_tokens": 1024},
         "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
         "tools": [{"name": "weather", "description": "d", "input_schema": {"type": "object",
                    "properties": {"city": {"type": "string"}}}}],
@@ -59,6 +59,8 @@ fn a_tool_conversation_reads_and_renders_for_both_upstreams() {
     let to_anthropic = anthropic::render_request(&request, "claude-x").unwrap();
     assert_eq!(to_anthropic["top_k"], 5);
     assert_eq!(to_anthropic["metadata"]["user_id"], "u1");
+    // Thinking blocks are not carried back and forth: thinking stays off.
+    assert!(to_anthropic.get("thinking").is_none(), "{to_anthropic}");
     assert_eq!(
         to_anthropic["tool_choice"],
         json!({"type": "any", "disable_parallel_tool_use": true})
@@ -132,7 +134,7 @@ fn a_whole_reply_is_a_message() {
     assert_eq!(message["stop_reason"], "tool_use");
     assert_eq!(
         message["usage"],
-        json!({"input_tokens": 12, "output_tokens": 7, "cache_read_input_tokens": 4})
+        json!({"input_tokens": 8, "output_tokens": 7, "cache_read_input_tokens": 4})
     );
 }
 
@@ -169,8 +171,10 @@ fn a_stream_opens_and_closes_blocks_around_text_and_tool_calls() {
             arguments: "{\"a\":".into(),
             ..Default::default()
         }),
+        // Some servers repeat the id on every piece: still the same call.
         StreamEvent::ToolCall(ToolCallDelta {
             index: 0,
+            id: Some("call_1".into()),
             arguments: "1}".into(),
             ..Default::default()
         }),

@@ -191,7 +191,7 @@ mod tests {
                     {"index":1,"delta":{"content":"b"}}]}"#,
             ))
             .unwrap();
-        let [StreamEvent::Extra(extra), StreamEvent::Text(text)] = &events[..] else {
+        let [StreamEvent::Text(text), StreamEvent::Extra(extra)] = &events[..] else {
             panic!("{events:?}")
         };
         assert_eq!(text, "a");
@@ -199,7 +199,7 @@ mod tests {
         assert_eq!(extra["choices"][0]["logprobs"]["content"][0]["token"], "a");
         assert_eq!(extra["choices"][0]["delta"], serde_json::json!({}));
         assert_eq!(extra["choices"][1]["delta"]["content"], "b");
-        let chunk = chunk_json("id", "openai/m", 1, Chunk::Event(&events[0]));
+        let chunk = chunk_json("id", "openai/m", 1, Chunk::Event(&events[1]));
         assert_eq!(chunk["object"], "chat.completion.chunk");
         assert_eq!(chunk["model"], "openai/m");
         assert_eq!(chunk["choices"][1]["index"], 1);

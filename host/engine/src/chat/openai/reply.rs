@@ -123,9 +123,7 @@ impl StreamDecoder {
             self.usage = Some(usage);
         }
         let mut events = Vec::new();
-        if let Some(extra) = self.extra_of(&chunk) {
-            events.push(StreamEvent::Extra(extra));
-        }
+        let extra = self.extra_of(&chunk);
         let first = chunk
             .get("choices")
             .and_then(Value::as_array)
@@ -146,6 +144,8 @@ impl StreamDecoder {
                 self.finish = Some(reason);
             }
         }
+        // After the content it came with: logprobs follow their text.
+        events.extend(extra.map(StreamEvent::Extra));
         Ok(events)
     }
 

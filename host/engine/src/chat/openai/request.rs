@@ -109,7 +109,12 @@ pub fn request_from_value(value: Value) -> Result<ChatRequest, BadRequest> {
         Some(n) if n.as_u64() == Some(1) => {
             object.remove("n");
         }
-        Some(_) => request.openai_only.push("field `n` above 1".into()),
+        Some(_) => {
+            request.openai_only.push("field `n` above 1".into());
+            if let Some(n) = object.remove("n") {
+                request.openai_extra.insert("n".into(), n);
+            }
+        }
     }
     for (name, value) in object {
         if TOOL_FIELDS.contains(&name.as_str()) {

@@ -84,9 +84,9 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
             "nothing else to try: waiting on the provider's Retry-After"
         );
         self.runner.clock.sleep(delay).await;
-        let one_off = self.options.model.is_some();
-        if let (true, Some(id)) = (wait.position > 0 && !one_off, &self.options.session) {
-            let reason = self.attempts.last().map(|a| a.reason);
+        let write = wait.position > 0 && self.failed_before() && self.options.model.is_none();
+        if let (true, Some(id)) = (write, &self.options.session) {
+            let reason = self.last_failure_reason();
             self.written = self.runner.persist_fallback(
                 id,
                 &wait.target.model,

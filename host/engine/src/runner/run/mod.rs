@@ -203,12 +203,10 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
         // F-9.3: the fallback override is on the session before the attempt
         // starts — when a candidate before failed, not when it was only
         // passed over for a feature of this one request.
-        let failed_before = self.attempts.iter().any(|a| !a.is_unsupported_skip());
         // A one-off selection never touches the session's override (F-7.6).
-        let one_off = self.options.model.is_some();
-        let write = self.position > 0 && failed_before && !one_off;
+        let write = self.position > 0 && self.failed_before() && self.options.model.is_none();
         if let (true, Some(id)) = (write, &self.options.session) {
-            let reason = self.attempts.last().map(|a| a.reason);
+            let reason = self.last_failure_reason();
             self.written = self
                 .runner
                 .persist_fallback(id, &model, &self.plan.chain[0], reason)?;
@@ -231,6 +229,21 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
             probe_only,
         };
         self.profiles(profiles).await
+    }
+
+    /// Whether a candidate before failed — not only passed over for a
+    /// feature of this one request it cannot express.
+    fn failed_before(&self) -> bool {
+        self.attempts.iter().any(|a| !a.is_unsupported_skip())
+    }
+
+    /// The reason of the last real failure (a pass-over is not one).
+    fn last_failure_reason(&self) -> Option<RecordedReason> {
+        self.attempts
+            .iter()
+            .rev()
+            .find(|a| !a.is_unsupported_skip())
+            .map(|a| a.reason)
     }
 
     /// The policy's word on a candidate: the profiles to try, or the reason
