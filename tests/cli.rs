@@ -289,13 +289,16 @@ fn policy_encode_makes_a_component_of_a_built_guest_and_checks_it() {
         crate::support::guests::core_module("examples/policy-context-advances", &[]),
     )
     .unwrap();
-    let encoded = failover()
-        .args(["policy", "encode"])
-        .arg(&core)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let encode = || {
+        failover()
+            .args(["policy", "encode"])
+            .arg(&core)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    let encoded = encode();
     let stdout = String::from_utf8_lossy(&encoded.stdout);
     assert!(
         encoded.status.success(),
@@ -311,13 +314,7 @@ fn policy_encode_makes_a_component_of_a_built_guest_and_checks_it() {
     assert!(checked.status.success());
     // Not a guest: a clear error naming the file.
     std::fs::write(&core, b"not wasm").unwrap();
-    let refused = failover()
-        .args(["policy", "encode"])
-        .arg(&core)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let refused = encode();
     assert_eq!(refused.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(

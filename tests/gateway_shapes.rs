@@ -15,6 +15,20 @@ fn data(value: Value) -> String {
     format!("data: {value}")
 }
 
+/// The next two calls of the OpenAI model (its profile, and the retry)
+/// answer 503.
+fn openai_down(h: &Harness) {
+    for _ in 0..2 {
+        h.up.then(
+            "gpt-x",
+            status(
+                503,
+                r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
+            ),
+        );
+    }
+}
+
 /// A Messages request with one tool.
 fn messages_request(model: &str, stream: bool) -> Value {
     json!({"model": model, "max_tokens": 200, "stream": stream,
@@ -264,20 +278,7 @@ async fn a_candidate_that_cannot_express_the_request_is_passed_over_not_blamed()
     assert_eq!(plain.header("x-failover-model"), PRIMARY);
     // During an outage of the only candidate that can say it, the client
     // hears the outage, not that its request is wrong.
-    h.up.then(
-        "gpt-x",
-        status(
-            503,
-            r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
-        ),
-    )
-    .then(
-        "gpt-x",
-        status(
-            503,
-            r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
-        ),
-    );
+    openai_down(&h);
     let down = h
         .post("/v1/chat/completions", &body.to_string(), None)
         .await;
@@ -294,20 +295,7 @@ async fn a_candidate_that_cannot_express_the_request_is_passed_over_not_blamed()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_openai_tool_request_survives_an_openai_outage_on_anthropic() {
     let h = start("", ClientKeys::default()).await;
-    h.up.then(
-        "gpt-x",
-        status(
-            503,
-            r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
-        ),
-    )
-    .then(
-        "gpt-x",
-        status(
-            503,
-            r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
-        ),
-    );
+    openai_down(&h);
     let reply = json!({"id": "msg_3", "type": "message", "role": "assistant",
         "content": [{"type": "tool_use", "id": "toolu_07", "name": "weather", "input": {"city": "Oslo"}}],
         "stop_reason": "tool_use", "usage": {"input_tokens": 20, "output_tokens": 8}});

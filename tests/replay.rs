@@ -531,6 +531,23 @@ async fn recorded_gateway_traffic_replays_faithfully_and_keeps_no_secrets() {
     Arc::try_unwrap(h).ok().unwrap().stop().await;
 }
 
+/// Replays `trace` (recorded by `h`, which keeps serving meanwhile) and
+/// checks that every call was recorded and that `model` served.
+async fn replays_served_by(h: Harness, trace: Trace, path: PathBuf, model: &str) {
+    let h = Arc::new(h);
+    let replay = replay_off_the_runtime(trace, path).await;
+    assert_eq!(replay.unrecorded, 0, "{}", replay.render());
+    assert!(
+        replay
+            .decisions
+            .iter()
+            .any(|d| matches!(d, Decision::Served { model: m, .. } if m == model)),
+        "{}",
+        replay.render()
+    );
+    Arc::try_unwrap(h).ok().unwrap().stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_alias_chain_is_recorded_resolved_and_replays_down_the_same_chain() {
     let h = start_with("", ClientKeys::default(), Some(false)).await;
@@ -543,18 +560,7 @@ async fn an_alias_chain_is_recorded_resolved_and_replays_down_the_same_chain() {
     let trace = Trace::read(&path, false).unwrap();
     assert_eq!(trace.requests[0].model, FALLBACK);
     assert_eq!(trace.requests[0].fallbacks, [PRIMARY]);
-    let h = Arc::new(h);
-    let replay = replay_off_the_runtime(trace, path).await;
-    assert_eq!(replay.unrecorded, 0, "{}", replay.render());
-    assert!(
-        replay
-            .decisions
-            .iter()
-            .any(|d| matches!(d, Decision::Served { model, .. } if model == PRIMARY)),
-        "{}",
-        replay.render()
-    );
-    Arc::try_unwrap(h).ok().unwrap().stop().await;
+    replays_served_by(h, trace, path, PRIMARY).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -568,18 +574,7 @@ async fn a_candidate_passed_over_for_a_feature_is_passed_over_in_replay_too() {
     let path = h.trace.clone().unwrap();
     let trace = Trace::read(&path, false).unwrap();
     assert_eq!(trace.requests[0].openai_only, ["field `n` above 1"]);
-    let h = Arc::new(h);
-    let replay = replay_off_the_runtime(trace, path).await;
-    assert_eq!(replay.unrecorded, 0, "{}", replay.render());
-    assert!(
-        replay
-            .decisions
-            .iter()
-            .any(|d| matches!(d, Decision::Served { model, .. } if model == FALLBACK)),
-        "{}",
-        replay.render()
-    );
-    Arc::try_unwrap(h).ok().unwrap().stop().await;
+    replays_served_by(h, trace, path, FALLBACK).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
