@@ -211,6 +211,21 @@ async fn messages_errors_are_anthropic_errors() {
     .await;
     assert_eq!(unknown.status, 404, "{}", unknown.text);
     assert_eq!(unknown.json()["error"]["type"], "not_found_error");
+    // A sub-route this gateway does not serve answers in the same shape.
+    let count = h
+        .client
+        .post(format!("{}/v1/messages/count_tokens", h.base))
+        .header("x-api-key", "client-key-1")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    let count = answer(count).await;
+    assert_eq!(count.status, 404, "{}", count.text);
+    assert_eq!(count.json()["error"]["type"], "not_found_error");
+    // The OpenAI face keeps OpenAI's error shape.
+    let openai = h.post("/v1/chat/completions", "{}", None).await;
+    assert!(openai.json()["error"]["message"].is_string() && openai.json().get("type").is_none());
     let bad = answer(
         request(
             Some("client-key-1"),

@@ -144,6 +144,15 @@ impl Config {
         }
     }
 
+    /// The API `provider` speaks, without copying its endpoint (a lookup
+    /// on every candidate of every run).
+    pub fn api_of(&self, provider: &str) -> Option<Api> {
+        match self.endpoints.get(provider) {
+            Some(endpoint) => Some(endpoint.api),
+            None => resolve(self, provider).map(|e| e.api),
+        }
+    }
+
     /// The endpoint serving `provider/model`, or why no provider serves it
     /// (the message says what to configure).
     pub fn known_model(&self, model: &str) -> Result<Endpoint, String> {

@@ -13,25 +13,19 @@ use serde_json::Value;
 
 use crate::chat::messages;
 
-/// The path prefix of the Anthropic face.
-const MESSAGES_PATH: &str = "/v1/messages";
-
 /// The most of an error body read to reshape it: errors are small; a
 /// larger body passes unchanged.
 const MAX_ERROR_BODY: usize = 1 << 20;
 
-/// Middleware: reshapes the JSON error of a `/v1/messages…` request.
+/// Middleware of the `/v1/messages…` routes: reshapes a JSON error.
 pub(super) async fn reshape(request: Request, next: Next) -> Response {
-    let anthropic = request.uri().path().starts_with(MESSAGES_PATH);
     let response = next.run(request).await;
     let is_json = response
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if !anthropic
-        || !response.status().is_client_error() && !response.status().is_server_error()
-        || !is_json
-    {
+    let failed = response.status().is_client_error() || response.status().is_server_error();
+    if !failed || !is_json {
         return response;
     }
     let (mut parts, body) = response.into_parts();

@@ -47,7 +47,7 @@ pub fn success(outcome: RunOutcome<ChatReply>, context: StreamContext, face: Fac
             let id = response_id(&completion.id, face);
             match face {
                 Face::OpenAi => {
-                    Json(openai::completion_json(&id, &model, created, &completion)).into_response()
+                    Json(openai::completion_json(&id, &model, created, completion)).into_response()
                 }
                 Face::Anthropic => {
                     Json(messages::message_json(&id, &model, &completion)).into_response()

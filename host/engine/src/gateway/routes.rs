@@ -6,7 +6,7 @@ use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::{Json, Router};
 use serde_json::json;
 
@@ -32,17 +32,22 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route_layer(middleware::from_fn(small_body));
     let mut keyed = Router::new()
         .route("/v1/chat/completions", post(chat))
-        .route("/v1/messages", post(messages))
         .merge(small);
+    // The Anthropic face: its own routes (an unknown sub-route is its 404),
+    // every refusal — the key check's included — in Anthropic's shape.
+    let mut anthropic = Router::new()
+        .route("/v1/messages", post(messages))
+        .route("/v1/messages/{*rest}", any(not_found));
     // Without client keys (loopback) there is nothing to check.
     if !gateway.client_keys.is_empty() {
-        keyed = keyed.route_layer(middleware::from_fn_with_state(
-            gateway.clone(),
-            require_client_key,
-        ));
+        let check = middleware::from_fn_with_state(gateway.clone(), require_client_key);
+        keyed = keyed.route_layer(check.clone());
+        anthropic = anthropic.route_layer(check);
     }
+    let anthropic = anthropic.layer(middleware::from_fn(super::anthropic_errors::reshape));
     Router::new()
         .merge(keyed)
+        .merge(anthropic)
         .route(
             "/healthz",
             get(healthz).route_layer(middleware::from_fn(small_body)),
@@ -52,7 +57,6 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
             get(readyz).route_layer(middleware::from_fn(small_body)),
         )
         .fallback(not_found)
-        .layer(middleware::from_fn(super::anthropic_errors::reshape))
         .layer(middleware::from_fn_with_state(
             gateway.clone(),
             policy_header,

@@ -249,9 +249,12 @@ impl Provider for HttpProvider {
     type Reply = ChatReply;
 
     fn cannot_express(&self, model: &str, request: &ChatRequest) -> Option<String> {
+        if request.openai_only.is_empty() && request.anthropic_only.is_empty() {
+            return None;
+        }
         let provider = canonical_provider(split_model(model).0);
-        let endpoint = self.config.endpoint(provider)?;
-        crate::chat::unexpressible(endpoint.api, &request.openai_only, &request.anthropic_only)
+        let api = self.config.api_of(provider)?;
+        crate::chat::unexpressible(api, &request.openai_only, &request.anthropic_only)
     }
 
     async fn call(&self, target: &Target, request: &ChatRequest) -> Result<ChatReply, CallError> {

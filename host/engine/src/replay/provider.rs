@@ -192,7 +192,7 @@ impl Provider for ReplayProvider {
         let shapes = self.shapes.as_ref()?;
         let (openai_only, anthropic_only) = shapes.requests.get(request)?;
         let provider = crate::state::canonical_provider(crate::state::split_model(model).0);
-        let api = shapes.config.endpoint(provider)?.api;
+        let api = shapes.config.api_of(provider)?;
         crate::chat::unexpressible(api, openai_only, anthropic_only)
     }
 

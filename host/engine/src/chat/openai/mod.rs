@@ -218,8 +218,8 @@ mod tests {
                 "usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4}}}"#,
         )
         .unwrap();
-        assert_eq!(whole.usage.unwrap().cached_tokens, Some(4));
-        let body = completion_json("chatcmpl-gw", "openai/m", 1, &whole);
+        assert_eq!(whole.usage.as_ref().unwrap().cached_tokens, Some(4));
+        let body = completion_json("chatcmpl-gw", "openai/m", 1, whole);
         assert_eq!(body["choices"][1]["message"]["content"], "y");
         assert_eq!(body["system_fingerprint"], "fp_2");
         assert_eq!(

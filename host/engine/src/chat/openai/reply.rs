@@ -18,13 +18,13 @@ pub fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
     let choice = value
         .get("choices")
         .and_then(|c| c.get(0))
-        .ok_or_else(|| unreadable(text))?
-        .clone();
+        .ok_or_else(|| unreadable(text))?;
     let message = choice.get("message").ok_or_else(|| unreadable(text))?;
     let mut message_extra = message.as_object().cloned().unwrap_or_default();
     message_extra.remove("role");
     let content = message_extra.remove("content");
     message_extra.retain(|_, v| !v.is_null());
+    let finish = finish(choice.get("finish_reason")).unwrap_or(FinishReason::Stop);
     Ok(Completion {
         id: value
             .get("id")
@@ -36,7 +36,7 @@ pub fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned(),
-        finish: finish(choice.get("finish_reason")).unwrap_or(FinishReason::Stop),
+        finish,
         usage: usage(value.get("usage")),
         message_extra,
         raw: Some(value),
@@ -209,19 +209,18 @@ impl StreamDecoder {
 }
 
 /// The client-facing `chat.completion` object.
-pub fn completion_json(id: &str, model: &str, created: u64, completion: &Completion) -> Value {
-    if let Some(Value::Object(raw)) = &completion.raw {
+pub fn completion_json(id: &str, model: &str, created: u64, completion: Completion) -> Value {
+    if let Some(Value::Object(mut body)) = completion.raw {
         // An OpenAI-shaped upstream's reply, whole: every choice and field.
-        let mut body = raw.clone();
         body.insert("id".into(), id.into());
         body.insert("model".into(), model.into());
         body.insert("object".into(), "chat.completion".into());
         body.entry("created").or_insert(created.into());
         return Value::Object(body);
     }
-    let mut message = completion.message_extra.clone();
+    let mut message = completion.message_extra;
     message.insert("role".into(), "assistant".into());
-    message.insert("content".into(), completion.text.clone().into());
+    message.insert("content".into(), completion.text.into());
     let mut body = json!({
         "id": id,
         "object": "chat.completion",
