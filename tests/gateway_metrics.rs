@@ -205,3 +205,21 @@ async fn readyz_says_whether_the_default_chain_can_serve_now() {
     assert_eq!(down.json()["ready"], false);
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_counts_only_credentials_a_run_could_use() {
+    let h = start("", ClientKeys::default()).await;
+    // OpenAI's only credential: a token that expired and cannot be refreshed.
+    let path = h.store.paths().profiles.clone();
+    let mut document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    document["profiles"]["openai:a"] = json!({"type": "token", "provider": "openai", "token": "expired-token-0123", "expires": 1_000});
+    std::fs::write(&path, document.to_string()).unwrap();
+    let ready = h.get("/readyz").await;
+    let openai = &ready.json()["candidates"][1];
+    assert_eq!(openai["model"], FALLBACK, "{}", ready.text);
+    assert_eq!(openai["ready"], false, "{}", ready.text);
+    let why = openai["why"].as_str().unwrap();
+    assert!(why.contains("stored but none is usable"), "{why}");
+    h.stop().await;
+}

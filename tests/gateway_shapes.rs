@@ -436,3 +436,28 @@ async fn a_refusal_alone_is_an_answer_not_an_empty_reply() {
     assert_eq!(h.up.chat_calls().len(), 1, "no failover for a refusal");
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_on_the_only_candidate_left_after_a_pass_over_moves_no_session() {
+    let h = start("", ClientKeys::default()).await;
+    // The Anthropic primary cannot say `n: 2`; OpenAI asks for a second.
+    h.up.then(
+        "gpt-x",
+        Behaviour::Status(
+            429,
+            vec![("retry-after", "1".into())],
+            r#"{"error":{"message":"slow down","type":"rate_limit_error"}}"#.into(),
+        ),
+    );
+    let body = json!({"model": "auto", "n": 2, "messages": [{"role": "user", "content": "hi"}]});
+    let a = h
+        .post("/v1/chat/completions", &body.to_string(), Some("s-wait"))
+        .await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.header("x-failover-model"), FALLBACK);
+    assert_eq!(h.up.chat_calls().len(), 2, "{:?}", h.up.chat_calls());
+    // The primary never failed: the session stays on it.
+    let session = h.sessions.get("s-wait").unwrap();
+    assert_eq!(session.model(), None, "{session:?}");
+    h.stop().await;
+}

@@ -84,9 +84,9 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
             "nothing else to try: waiting on the provider's Retry-After"
         );
         self.runner.clock.sleep(delay).await;
-        let write = wait.position > 0 && self.failed_before() && self.options.model.is_none();
+        let write = self.failed_before(wait.position) && self.options.model.is_none();
         if let (true, Some(id)) = (write, &self.options.session) {
-            let reason = self.last_failure_reason();
+            let reason = self.last_failure_reason(wait.position);
             self.written = self.runner.persist_fallback(
                 id,
                 &wait.target.model,

@@ -204,9 +204,9 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
         // starts — when a candidate before failed, not when it was only
         // passed over for a feature of this one request.
         // A one-off selection never touches the session's override (F-7.6).
-        let write = self.position > 0 && self.failed_before() && self.options.model.is_none();
+        let write = self.failed_before(self.position) && self.options.model.is_none();
         if let (true, Some(id)) = (write, &self.options.session) {
-            let reason = self.last_failure_reason();
+            let reason = self.last_failure_reason(self.position);
             self.written = self
                 .runner
                 .persist_fallback(id, &model, &self.plan.chain[0], reason)?;
@@ -231,19 +231,24 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
         self.profiles(profiles).await
     }
 
-    /// Whether a candidate before failed — not only passed over for a
-    /// feature of this one request it cannot express.
-    fn failed_before(&self) -> bool {
-        self.attempts.iter().any(|a| !a.is_unsupported_skip())
-    }
-
-    /// The reason of the last real failure (a pass-over is not one).
-    fn last_failure_reason(&self) -> Option<RecordedReason> {
+    /// The real failures (not pass-overs for a feature of this one request)
+    /// of the candidates before `position`.
+    fn failures_before(&self, position: usize) -> impl DoubleEndedIterator<Item = &Attempt> {
+        let earlier = &self.plan.chain[..position.min(self.plan.chain.len())];
         self.attempts
             .iter()
-            .rev()
-            .find(|a| !a.is_unsupported_skip())
-            .map(|a| a.reason)
+            .filter(move |a| !a.is_unsupported_skip() && earlier.contains(&a.model))
+    }
+
+    /// Whether a candidate before `position` failed (F-9.3 then moves the
+    /// session to the fallback; a pass-over alone does not).
+    fn failed_before(&self, position: usize) -> bool {
+        self.failures_before(position).next().is_some()
+    }
+
+    /// The reason of the last real failure before `position`.
+    fn last_failure_reason(&self, position: usize) -> Option<RecordedReason> {
+        self.failures_before(position).next_back().map(|a| a.reason)
     }
 
     /// The policy's word on a candidate: the profiles to try, or the reason
