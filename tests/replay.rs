@@ -591,6 +591,23 @@ async fn record_content_keeps_prompts_and_replies() {
         // a test fixture, so only check the header line holds none.
         assert!(!text.lines().next().unwrap().contains(key));
     }
+    // An Anthropic client's conversation is kept in the same shape, its
+    // top-level system prompt first.
+    let messages = serde_json::json!({"model": "auto", "max_tokens": 50, "system": "be brief",
+        "messages": [{"role": "user", "content": "hi"}]});
+    assert_eq!(
+        h.post("/v1/messages", &messages.to_string(), None)
+            .await
+            .status,
+        200
+    );
+    let trace = Trace::read(&h.trace.clone().unwrap(), false).unwrap();
+    let content = trace.requests[1].content.clone().expect("content kept");
+    assert_eq!(
+        content[0],
+        serde_json::json!({"role": "system", "content": "be brief"})
+    );
+    assert_eq!(content[1]["content"], "hi");
     h.stop().await;
 }
 

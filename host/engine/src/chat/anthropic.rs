@@ -112,7 +112,8 @@ pub fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
             .unwrap_or("")
             .to_owned(),
         text: text_out,
-        finish: stop_reason(value.get("stop_reason")).unwrap_or(FinishReason::Stop),
+        finish: stop_reason(value.get("stop_reason"), value.get("stop_sequence"))
+            .unwrap_or(FinishReason::Stop),
         usage: value.get("usage").and_then(|u| {
             let (read, written) = cache_tokens(u);
             Some(TokenUsage {
@@ -136,9 +137,12 @@ fn cache_tokens(usage: &Value) -> (u64, u64) {
     )
 }
 
-fn stop_reason(value: Option<&Value>) -> Option<FinishReason> {
+fn stop_reason(value: Option<&Value>, sequence: Option<&Value>) -> Option<FinishReason> {
     Some(match value?.as_str()? {
-        "end_turn" | "stop_sequence" | "pause_turn" => FinishReason::Stop,
+        "end_turn" | "pause_turn" => FinishReason::Stop,
+        "stop_sequence" => {
+            FinishReason::StopSequence(sequence.and_then(Value::as_str).map(str::to_owned))
+        }
         "max_tokens" => FinishReason::Length,
         "tool_use" => FinishReason::ToolCalls,
         "refusal" => FinishReason::ContentFilter,
@@ -269,7 +273,8 @@ impl StreamDecoder {
 
     /// `message_delta`: the stop reason and the reply's tokens.
     fn message_delta(&mut self, value: &Value) {
-        if let Some(reason) = stop_reason(value.pointer("/delta/stop_reason")) {
+        let sequence = value.pointer("/delta/stop_sequence");
+        if let Some(reason) = stop_reason(value.pointer("/delta/stop_reason"), sequence) {
             self.finish = Some(reason);
         }
         if let Some(out) = value

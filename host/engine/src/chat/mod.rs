@@ -138,6 +138,9 @@ pub enum FinishReason {
     ContentFilter,
     /// The model called tools (`tool_calls`).
     ToolCalls,
+    /// A stop sequence ended it (OpenAI says `stop`; Anthropic names the
+    /// sequence, when the provider said which).
+    StopSequence(Option<String>),
     /// Anything else, as the provider said it.
     Other(String),
 }
@@ -146,7 +149,7 @@ impl FinishReason {
     /// OpenAI's `finish_reason`.
     pub fn as_openai(&self) -> &str {
         match self {
-            FinishReason::Stop => "stop",
+            FinishReason::Stop | FinishReason::StopSequence(_) => "stop",
             FinishReason::Length => "length",
             FinishReason::ContentFilter => "content_filter",
             FinishReason::ToolCalls => "tool_calls",

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -126,7 +125,7 @@ async fn admit(gateway: &Gateway, request: Request, face: Face) -> Result<Admitt
         route(gateway, &request.model, &request.models).map_err(IntoResponse::into_response)?;
     options.session = session;
     if let Some(recorder) = &gateway.recorder {
-        request.record_id = Some(record_request(recorder, &request, &options, &body));
+        request.record_id = Some(record_request(recorder, &request, &options));
     }
     let deadline = now_ms().saturating_add(runner.config().run_timeout_ms());
     options.deadline_ms = Some(deadline);
@@ -140,12 +139,7 @@ async fn admit(gateway: &Gateway, request: Request, face: Face) -> Result<Admitt
 }
 
 /// Records the request in the trace; its id there.
-fn record_request(
-    recorder: &Recorder,
-    request: &ChatRequest,
-    options: &RunOptions,
-    body: &Bytes,
-) -> u64 {
+fn record_request(recorder: &Recorder, request: &ChatRequest, options: &RunOptions) -> u64 {
     recorder.request(RequestEvent {
         id: 0,
         at: now_ms(),
@@ -159,12 +153,11 @@ fn record_request(
         anthropic_only: request.anthropic_only.clone(),
         stream: request.stream,
         compaction_count: 0,
-        // Parsed again only when the text is to be kept.
+        // The conversation in one shape whatever the client's (the system
+        // prompt first), and only when the text is to be kept.
         content: recorder
             .keeps_content()
-            .then(|| serde_json::from_slice::<serde_json::Value>(body).ok())
-            .flatten()
-            .and_then(|b| b.get("messages").cloned()),
+            .then(|| openai::render_request(request, &request.model)["messages"].take()),
     })
 }
 

@@ -11,9 +11,18 @@ use super::super::{Completion, FinishReason, StreamEvent, TokenUsage, ToolCallDe
 pub fn stop_reason(finish: &FinishReason) -> &'static str {
     match finish {
         FinishReason::Stop | FinishReason::Other(_) => "end_turn",
+        FinishReason::StopSequence(_) => "stop_sequence",
         FinishReason::Length => "max_tokens",
         FinishReason::ToolCalls => "tool_use",
         FinishReason::ContentFilter => "refusal",
+    }
+}
+
+/// The stop sequence that ended the reply, when one did and it is known.
+fn stop_sequence(finish: &FinishReason) -> Value {
+    match finish {
+        FinishReason::StopSequence(Some(sequence)) => sequence.clone().into(),
+        _ => Value::Null,
     }
 }
 
@@ -47,7 +56,7 @@ pub fn message_json(id: &str, model: &str, completion: &Completion) -> Value {
         "model": model,
         "content": content,
         "stop_reason": stop_reason(&completion.finish),
-        "stop_sequence": null,
+        "stop_sequence": stop_sequence(&completion.finish),
         "usage": usage_json(completion.usage.unwrap_or_default()),
     })
 }
@@ -144,7 +153,7 @@ impl StreamEncoder {
                 self.close(&mut out);
                 let usage = usage.unwrap_or_default();
                 let delta = json!({"type": "message_delta",
-                    "delta": {"stop_reason": stop_reason(reason), "stop_sequence": null},
+                    "delta": {"stop_reason": stop_reason(reason), "stop_sequence": stop_sequence(reason)},
                     "usage": usage_json(usage)});
                 out.push_str(&sse("message_delta", &delta));
                 out.push_str(&sse("message_stop", &json!({"type": "message_stop"})));

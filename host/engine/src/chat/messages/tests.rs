@@ -232,3 +232,23 @@ fn a_stream_opens_and_closes_blocks_around_text_and_tool_calls() {
         "{error}"
     );
 }
+
+#[test]
+fn a_stop_sequence_is_named_to_anthropic_clients_and_is_stop_to_openai_ones() {
+    let reply = anthropic::parse_completion(
+        r#"{"id":"msg_s","type":"message","role":"assistant","content":[{"type":"text","text":"a"}],
+            "stop_reason":"stop_sequence","stop_sequence":"END","usage":{"input_tokens":3,"output_tokens":1}}"#,
+    )
+    .unwrap();
+    assert_eq!(reply.finish, FinishReason::StopSequence(Some("END".into())));
+    assert_eq!(reply.finish.as_openai(), "stop");
+    let message = message_json("msg_s", "anthropic/claude", &reply);
+    assert_eq!(message["stop_reason"], "stop_sequence");
+    assert_eq!(message["stop_sequence"], "END");
+    let (mut encoder, _) = StreamEncoder::start("msg_s", "anthropic/claude");
+    let end = encoder.event(&StreamEvent::Finish {
+        reason: reply.finish.clone(),
+        usage: None,
+    });
+    assert!(end.contains(r#""stop_sequence":"END""#), "{end}");
+}
