@@ -197,19 +197,23 @@ pub fn summary_json(s: &ProfileSummary) -> Value {
     })
 }
 
+/// A profile's routing state at `now`: `disabled`, `cooldown` or `ok`.
+pub fn state_name(usage: &Usage, now: u64) -> &'static str {
+    if usage.disabled_until.is_some_and(|u| u > now) {
+        "disabled"
+    } else if usage.cooldown_until.is_some_and(|u| u > now) {
+        "cooldown"
+    } else {
+        "ok"
+    }
+}
+
 /// A profile's state at `now`: `ok`, `cooldown` or `disabled`, with windows.
 pub fn state_json(usage: &Usage, now: u64) -> Value {
     let disabled = usage.disabled_until.filter(|u| *u > now);
     let cooldown = usage.cooldown_until.filter(|u| *u > now);
-    let state = if disabled.is_some() {
-        "disabled"
-    } else if cooldown.is_some() {
-        "cooldown"
-    } else {
-        "ok"
-    };
     json!({
-        "state": state,
+        "state": state_name(usage, now),
         "disabledUntil": disabled,
         "disabledReason": disabled.and(usage.disabled_reason.map(|r| r.as_str())),
         "cooldownUntil": cooldown,

@@ -11,6 +11,8 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::Context as _;
+
 use super::timefmt::now_ms;
 use super::Context;
 use crate::readiness::chain_readiness;
@@ -69,13 +71,18 @@ pub fn run(context: &Context, args: DoctorArgs) -> anyhow::Result<ExitCode> {
             "chain: no model configured (set agents.defaults.model.primary)".into(),
         );
     }
+    let prober = if args.offline {
+        None
+    } else {
+        Some(Prober::new()?)
+    };
     let mut serving = None;
     for candidate in &candidates {
         let endpoint = config.known_model(&candidate.model);
-        let reach = match (&endpoint, args.offline) {
+        let reach = match (&endpoint, &prober) {
             (Err(error), _) => Err(error.clone()),
-            (Ok(_), true) => Ok("not contacted (--offline)".to_owned()),
-            (Ok(endpoint), false) => reach(&endpoint.base_url),
+            (Ok(_), None) => Ok("not contacted (--offline)".to_owned()),
+            (Ok(endpoint), Some(prober)) => prober.reach(&endpoint.base_url),
         };
         let ok = candidate.ready && reach.is_ok();
         let place = endpoint.as_ref().map_or_else(
@@ -108,23 +115,35 @@ pub fn run(context: &Context, args: DoctorArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// One GET of `base_url`: "answers (HTTP 404)", or the cause it does not.
-fn reach(base_url: &str) -> Result<String, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let client = reqwest::Client::builder()
-        .timeout(REACH_TIMEOUT)
-        .build()
-        .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
-    runtime.block_on(async {
-        match client.get(base_url).send().await {
-            Ok(response) => Ok(format!("answers (HTTP {})", response.status().as_u16())),
-            // The URL stays out of the words: it may carry a key.
-            Err(error) => Err(format!("does not answer: {}", cause(&error.without_url()))),
-        }
-    })
+/// One runtime and one HTTP client for every address checked.
+struct Prober {
+    runtime: tokio::runtime::Runtime,
+    client: reqwest::Client,
+}
+
+impl Prober {
+    fn new() -> anyhow::Result<Prober> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let client = reqwest::Client::builder()
+            .timeout(REACH_TIMEOUT)
+            .build()
+            .context("cannot build an HTTP client")?;
+        Ok(Prober { runtime, client })
+    }
+
+    /// One GET of `base_url`: "answers (HTTP 404)", or the cause it does not.
+    fn reach(&self, base_url: &str) -> Result<String, String> {
+        self.runtime.block_on(async {
+            match self.client.get(base_url).send().await {
+                Ok(response) => Ok(format!("answers (HTTP {})", response.status().as_u16())),
+                // The URL stays out of the words: it may carry a key.
+                Err(error) => Err(format!("does not answer: {}", cause(&error.without_url()))),
+            }
+        })
+    }
 }
 
 /// A base URL as shown: scheme, host, port and path — no user, password

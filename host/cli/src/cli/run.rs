@@ -56,9 +56,7 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(|model| config.expand_aliases([model]))
         .unwrap_or_default();
-    for model in &chain {
-        config.known_model(model).map_err(|e| anyhow!(e))?;
-    }
+    config.check_models(&chain).map_err(|e| anyhow!(e))?;
     let store = context.store()?;
     let sessions = SessionStore::for_agent(&context.state_dir()?.agent(context.agent())?.dir);
     let provider = HttpProvider::new(Arc::new(config.clone()), store.clone())?;

@@ -21,7 +21,8 @@ pub const API_VERSION: &str = "2023-06-01";
 
 /// The upstream request body, or why the request cannot be translated.
 pub fn render_request(request: &ChatRequest, model: &str) -> Result<Value, TranslateError> {
-    if let Some(what) = untranslatable(request) {
+    let api = crate::config::Api::AnthropicMessages;
+    if let Some(what) = super::unexpressible(api, &request.openai_only, &request.anthropic_only) {
         return Err(TranslateError(format!(
             "this request cannot be translated to the Anthropic Messages API: {what} has no counterpart there"
         )));
@@ -56,12 +57,6 @@ pub fn render_request(request: &ChatRequest, model: &str) -> Result<Value, Trans
         body["stop_sequences"] = request.stop.clone().into();
     }
     Ok(body)
-}
-
-/// What of `request` the Anthropic Messages API cannot express, named
-/// (`field \`n\` above 1, field \`logprobs\``), or `None`.
-pub fn untranslatable(request: &ChatRequest) -> Option<String> {
-    (!request.openai_only.is_empty()).then(|| request.openai_only.join(", "))
 }
 
 /// Text turns, consecutive turns of one role merged (Anthropic wants them

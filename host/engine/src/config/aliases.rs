@@ -50,6 +50,20 @@ impl Config {
         out
     }
 
+    /// Checks that each of `models` (aliases expanded) is a `provider/model`
+    /// the config serves; the error says what to use instead.
+    pub fn check_models(&self, models: &[String]) -> Result<(), String> {
+        for model in models {
+            if !model.contains('/') {
+                return Err(format!(
+                    "unknown model {model:?}: use `auto`, `agent:<id>`, `provider/model` or an alias of models.aliases"
+                ));
+            }
+            self.known_model(model)?;
+        }
+        Ok(())
+    }
+
     /// Checks `models.aliases`: names that cannot be mistaken for a model
     /// or a keyword, targets that are known `provider/model`s.
     pub(super) fn check_aliases(&self) -> Result<(), String> {

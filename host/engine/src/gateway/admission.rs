@@ -252,14 +252,7 @@ pub(super) fn route(
             ),
         ));
     }
-    for name in &chain {
-        if !name.contains('/') {
-            return Err(unknown(format!(
-                "unknown model {name:?}: use `auto`, `agent:<id>`, `provider/model` or an alias of models.aliases"
-            )));
-        }
-        config.known_model(name).map_err(unknown)?;
-    }
+    config.check_models(&chain).map_err(unknown)?;
     let runner = match model.strip_prefix("agent:") {
         Some(agent) => gateway
             .agent_runner(agent)

@@ -7,20 +7,9 @@ use serde_json::{json, Value};
 
 use super::metrics::Snapshot;
 use super::Gateway;
-use crate::auth::Usage;
 use crate::readiness::chain_readiness;
 use crate::state::StateError;
-use crate::status::StatusError;
-
-/// A profile's routing state at `now` for any model: `disabled`,
-/// `cooldown` or `ok`.
-fn state_of(usage: Option<&Usage>, now: u64) -> &'static str {
-    match usage {
-        Some(u) if u.disabled_until.is_some_and(|until| until > now) => "disabled",
-        Some(u) if u.blocked_until(None, now).is_some() => "cooldown",
-        _ => "ok",
-    }
-}
+use crate::status::{state_name, StatusError};
 
 /// Whether the default chain can serve now, and the report: the first
 /// candidate that can, and per candidate why or why not.
@@ -47,7 +36,7 @@ pub(super) fn snapshot(gateway: &Gateway, now: u64) -> Result<Snapshot, StateErr
     let (summaries, usage) = (store.summaries()?, store.usage()?);
     let mut counts: BTreeMap<(String, &'static str), i64> = BTreeMap::new();
     for summary in &summaries {
-        let state = state_of(usage.get(&summary.id), now);
+        let state = usage.get(&summary.id).map_or("ok", |u| state_name(u, now));
         *counts.entry((summary.provider.clone(), state)).or_default() += 1;
     }
     let policy = gateway

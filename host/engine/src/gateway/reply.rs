@@ -100,20 +100,16 @@ pub fn run_error(error: &RunError) -> Response {
 
 /// Whether every candidate was passed over for a feature it cannot express.
 fn all_unsupported(attempts: &[Attempt]) -> bool {
-    !attempts.is_empty() && attempts.iter().all(is_unsupported)
-}
-
-fn is_unsupported(attempt: &Attempt) -> bool {
-    attempt.is_unsupported_skip()
+    !attempts.is_empty() && attempts.iter().all(Attempt::is_unsupported_skip)
 }
 
 /// The reason every real failure shared, when some candidates were passed
 /// over for what they cannot express: the outage is what the client hears.
 fn common_outage(attempts: &[Attempt]) -> Option<RecordedReason> {
-    if !attempts.iter().any(is_unsupported) {
+    if !attempts.iter().any(Attempt::is_unsupported_skip) {
         return None;
     }
-    let mut real = attempts.iter().filter(|a| !is_unsupported(a));
+    let mut real = attempts.iter().filter(|a| !a.is_unsupported_skip());
     let first = real.next()?.reason;
     real.all(|a| a.reason == first).then_some(first)
 }
