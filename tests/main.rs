@@ -11,6 +11,7 @@
 mod support {
     pub mod binary;
     pub mod guests;
+    pub mod redis;
 }
 #[path = "gateway/emulation.rs"]
 mod emulation;
@@ -35,5 +36,6 @@ mod runner;
 mod sdk;
 mod secrets;
 mod serve_cli;
+mod shared_state;
 mod state;
 mod swap;

@@ -62,6 +62,9 @@ pub struct Call {
 struct Shared {
     script: HashMap<String, VecDeque<Behaviour>>,
     calls: Vec<Call>,
+    /// Keys every call with which fails: `(status, hold)`, see
+    /// [`Upstream::fail_key`].
+    key_faults: HashMap<String, (u16, usize)>,
 }
 
 /// Released by the test: a token endpoint asked with a refresh token
@@ -73,6 +76,8 @@ static TOKEN_GATE: tokio::sync::Notify = tokio::sync::Notify::const_new();
 pub struct Upstream {
     pub base: String,
     shared: Arc<Mutex<Shared>>,
+    /// Calls that met a key fault so far.
+    faulted: Arc<tokio::sync::watch::Sender<usize>>,
 }
 
 impl Upstream {
@@ -80,7 +85,12 @@ impl Upstream {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let shared = Arc::new(Mutex::new(Shared::default()));
-        let upstream = Upstream { base, shared };
+        let faulted = Arc::new(tokio::sync::watch::Sender::new(0));
+        let upstream = Upstream {
+            base,
+            shared,
+            faulted,
+        };
         let serving = upstream.clone();
         tokio::spawn(async move {
             loop {
@@ -105,6 +115,28 @@ impl Upstream {
             .or_default()
             .push_back(behaviour);
         self
+    }
+
+    /// Every call presenting `key` fails with `status` (429: a rate limit,
+    /// else a server error) until [`Upstream::heal_key`]. With `hold` above
+    /// 1, each failing call waits until `hold` of them have arrived (at
+    /// most 20 s), so that they are all in flight at once.
+    pub fn fail_key(&self, key: &str, status: u16, hold: usize) {
+        self.shared
+            .lock()
+            .unwrap()
+            .key_faults
+            .insert(key.into(), (status, hold));
+    }
+
+    /// Calls with `key` are answered normally again.
+    pub fn heal_key(&self, key: &str) {
+        self.shared.lock().unwrap().key_faults.remove(key);
+    }
+
+    /// How many chat calls presented `key`.
+    pub fn calls_with_key(&self, key: &str) -> usize {
+        self.chat_calls().iter().filter(|(_, k)| k == key).count()
     }
 
     /// Lets a held token request answer.
@@ -189,6 +221,19 @@ impl Upstream {
             key: key.clone(),
             body,
         });
+        let fault = self.shared.lock().unwrap().key_faults.get(&key).copied();
+        if let Some((status, hold)) = fault {
+            self.faulted.send_modify(|n| *n += 1);
+            let mut arrived = self.faulted.subscribe();
+            let all_in = arrived.wait_for(|n| *n >= hold);
+            let _ = tokio::time::timeout(Duration::from_secs(20), all_in).await;
+            let body = if status == 429 {
+                r#"{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}"#
+            } else {
+                r#"{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}"#
+            };
+            return respond(&mut socket, status, &[], "application/json", body).await;
+        }
         let behaviour = self
             .shared
             .lock()

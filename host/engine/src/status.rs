@@ -11,7 +11,8 @@ use crate::auth::{OrderRequest, RankedProfile, Usage};
 use crate::config::Config;
 use crate::runner::OverrideSource;
 use crate::state::{
-    canonical_provider, stored_profiles, AuthStore, ProfileSummary, SessionEntry, SessionStore,
+    canonical_provider, stored_profiles, AuthStore, BackendStatus, ProfileSummary, SessionEntry,
+    SessionStore,
 };
 use failover_sandbox::Decider;
 
@@ -44,6 +45,8 @@ pub struct Status {
     pub on_fallback: Vec<(String, String)>,
     /// The default chain's candidates: which can be tried now, and why not.
     pub chain: Vec<crate::readiness::CandidateReadiness>,
+    /// Where the routing state lives and whether it answers.
+    pub state: BackendStatus,
 }
 
 /// Reading the state or asking the policy failed.
@@ -121,6 +124,7 @@ impl Status {
             providers,
             on_fallback,
             chain: crate::readiness::chain_readiness(policy, config, store, now)?,
+            state: store.backend_status(),
         })
     }
 
@@ -173,8 +177,22 @@ impl Status {
             "chain": self.chain.iter()
                 .map(|c| json!({"model": c.model, "ready": c.ready, "why": c.why}))
                 .collect::<Vec<_>>(),
+            "state": backend_json(&self.state),
         })
     }
+}
+
+/// The state backend: `backend`, `healthy`, and for Redis its `url`
+/// (password hidden), `downSince`, `error` and `pendingChanges`.
+pub fn backend_json(state: &BackendStatus) -> Value {
+    let mut report = json!({"backend": state.backend, "healthy": state.healthy()});
+    if let Some(shared) = &state.shared {
+        report["url"] = shared.url.clone().into();
+        report["downSince"] = json!(shared.health.down_since_ms);
+        report["error"] = json!(shared.health.error);
+        report["pendingChanges"] = shared.pending.into();
+    }
+    report
 }
 
 /// The policy's name, version, contract and content hash.

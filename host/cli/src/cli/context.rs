@@ -9,7 +9,7 @@ use anyhow::Context as _;
 
 use crate::config::Config;
 use crate::policy::{gate, Policy, PolicyEngine};
-use crate::state::{AuthStore, StateDir};
+use crate::state::{AuthStore, Backend, SessionStore, StateDir};
 
 /// The command line's global choices, resolved lazily.
 pub struct Context {
@@ -20,6 +20,8 @@ pub struct Context {
     engine: OnceCell<PolicyEngine>,
     policy: OnceCell<Arc<Policy>>,
     config: OnceCell<Config>,
+    /// The agent's stores: one Redis pool and local copy per process.
+    stores: OnceCell<(AuthStore, SessionStore)>,
 }
 
 impl Context {
@@ -37,6 +39,7 @@ impl Context {
             engine: OnceCell::new(),
             policy: OnceCell::new(),
             config: OnceCell::new(),
+            stores: OnceCell::new(),
         }
     }
 
@@ -113,9 +116,20 @@ impl Context {
         })
     }
 
-    /// The agent's auth store.
+    /// The agent's auth store, its routing state on the configured
+    /// backend.
     pub fn store(&self) -> anyhow::Result<AuthStore> {
-        let paths = self.state_dir()?.agent(&self.agent)?;
-        Ok(AuthStore::open(paths)?)
+        Ok(self.stores()?.0)
+    }
+
+    /// The agent's auth store and session store, on the configured backend
+    /// (`state.backend`).
+    pub fn stores(&self) -> anyhow::Result<(AuthStore, SessionStore)> {
+        if let Some(stores) = self.stores.get() {
+            return Ok(stores.clone());
+        }
+        let backend = Backend::from_config(self.config()?)?;
+        let stores = backend.open(&self.state_dir()?, &self.agent)?;
+        Ok(self.stores.get_or_init(|| stores).clone())
     }
 }

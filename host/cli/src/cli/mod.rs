@@ -13,6 +13,7 @@ mod replay;
 mod run;
 mod serve;
 mod session;
+mod state;
 mod status;
 mod timefmt;
 
@@ -85,6 +86,9 @@ enum Command {
     Init(init::InitArgs),
     /// Check the config, credentials and providers; say what would serve now.
     Doctor(doctor::DoctorArgs),
+    /// Move routing state and sessions between backends (files, Redis).
+    #[command(subcommand)]
+    State(state::StateCommand),
 }
 
 /// `--log-format`.
@@ -134,5 +138,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Replay(args) => replay::run(&context, args),
         Command::Init(args) => init::run(&context, args),
         Command::Doctor(args) => doctor::run(&context, args),
+        Command::State(command) => state::run(&context, command),
     }
 }

@@ -15,7 +15,6 @@ use crate::providers::HttpProvider;
 use crate::runner::{
     clock::now_ms, retry_wait_cap_from_env, RunOptions, Runner, SystemClock, Target,
 };
-use crate::state::SessionStore;
 
 /// Exit status when the run failed (every candidate, or a stop).
 const EXIT_RUN_FAILED: u8 = 1;
@@ -57,8 +56,7 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
         .map(|model| config.expand_aliases([model]))
         .unwrap_or_default();
     config.check_models(&chain).map_err(|e| anyhow!(e))?;
-    let store = context.store()?;
-    let sessions = SessionStore::for_agent(&context.state_dir()?.agent(context.agent())?.dir);
+    let (store, sessions) = context.stores()?;
     let provider = HttpProvider::new(Arc::new(config.clone()), store.clone())?;
     let deadline = now_ms().saturating_add(config.run_timeout_ms());
     let max_stream_bytes = config.gateway.limits().max_stream_bytes;

@@ -74,10 +74,9 @@ pub fn run(context: &Context, command: SessionCommand) -> anyhow::Result<ExitCod
     }
 }
 
-/// The agent's session store.
+/// The agent's session store, on the configured backend.
 pub fn sessions(context: &Context) -> anyhow::Result<SessionStore> {
-    let paths = context.state_dir()?.agent(context.agent())?;
-    Ok(SessionStore::for_agent(&paths.dir))
+    Ok(context.stores()?.1)
 }
 
 fn show(

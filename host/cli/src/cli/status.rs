@@ -9,6 +9,7 @@ use serde_json::json;
 use super::timefmt::{absolute, now_ms, relative};
 use super::Context;
 use crate::auth::Usage;
+use crate::state::BackendStatus;
 use crate::status::Status;
 
 #[derive(Debug, clap::Args)]
@@ -51,6 +52,28 @@ pub fn describe_state(usage: &Usage, now: u64) -> String {
     parts.join("; ")
 }
 
+/// The state backend in one line: which, and whether it answers.
+fn describe_backend(state: &BackendStatus, now: u64) -> String {
+    let Some(shared) = &state.shared else {
+        return format!("routing state and sessions: {}", state.backend);
+    };
+    let health = &shared.health;
+    if health.healthy {
+        return format!("routing state and sessions: redis {} · healthy", shared.url);
+    }
+    let since = health
+        .down_since_ms
+        .map(|at| format!(" since {}", relative(at, now)))
+        .unwrap_or_default();
+    format!(
+        "routing state and sessions: redis {} · UNREACHABLE{since} ({}); serving from this \
+         process's local copy, {} change(s) to reconcile",
+        shared.url,
+        health.error.as_deref().unwrap_or("no answer"),
+        shared.pending
+    )
+}
+
 pub fn run(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
     let now = args.now.unwrap_or_else(now_ms);
     let policy = context.policy()?;
@@ -75,6 +98,7 @@ pub fn run(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
         context.state_dir()?.root().display(),
         policy.version()
     );
+    println!("{}", describe_backend(&status.state, now));
     if status.providers.is_empty() {
         println!("\nno profiles (add one with `failover profiles add ID`)");
     }

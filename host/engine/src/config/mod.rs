@@ -22,6 +22,7 @@
 //!   },
 //!   aliases: { "gpt-4o": "openai/gpt-4o", smart: ["openai/o3", "anthropic/claude-sonnet-4"] } },
 //!   gateway: { maxConnections: 1024, maxRequestBytes: 16777216 },  // gateway::limits
+//!   state: { backend: "redis", redis: { url: "redis://127.0.0.1:6379" } },  // state
 //! }
 //! ```
 //!
@@ -33,6 +34,7 @@
 mod aliases;
 pub mod gateway;
 pub mod providers;
+pub mod state;
 mod unknown_keys;
 mod validate;
 
@@ -44,6 +46,7 @@ use serde::{Deserialize, Serialize};
 pub use aliases::AliasTarget;
 pub use gateway::{GatewayConfig, ServerLimits};
 pub use providers::{Api, Endpoint, ModelEntry, OAuthEndpoint, ProviderEndpoint};
+pub use state::{BackendKind, RedisConfig, StateConfig};
 
 use crate::auth::{ConfiguredProfile, CooldownConfig, CredentialKind};
 use crate::state::{canonical_provider, StateError};
@@ -83,6 +86,8 @@ pub struct Config {
     pub policy: PolicyConfig,
     /// `gateway.*`: what `failover serve` bounds (see [`gateway`]).
     pub gateway: gateway::GatewayConfig,
+    /// `state.*`: where routing state and sessions live (see [`state`]).
+    pub state: state::StateConfig,
     /// The configured providers' endpoints, resolved once when the config
     /// is read (the `api` parsed, defaults filled): not part of the file.
     #[serde(skip)]

@@ -25,7 +25,7 @@ const TYPO_DISTANCE: usize = 2;
 /// Sections whose every key is this program's. (`gateway` and `models`
 /// are shared with the agent runtime's config: its `gateway.port`, its
 /// providers' `apiKey`.)
-const OWNED: &[&str] = &["policy", "auth.cooldowns", "agents.defaults.model"];
+const OWNED: &[&str] = &["policy", "auth.cooldowns", "agents.defaults.model", "state"];
 
 /// Keys of the agent runtime's config that sit one typo away from one of
 /// ours and are not typos (`*` is any one segment): its model allow-list

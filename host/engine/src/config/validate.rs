@@ -28,7 +28,8 @@ impl Config {
                 .map_err(|e| invalid(format!("auth.profiles: {e}")))?;
         }
         self.check_aliases().map_err(invalid)?;
-        self.gateway.validate(path)
+        self.gateway.validate(path)?;
+        self.state.validate(path)
     }
 
     /// `auth.cooldowns.*Hours`: above 0, at most a year.

@@ -43,6 +43,8 @@ pub struct Metrics {
     profiles: IntGaugeVec,
     policy: IntGaugeVec,
     after_success: IntGaugeVec,
+    state_store: IntGaugeVec,
+    state_pending: IntGaugeVec,
 }
 
 /// What one scrape reads besides the counters.
@@ -54,6 +56,9 @@ pub struct Snapshot {
     pub policy: Vec<(&'static str, u64)>,
     /// `(what, count)` of served answers whose bookkeeping failed.
     pub after_success: Vec<(&'static str, u64)>,
+    /// `(backend, healthy, local changes to reconcile)` of the default
+    /// agent's state store.
+    pub state_store: (&'static str, bool, usize),
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -139,8 +144,22 @@ impl Metrics {
             "Served answers whose bookkeeping failed, or whose stream broke after content.",
             &["what"],
         );
+        let state_store = gauge(
+            &registry,
+            "failover_state_store_healthy",
+            "1 while the default agent's state store answers, 0 while this replica serves from its local copy.",
+            &["backend"],
+        );
+        let state_pending = gauge(
+            &registry,
+            "failover_state_store_pending_changes",
+            "Local state changes made while the state store was unreachable, not yet merged into it.",
+            &["backend"],
+        );
         Metrics {
             registry,
+            state_store,
+            state_pending,
             named: named_models(config),
             requests,
             calls,
@@ -194,6 +213,13 @@ impl Metrics {
                 .with_label_values(&[what])
                 .set(i64::try_from(*value).unwrap_or(i64::MAX));
         }
+        let (backend, healthy, pending) = snapshot.state_store;
+        self.state_store
+            .with_label_values(&[backend])
+            .set(i64::from(healthy));
+        self.state_pending
+            .with_label_values(&[backend])
+            .set(i64::try_from(pending).unwrap_or(i64::MAX));
         let mut out = Vec::new();
         // Encoding in memory into a Vec cannot fail.
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);

@@ -43,7 +43,7 @@ use crate::config::Config;
 use crate::providers::HttpProvider;
 use crate::replay::record::{Recorder, RecordingProvider};
 use crate::runner::{Runner, SystemClock};
-use crate::state::{AuthStore, SessionStore, StateDir, StateError};
+use crate::state::{Backend, StateDir, StateError};
 use failover_sandbox::policy::Decider;
 
 /// Default listen address: loopback only.
@@ -113,13 +113,12 @@ impl Gateway {
         let mut agents: Vec<String> = vec![options.agent.clone()];
         agents.extend(config.agents.list.iter().map(|a| a.id.clone()));
         let mut runners = BTreeMap::new();
+        let backend = Backend::from_config(&config)?;
         for agent in agents {
             if runners.contains_key(&agent) {
                 continue;
             }
-            let paths = state_dir.agent(&agent)?;
-            let mut store = AuthStore::open(paths.clone())?;
-            let mut sessions = SessionStore::for_agent(&paths.dir);
+            let (mut store, mut sessions) = backend.open(state_dir, &agent)?;
             // A recording covers the default agent: it watches that agent's
             // state for changes other processes make (F-12.4).
             if let (Some(recorder), true) = (&options.recorder, agent == options.agent) {

@@ -51,7 +51,13 @@ pub(super) fn snapshot(gateway: &Gateway, now: u64) -> Result<Snapshot, StateErr
         })
         .unwrap_or_default();
     let served = gateway.runner().counters().values();
+    let backend = store.backend_status();
     Ok(Snapshot {
+        state_store: (
+            backend.backend,
+            backend.healthy(),
+            backend.shared.as_ref().map_or(0, |s| s.pending),
+        ),
         profiles: counts.into_iter().map(|((p, s), n)| (p, s, n)).collect(),
         policy,
         after_success: vec![

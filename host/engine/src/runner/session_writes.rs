@@ -115,7 +115,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         self.sessions.update(session, |e| {
             let pin = &mut e.profile_pin;
             if pin.source != Some(PinSource::User) {
-                pin.profile.get_or_insert(profile);
+                pin.profile.get_or_insert_with(|| profile.clone());
                 pin.source.get_or_insert(PinSource::Auto);
             }
         })?;

@@ -32,6 +32,16 @@ pub enum StateError {
         /// Which value, and why it is not allowed.
         message: String,
     },
+    /// The shared state store (Redis) refused or failed an operation that
+    /// cannot fall back to the local copy (a migration, a corrupt value).
+    #[error("{store}: {message}")]
+    Store {
+        /// The store, its password hidden (`redis://…/0`) and the key when
+        /// one is at fault.
+        store: String,
+        /// What went wrong.
+        message: String,
+    },
     /// No state directory was given and none could be derived.
     #[error("no state directory: pass --state-dir or set FAILOVER_STATE_DIR (no home directory was found)")]
     NoStateDir,

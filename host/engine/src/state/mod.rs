@@ -1,16 +1,19 @@
 //! The state directory: where profiles and their routing state live, and
 //! how they are read and written safely across processes.
 
+pub mod backend;
 pub mod blocking;
 pub mod error;
 pub mod files;
 pub mod paths;
 pub mod secrets;
 pub mod sessions;
+pub mod shared;
 pub mod store;
 pub(crate) mod usage_file;
 pub mod watch;
 
+pub use backend::{Backend, BackendStatus};
 pub use error::StateError;
 pub use paths::{AgentPaths, StateDir, AGENT_ENV, DEFAULT_AGENT, STATE_DIR_ENV};
 pub use secrets::{canonical_provider, Credential, ProfileSummary, ProfilesFile, Secret};

@@ -194,6 +194,11 @@ impl ProfilesFile {
             .expect("checked by from_value")
     }
 
+    /// Every profile's id, in order.
+    pub fn ids(&self) -> Vec<String> {
+        self.profiles().keys().cloned().collect()
+    }
+
     /// Every profile, without secrets, in id order.
     pub fn summaries(&self) -> Vec<ProfileSummary> {
         self.profiles()

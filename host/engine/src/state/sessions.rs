@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 
 use super::error::StateError;
 use super::files::{self, StateLock};
+use super::shared::SharedState;
 use super::watch::StateWatch;
 use crate::auth::{PinSource, RecordedReason};
 use policy_types::OverrideSource;
@@ -216,12 +217,15 @@ struct SessionsFile {
     other: Map<String, Value>,
 }
 
-/// One agent's sessions — in `sessions.json`, or, for replay, in memory.
+/// One agent's sessions — in `sessions.json`, in Redis, or, for replay,
+/// in memory.
 #[derive(Debug, Clone)]
 pub struct SessionStore {
     path: PathBuf,
     lock: PathBuf,
     memory: Option<Arc<Mutex<SessionsFile>>>,
+    /// Sessions kept in Redis instead of `sessions.json`.
+    shared: Option<SharedState>,
     /// Told what sessions are read and written (a recording, F-12.4).
     watch: Option<Arc<dyn StateWatch>>,
 }
@@ -235,6 +239,7 @@ impl SessionStore {
             path: dir.join("sessions.json"),
             lock: dir.join(".lock"),
             memory: None,
+            shared: None,
             watch: None,
         }
     }
@@ -245,8 +250,15 @@ impl SessionStore {
             path: PathBuf::from("<memory>"),
             lock: PathBuf::from("<memory>"),
             memory: Some(Arc::new(Mutex::new(SessionsFile::default()))),
+            shared: None,
             watch: None,
         }
+    }
+
+    /// The same store with the sessions in Redis.
+    pub fn with_shared(mut self, shared: SharedState) -> SessionStore {
+        self.shared = Some(shared);
+        self
     }
 
     /// The same store, telling `watch` every session it reads and every one
@@ -282,12 +294,18 @@ impl SessionStore {
 
     /// Every session.
     pub fn all(&self) -> Result<BTreeMap<String, SessionEntry>, StateError> {
+        if let Some(shared) = &self.shared {
+            return shared.sessions();
+        }
         Ok(self.read()?.sessions)
     }
 
     /// One session (empty if it has never been written).
     pub fn get(&self, id: &str) -> Result<SessionEntry, StateError> {
-        let entry = self.read()?.sessions.remove(id);
+        let entry = match &self.shared {
+            Some(shared) => shared.session(id)?,
+            None => self.read()?.sessions.remove(id),
+        };
         if let (Some(watch), Some(entry)) = (&self.watch, &entry) {
             watch.session_seen(id, entry);
         }
@@ -297,12 +315,26 @@ impl SessionStore {
     /// Changes one session under the lock: re-read, change, atomic write.
     /// A change that changes nothing writes nothing (every served request
     /// of a session passes through here; an fsync each would be its cost).
+    /// With Redis, atomic across replicas: `change` may be called again
+    /// when another replica changed the session meanwhile.
     pub fn update<T>(
         &self,
         id: &str,
-        change: impl FnOnce(&mut SessionEntry) -> T,
+        mut change: impl FnMut(&mut SessionEntry) -> T,
     ) -> Result<T, StateError> {
         check_session_id(id)?;
+        if let Some(shared) = &self.shared {
+            let applied = super::blocking::off_async(|| shared.update_session(id, &mut change))?;
+            if let Some(watch) = &self.watch {
+                if let Some(before) = &applied.before {
+                    watch.session_seen(id, before);
+                }
+                if let Some(after) = &applied.after {
+                    watch.session_written(id, after);
+                }
+            }
+            return Ok(applied.result);
+        }
         if let Some(memory) = &self.memory {
             let mut file = memory.lock().unwrap_or_else(|e| e.into_inner());
             return Ok(change(file.sessions.entry(id.to_owned()).or_default()));
@@ -328,6 +360,29 @@ impl SessionStore {
             watch.session_written(id, &written);
         }
         Ok(result)
+    }
+}
+
+impl SessionStore {
+    /// Writes `sessions` over the entries of the same ids, in one locked
+    /// write (a migration's).
+    pub fn import(&self, sessions: &BTreeMap<String, SessionEntry>) -> Result<(), StateError> {
+        for id in sessions.keys() {
+            check_session_id(id)?;
+        }
+        if let Some(shared) = &self.shared {
+            return shared.import(&BTreeMap::new(), sessions);
+        }
+        if let Some(memory) = &self.memory {
+            let mut file = memory.lock().unwrap_or_else(|e| e.into_inner());
+            file.sessions.extend(sessions.clone());
+            return Ok(());
+        }
+        let _lock = StateLock::acquire(&self.lock)?;
+        let mut file = self.read()?;
+        file.sessions.extend(sessions.clone());
+        file.version = SESSIONS_VERSION;
+        files::write_json_atomic(&self.path, &file)
     }
 }
 

@@ -10,6 +10,7 @@ use super::error::StateError;
 use super::files::{self, StateLock};
 use super::paths::AgentPaths;
 use super::secrets::{canonical_provider, ProfileSummary, ProfilesFile};
+use super::shared::SharedState;
 use super::usage_file::UsageFile;
 use super::watch::{report_usage_seen, StateWatch};
 use crate::auth::Usage;
@@ -26,11 +27,15 @@ pub enum UpdateError<E> {
 }
 
 /// An agent's `auth-profiles.json` and `auth-state.json` — or, for replay,
-/// the same documents held in memory ([`AuthStore::in_memory`]).
+/// the same documents held in memory ([`AuthStore::in_memory`]), or the
+/// profiles in the file and their routing state in Redis
+/// ([`AuthStore::with_shared`]).
 #[derive(Debug, Clone)]
 pub struct AuthStore {
     paths: AgentPaths,
     memory: Option<Arc<Mutex<Memory>>>,
+    /// Routing state kept in Redis instead of `auth-state.json`.
+    shared: Option<SharedState>,
     /// Told what routing state is read and written (a recording, F-12.4).
     watch: Option<Arc<dyn StateWatch>>,
 }
@@ -52,6 +57,7 @@ impl AuthStore {
         let store = AuthStore {
             paths,
             memory: None,
+            shared: None,
             watch: None,
         };
         // Copies of the state that killed writes left (secrets among them).
@@ -79,8 +85,34 @@ impl AuthStore {
         AuthStore {
             paths,
             memory: Some(Arc::new(Mutex::new(Memory::default()))),
+            shared: None,
             watch: None,
         }
+    }
+
+    /// The same store with its routing state in Redis (the profiles, with
+    /// their secrets, stay in the file).
+    pub fn with_shared(mut self, shared: SharedState) -> AuthStore {
+        self.shared = Some(shared);
+        self
+    }
+
+    /// Which backend holds the routing state, and whether it answers.
+    pub fn backend_status(&self) -> super::backend::BackendStatus {
+        let backend = match (&self.shared, &self.memory) {
+            (Some(_), _) => "redis",
+            (None, Some(_)) => "memory",
+            (None, None) => "files",
+        };
+        super::backend::BackendStatus {
+            backend,
+            shared: self.shared.as_ref().map(SharedState::status),
+        }
+    }
+
+    /// The Redis backend, when the routing state lives there.
+    pub fn shared(&self) -> Option<&SharedState> {
+        self.shared.as_ref()
     }
 
     /// The same store, telling `watch` every routing state it reads and
@@ -144,7 +176,10 @@ impl AuthStore {
     /// Routing state of every profile. Without `auth-state.json`, the
     /// `usageStats` older versions kept inside `auth-profiles.json`.
     pub fn usage(&self) -> Result<BTreeMap<String, Usage>, StateError> {
-        let usage = self.usage_file()?.usage_stats;
+        let usage = match &self.shared {
+            Some(shared) => shared.usage(&self.profiles()?.ids())?,
+            None => self.usage_file()?.usage_stats,
+        };
         if let Some(watch) = &self.watch {
             report_usage_seen(watch.as_ref(), &usage);
         }
@@ -166,11 +201,35 @@ impl AuthStore {
     }
 
     /// Changes the routing state under the lock (re-read, change, atomic
-    /// write).
+    /// write). With Redis, atomic across replicas: `change` may be called
+    /// again when another replica changed the same state meanwhile.
     pub fn update_usage<T>(
         &self,
-        change: impl FnOnce(&mut BTreeMap<String, Usage>) -> Result<T, StateError>,
+        change: impl FnMut(&mut BTreeMap<String, Usage>) -> Result<T, StateError>,
     ) -> Result<T, StateError> {
+        self.update_usage_of(None, change)
+    }
+
+    /// [`AuthStore::update_usage`] of the profiles `ids` (`None`: all).
+    fn update_usage_of<T>(
+        &self,
+        ids: Option<&[String]>,
+        mut change: impl FnMut(&mut BTreeMap<String, Usage>) -> Result<T, StateError>,
+    ) -> Result<T, StateError> {
+        if let Some(shared) = &self.shared {
+            let all;
+            let ids = match ids {
+                Some(ids) => ids,
+                None => {
+                    all = self.profiles()?.ids();
+                    &all
+                }
+            };
+            let applied = super::blocking::off_async(|| shared.update_usage(ids, &mut change))?;
+            self.report_change(&applied.before, None);
+            self.report_change(&applied.before, Some(&applied.after));
+            return Ok(applied.result);
+        }
         if let Some(mut memory) = self.memory() {
             let mut usage = memory.usage.usage_stats.clone();
             self.report_change(&memory.usage.usage_stats, None);
@@ -224,10 +283,11 @@ impl AuthStore {
     pub fn update_profile_usage<E>(
         &self,
         id: &str,
-        next: impl FnOnce(&Usage) -> Result<Usage, E>,
+        mut next: impl FnMut(&Usage) -> Result<Usage, E>,
     ) -> Result<Usage, UpdateError<E>> {
         let mut refused = None;
-        let updated = self.update_usage(|usage| {
+        let ids = [id.to_owned()];
+        let updated = self.update_usage_of(Some(&ids), |usage| {
             let before = usage.get(id).cloned().unwrap_or_default();
             match next(&before) {
                 Ok(after) => {

@@ -1,0 +1,234 @@
+//! `state.*`: where routing state and sessions live.
+//!
+//! ```json5
+//! state: {
+//!   backend: "redis",                  // "files" (the default) or "redis"
+//!   redis: {
+//!     url: "redis://127.0.0.1:6379/0", // or the FAILOVER_REDIS_URL environment variable
+//!     prefix: "failover",              // keys are <prefix>:<agent>:usage:<profile>, …:session:<id>
+//!     timeoutMs: 250,                  // per Redis call; past it the local copy serves
+//!   },
+//! }
+//! ```
+//!
+//! Secrets never go to Redis: each replica keeps its own
+//! `auth-profiles.json`, and profiles are matched by id.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::state::StateError;
+
+/// Environment variable that gives the Redis URL (and wins over
+/// `state.redis.url`), so a URL with a password need not sit in the config.
+pub const REDIS_URL_ENV: &str = "FAILOVER_REDIS_URL";
+
+/// Key prefix when none is configured.
+pub const DEFAULT_REDIS_PREFIX: &str = "failover";
+
+/// A Redis call may take this long before the local copy serves instead: a
+/// loopback or same-zone Redis answers in well under a millisecond; 250 ms
+/// is a store in trouble, and a request should not wait longer for it.
+pub const DEFAULT_REDIS_TIMEOUT_MS: u64 = 250;
+
+/// Allowed `timeoutMs`: under 5 ms a healthy remote Redis times out; over
+/// 10 s every request would wait that long on a dead one.
+const TIMEOUT_RANGE_MS: (u64, u64) = (5, 10_000);
+
+/// `state.backend`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// `auth-state.json` and `sessions.json` in the state directory.
+    #[default]
+    Files,
+    /// A Redis server shared by every replica.
+    Redis,
+}
+
+impl BackendKind {
+    /// Its name in the config.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Files => "files",
+            BackendKind::Redis => "redis",
+        }
+    }
+}
+
+/// `state.*` as written.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct StateConfig {
+    /// `backend`: files (default) or redis.
+    pub backend: BackendKind,
+    /// `redis.*`: the server, when the backend is redis (and for
+    /// `failover state migrate`).
+    pub redis: RedisConfig,
+}
+
+/// `state.redis.*`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RedisConfig {
+    /// `url`: `redis://[user:password@]host[:port][/db]` or
+    /// `redis+unix:///path`. [`REDIS_URL_ENV`] wins over it.
+    pub url: Option<String>,
+    /// `prefix`: the first part of every key.
+    pub prefix: Option<String>,
+    /// `timeoutMs`: the longest a Redis call may take.
+    pub timeout_ms: Option<u64>,
+}
+
+impl RedisConfig {
+    /// The URL in force: the environment's, else the config's.
+    pub fn effective_url(&self) -> Option<String> {
+        std::env::var(REDIS_URL_ENV)
+            .ok()
+            .filter(|url| !url.trim().is_empty())
+            .or_else(|| self.url.clone())
+    }
+
+    /// The key prefix in force.
+    pub fn prefix(&self) -> &str {
+        self.prefix.as_deref().unwrap_or(DEFAULT_REDIS_PREFIX)
+    }
+
+    /// The per-call timeout in force, in ms.
+    pub fn timeout_ms(&self) -> u64 {
+        self.timeout_ms.unwrap_or(DEFAULT_REDIS_TIMEOUT_MS)
+    }
+}
+
+impl StateConfig {
+    /// Checks the values; errors name the file and the key, never a
+    /// password.
+    pub fn validate(&self, path: &Path) -> Result<(), StateError> {
+        let invalid = |message: String| StateError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        let redis = &self.redis;
+        if let Some(url) = &redis.url {
+            check_url(url).map_err(|e| invalid(format!("state.redis.url: {e}")))?;
+        }
+        if let Some(prefix) = &redis.prefix {
+            if prefix.is_empty()
+                || prefix.len() > 64
+                || !prefix
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c))
+            {
+                return Err(invalid(format!(
+                    "state.redis.prefix must be 1 to 64 of A-Z a-z 0-9 - _ . :, not {prefix:?}"
+                )));
+            }
+        }
+        if let Some(ms) = redis.timeout_ms {
+            let (low, high) = TIMEOUT_RANGE_MS;
+            if !(low..=high).contains(&ms) {
+                return Err(invalid(format!(
+                    "state.redis.timeoutMs must be from {low} to {high} ms, not {ms}"
+                )));
+            }
+        }
+        if self.backend == BackendKind::Redis && redis.effective_url().is_none() {
+            return Err(invalid(format!(
+                "state.backend is \"redis\" but no server is given: set state.redis.url, \
+                 or the {REDIS_URL_ENV} environment variable"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A URL the Redis client can use: `redis://` or `redis+unix://`/`unix://`
+/// (TLS, `rediss://`, is not built in).
+pub fn check_url(url: &str) -> Result<(), String> {
+    let scheme = url.split_once("://").map(|(scheme, _)| scheme);
+    match scheme {
+        Some("redis" | "redis+unix" | "unix") => {}
+        Some("rediss") => {
+            return Err("rediss:// (TLS) is not supported by this build; \
+                        use redis:// over a private network or a TLS tunnel"
+                .into())
+        }
+        _ => {
+            return Err(format!(
+                "{} is not a redis:// or redis+unix:// URL",
+                redact_url(url)
+            ))
+        }
+    }
+    redis::Client::open(url)
+        .map(|_| ())
+        .map_err(|e| format!("{} does not parse: {}", redact_url(url), e.category()))
+}
+
+/// The URL with its password (if any) replaced by `***`, fit to show.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or("", |(user, _)| user);
+            format!("{scheme}://{user}:***@{host}{path}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(
+            redact_url("redis://:hunter2@cache:6379/1"),
+            "redis://:***@cache:6379/1"
+        );
+        assert_eq!(
+            redact_url("redis://app:hunter2@cache/0"),
+            "redis://app:***@cache/0"
+        );
+        assert_eq!(
+            redact_url("redis://127.0.0.1:6379"),
+            "redis://127.0.0.1:6379"
+        );
+        let error = check_url("http://:hunter2@cache").unwrap_err();
+        assert!(!error.contains("hunter2"), "{error}");
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let path = Path::new("/etc/failover.json5");
+        let config = StateConfig {
+            backend: BackendKind::Redis,
+            redis: RedisConfig {
+                url: Some("rediss://cache".into()),
+                ..RedisConfig::default()
+            },
+        };
+        let error = config.validate(path).unwrap_err().to_string();
+        assert!(
+            error.contains("state.redis.url") && error.contains("TLS"),
+            "{error}"
+        );
+        let config = StateConfig {
+            redis: RedisConfig {
+                prefix: Some("has space".into()),
+                timeout_ms: Some(1),
+                ..RedisConfig::default()
+            },
+            ..StateConfig::default()
+        };
+        let error = config.validate(path).unwrap_err().to_string();
+        assert!(error.contains("state.redis.prefix"), "{error}");
+        assert!(StateConfig::default().validate(path).is_ok());
+    }
+}

@@ -1,0 +1,113 @@
+//! Reconciling this replica's local changes, made while Redis was
+//! unreachable, with what Redis holds when it returns.
+//!
+//! Routing state merges field by field: the later window wins (a cooldown
+//! or disable that ends later, with its reason and scope), counts take the
+//! larger value, times the later one. The rule is idempotent: a write that
+//! reached Redis just before the connection failed, merged again, counts
+//! nothing twice. Sessions are whole values: the later write wins.
+
+use crate::auth::Usage;
+
+/// `remote` and `local` merged (see the module docs).
+pub(super) fn merge_usage(remote: &Usage, local: &Usage) -> Usage {
+    let mut merged = remote.clone();
+    if later(local.cooldown_until, remote.cooldown_until) {
+        merged.cooldown_until = local.cooldown_until;
+        merged.cooldown_reason = local.cooldown_reason;
+        merged.cooldown_model = local.cooldown_model.clone();
+    }
+    if later(local.disabled_until, remote.disabled_until) {
+        merged.disabled_until = local.disabled_until;
+        merged.disabled_reason = local.disabled_reason;
+    }
+    merged.error_count = remote.error_count.max(local.error_count);
+    for (reason, count) in &local.failure_counts {
+        let entry = merged.failure_counts.entry(*reason).or_default();
+        *entry = (*entry).max(*count);
+    }
+    merged.last_used = remote.last_used.max(local.last_used);
+    merged.last_failure_at = remote.last_failure_at.max(local.last_failure_at);
+    merged
+}
+
+/// Whether window end `a` is later than `b` (no window is earliest).
+fn later(a: Option<u64>, b: Option<u64>) -> bool {
+    a.unwrap_or(0) > b.unwrap_or(0)
+}
+
+/// How long a profile's state is kept in Redis, in ms from `now_ms`: until
+/// its windows close and a quiet failure window has passed since it last
+/// failed or served — by then the policy would have reset its counts
+/// (F-6.6), so the entry is stale and expires on its own. Never less than
+/// `floor_ms`, so that a clock behind the writer's cannot drop a fresh
+/// entry at once.
+pub(super) fn usage_ttl_ms(
+    usage: &Usage,
+    failure_window_ms: u64,
+    now_ms: u64,
+    floor_ms: u64,
+) -> u64 {
+    let windows = usage.cooldown_until.max(usage.disabled_until).unwrap_or(0);
+    let activity = usage
+        .last_failure_at
+        .max(usage.last_used)
+        .unwrap_or(0)
+        .saturating_add(failure_window_ms);
+    windows.max(activity).saturating_sub(now_ms).max(floor_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::RecordedReason;
+
+    fn usage(cooldown: Option<u64>, errors: u32, last_used: Option<u64>) -> Usage {
+        Usage {
+            cooldown_until: cooldown,
+            cooldown_reason: cooldown.map(|_| RecordedReason::RateLimit),
+            error_count: errors,
+            failure_counts: [(RecordedReason::RateLimit, errors)].into_iter().collect(),
+            last_used,
+            ..Usage::default()
+        }
+    }
+
+    #[test]
+    fn the_later_window_wins_and_counts_take_the_max() {
+        let remote = usage(Some(1_000), 5, Some(10));
+        let local = Usage {
+            disabled_until: Some(9_000),
+            disabled_reason: Some(RecordedReason::Billing),
+            failure_counts: [(RecordedReason::Billing, 1)].into_iter().collect(),
+            ..usage(Some(2_000), 3, Some(20))
+        };
+        let merged = merge_usage(&remote, &local);
+        assert_eq!(merged.cooldown_until, Some(2_000));
+        assert_eq!(merged.disabled_until, Some(9_000));
+        assert_eq!(merged.disabled_reason, Some(RecordedReason::Billing));
+        assert_eq!(merged.error_count, 5);
+        assert_eq!(merged.failure_counts[&RecordedReason::RateLimit], 5);
+        assert_eq!(merged.failure_counts[&RecordedReason::Billing], 1);
+        assert_eq!(merged.last_used, Some(20));
+        // Idempotent, and the same whichever side is which for the maxima.
+        assert_eq!(merge_usage(&merged, &local), merged);
+        assert_eq!(merge_usage(&remote, &remote), remote);
+    }
+
+    #[test]
+    fn entries_live_until_their_windows_close_and_a_quiet_window_passes() {
+        let hour = 3_600_000;
+        let entry = usage(Some(10 * hour), 1, Some(hour));
+        assert_eq!(usage_ttl_ms(&entry, 24 * hour, hour, 1_000), 24 * hour);
+        let disabled = Usage {
+            disabled_until: Some(100 * hour),
+            ..entry.clone()
+        };
+        assert_eq!(usage_ttl_ms(&disabled, 24 * hour, hour, 1_000), 99 * hour);
+        assert_eq!(
+            usage_ttl_ms(&Usage::default(), 24 * hour, 100 * hour, 1_000),
+            1_000
+        );
+    }
+}

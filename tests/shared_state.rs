@@ -1,0 +1,333 @@
+//! Gateway replicas sharing routing state and sessions through Redis
+//! (`state.backend: "redis"`): real `failover serve` processes, each with
+//! its own state directory and keys, one Redis, one fault-injecting
+//! upstream.
+
+use crate::support::binary;
+use crate::support::redis::{self as test_redis, RedisServer};
+use crate::upstream::Upstream;
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use failover::auth::CredentialKind;
+use failover::state::{AuthStore, StateDir};
+use serde_json::Value;
+
+/// Keys every replica holds, by profile id (the same ids everywhere: the
+/// state in Redis is matched by id).
+const KEYS: [(&str, &str); 2] = [("openai:a", "oai-a"), ("openai:b", "oai-b")];
+
+/// One `failover serve` on its own state directory.
+struct Replica {
+    child: Child,
+    address: String,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The config every replica of a test shares: openai/gpt-x then
+/// anthropic/claude-x, state in Redis under `prefix`.
+fn config(upstream: &Upstream, redis_url: &str, prefix: &str, order: &str) -> String {
+    format!(
+        r#"{{ agents: {{ defaults: {{ model: {{ primary: "openai/gpt-x", fallbacks: ["anthropic/claude-x"] }} }} }},
+             auth: {{ {order} }},
+             models: {{ providers: {{
+               openai: {{ baseUrl: "{base}/v1", api: "openai-chat" }},
+               anthropic: {{ baseUrl: "{base}/anthropic", api: "anthropic-messages" }} }} }},
+             state: {{ backend: "redis", redis: {{ url: "{redis_url}", prefix: "{prefix}", timeoutMs: 200 }} }} }}"#,
+        base = upstream.base
+    )
+}
+
+impl Replica {
+    async fn start(dir: &Path, name: &str, config: &str) -> Replica {
+        let root = dir.join(name);
+        let state = root.join("state");
+        let store = AuthStore::open(StateDir::at(&state).agent("main").unwrap()).unwrap();
+        store
+            .update_profiles(|file| {
+                for (id, key) in KEYS {
+                    file.put_static(id, "openai", CredentialKind::ApiKey, key)?;
+                }
+                file.put_static("anthropic:a", "anthropic", CredentialKind::ApiKey, "ant-a")
+            })
+            .unwrap();
+        let config_path = root.join("failover.json5");
+        std::fs::write(&config_path, config).unwrap();
+        let log = root.join("serve.log");
+        let child = binary::failover()
+            .arg("--state-dir")
+            .arg(&state)
+            .arg("--config")
+            .arg(&config_path)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let address = binary::serving_address_in(&log)
+            .await
+            .unwrap_or_else(|| panic!("{name} did not start: {}", read(&log)));
+        Replica { child, address }
+    }
+
+    /// A chat request, with a session when given: status, serving profile.
+    async fn chat(&self, client: &reqwest::Client, session: Option<&str>) -> (u16, String) {
+        chat(client, &self.address, session).await
+    }
+
+    async fn status(&self) -> Value {
+        let text = reqwest::get(format!("http://{}/status", self.address))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+/// A chat request to `address`: status and serving profile.
+async fn chat(client: &reqwest::Client, address: &str, session: Option<&str>) -> (u16, String) {
+    let mut request = client
+        .post(format!("http://{address}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(r#"{"model":"auto","messages":[{"role":"user","content":"hi"}]}"#);
+    if let Some(session) = session {
+        request = request.header("x-session-id", session);
+    }
+    let response = request.send().await.unwrap();
+    let profile = response
+        .headers()
+        .get("x-failover-profile")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (response.status().as_u16(), profile)
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// The routing state Redis holds for a profile.
+fn usage_in_redis(url: &str, prefix: &str, profile: &str) -> Option<Value> {
+    test_redis::get(url, &format!("{prefix}:main:usage:{profile}"))
+        .map(|raw| serde_json::from_str(&raw).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limit_one_replica_met_is_skipped_by_the_other_on_its_next_request() {
+    let upstream = Upstream::start().await;
+    upstream.fail_key("oai-a", 429, 1);
+    let (url, prefix) = (test_redis::shared_url(), test_redis::unique_prefix("skip"));
+    let config = config(
+        &upstream,
+        &url,
+        &prefix,
+        r#"order: { openai: ["openai:a", "openai:b"] }"#,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let a = Replica::start(dir.path(), "a", &config).await;
+    let b = Replica::start(dir.path(), "b", &config).await;
+    let client = reqwest::Client::new();
+
+    assert_eq!(a.chat(&client, None).await, (200, "openai:b".into()));
+    assert_eq!(upstream.calls_with_key("oai-a"), 1);
+    let usage = usage_in_redis(&url, &prefix, "openai:a").expect("A recorded the cooldown");
+    assert_eq!(usage["cooldownReason"], "rate_limit");
+    assert_eq!(usage["errorCount"], 1);
+    // No secret in Redis: only routing state, keyed by profile id.
+    assert!(!usage.to_string().contains("oai-"), "{usage}");
+
+    // B has never met the 429 itself, and goes straight to the other key.
+    assert_eq!(b.chat(&client, None).await, (200, "openai:b".into()));
+    assert_eq!(
+        upstream.calls_with_key("oai-a"),
+        1,
+        "B called the cooling key"
+    );
+    let status = b.status().await;
+    assert_eq!(status["state"]["backend"], "redis");
+    assert_eq!(status["state"]["healthy"], true);
+    let order = &status["providers"][1]["order"];
+    assert_eq!(order[0]["id"], "openai:b", "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_pinned_through_one_replica_is_honoured_by_the_other() {
+    let upstream = Upstream::start().await;
+    let (url, prefix) = (test_redis::shared_url(), test_redis::unique_prefix("pin"));
+    // Round-robin: the least recently used key first.
+    let config = config(&upstream, &url, &prefix, "");
+    let dir = tempfile::tempdir().unwrap();
+    let a = Replica::start(dir.path(), "a", &config).await;
+    let b = Replica::start(dir.path(), "b", &config).await;
+    let client = reqwest::Client::new();
+
+    let (status, pinned) = a.chat(&client, Some("chat-7")).await;
+    assert_eq!(status, 200);
+    let session = test_redis::get(&url, &format!("{prefix}:main:session:chat-7"))
+        .expect("A wrote the session to Redis");
+    assert!(session.contains(&pinned), "{session}");
+    // The pinned key is now the most recently used: round-robin alone
+    // would send B's next request to the other one.
+    assert!(usage_in_redis(&url, &prefix, &pinned).unwrap()["lastUsed"].is_u64());
+    let other = if pinned == "openai:a" {
+        "openai:b"
+    } else {
+        "openai:a"
+    };
+
+    assert_eq!(b.chat(&client, Some("chat-7")).await, (200, pinned.clone()));
+    assert_eq!(b.chat(&client, None).await, (200, other.to_owned()));
+    assert_eq!(a.chat(&client, Some("chat-7")).await, (200, pinned));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_replicas_record_four_hundred_concurrent_failures_exactly() {
+    const REPLICAS: usize = 4;
+    const PER_REPLICA: usize = 100;
+    let upstream = Upstream::start().await;
+    // Every call with key a fails, and is held until all of them arrived:
+    // 400 failures recorded at once on one profile by four processes.
+    upstream.fail_key("oai-a", 429, REPLICAS * PER_REPLICA);
+    let (url, prefix) = (test_redis::shared_url(), test_redis::unique_prefix("count"));
+    let config = config(
+        &upstream,
+        &url,
+        &prefix,
+        r#"order: { openai: ["openai:a"] }"#,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut replicas = Vec::new();
+    for n in 0..REPLICAS {
+        replicas.push(Replica::start(dir.path(), &format!("r{n}"), &config).await);
+    }
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let mut requests = tokio::task::JoinSet::new();
+    for replica in &replicas {
+        for _ in 0..PER_REPLICA {
+            let (client, address) = (client.clone(), replica.address.clone());
+            requests.spawn(async move { chat(&client, &address, None).await });
+        }
+    }
+    let mut served = 0;
+    while let Some(answer) = requests.join_next().await {
+        let (status, profile) = answer.unwrap();
+        assert_eq!((status, profile.as_str()), (200, "anthropic:a"));
+        served += 1;
+    }
+    assert_eq!(served, REPLICAS * PER_REPLICA);
+    let calls = upstream.calls_with_key("oai-a");
+    assert_eq!(calls, REPLICAS * PER_REPLICA, "every request met the fault");
+    let usage = usage_in_redis(&url, &prefix, "openai:a").unwrap();
+    assert_eq!(usage["errorCount"], calls, "{usage}");
+    assert_eq!(usage["failureCounts"]["rate_limit"], calls, "{usage}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_killed_under_load_fails_no_request_and_is_reconciled_when_back() {
+    let upstream = Upstream::start().await;
+    let mut server = RedisServer::start();
+    let prefix = test_redis::unique_prefix("outage");
+    let config = config(
+        &upstream,
+        &server.url,
+        &prefix,
+        r#"order: { openai: ["openai:a", "openai:b"] }"#,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let a = Replica::start(dir.path(), "a", &config).await;
+    let b = Replica::start(dir.path(), "b", &config).await;
+    let client = reqwest::Client::new();
+
+    // Load from both replicas, all through the outage and after it.
+    let load = tokio::sync::watch::Sender::new(true);
+    let mut workers = tokio::task::JoinSet::new();
+    for replica in [&a, &b] {
+        for _ in 0..3 {
+            let address = replica.address.clone();
+            let (client, running) = (client.clone(), load.subscribe());
+            workers.spawn(async move {
+                let mut answers = Vec::new();
+                while *running.borrow() {
+                    let response = client
+                        .post(format!("http://{address}/v1/chat/completions"))
+                        .header("content-type", "application/json")
+                        .body(r#"{"model":"auto","messages":[{"role":"user","content":"hi"}]}"#)
+                        .send()
+                        .await;
+                    answers.push(response.map(|r| r.status().as_u16()).unwrap_or(0));
+                }
+                answers
+            });
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.kill();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // During the outage key a starts failing: each replica records that
+    // in its local copy, and a session is pinned through A.
+    upstream.fail_key("oai-a", 429, 1);
+    let (status, served) = a.chat(&client, Some("through-outage")).await;
+    assert_eq!((status, served.as_str()), (200, "openai:b"));
+    assert_eq!(b.chat(&client, None).await, (200, "openai:b".into()));
+    let during = a.status().await;
+    assert_eq!(during["state"]["healthy"], false, "{during}");
+    assert!(
+        during["state"]["pendingChanges"].as_u64().unwrap() >= 2,
+        "{during}"
+    );
+    assert!(!during["state"]["url"].as_str().unwrap().is_empty());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // Back, empty (no persistence): the replicas' local changes return.
+    server.restart();
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    load.send(false).unwrap();
+    let mut answered = 0;
+    while let Some(answers) = workers.join_next().await {
+        let answers = answers.unwrap();
+        assert!(
+            answers.iter().all(|s| *s == 200),
+            "failed requests: {answers:?}"
+        );
+        answered += answers.len();
+    }
+    assert!(
+        answered > 20,
+        "too little load to mean anything: {answered}"
+    );
+    for replica in [&a, &b] {
+        // A request lets a replica that had no traffic since find Redis.
+        replica.chat(&client, None).await;
+        let after = replica.status().await;
+        assert_eq!(after["state"]["healthy"], true, "{after}");
+        assert_eq!(after["state"]["pendingChanges"], 0, "{after}");
+    }
+    let usage = usage_in_redis(&server.url, &prefix, "openai:a").expect("reconciled");
+    assert_eq!(usage["cooldownReason"], "rate_limit", "{usage}");
+    assert!(usage["errorCount"].as_u64().unwrap() >= 1, "{usage}");
+    let session = test_redis::get(
+        &server.url,
+        &format!("{prefix}:main:session:through-outage"),
+    )
+    .expect("the session pinned during the outage reached Redis");
+    let session: Value = serde_json::from_str(&session).unwrap();
+    assert_eq!(
+        session["entry"]["authProfileOverrideSource"], "auto",
+        "{session}"
+    );
+    assert!(session["at"].is_u64(), "{session}");
+}
