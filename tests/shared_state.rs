@@ -331,3 +331,150 @@ async fn redis_killed_under_load_fails_no_request_and_is_reconciled_when_back() 
     );
     assert!(session["at"].is_u64(), "{session}");
 }
+
+/// The binary on `state` with `config`.
+fn cli(state: &Path, config: &Path, args: &[&str]) -> std::process::Output {
+    binary::failover()
+        .arg("--state-dir")
+        .arg(state)
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn state_migrate_moves_routing_state_and_sessions_both_ways() {
+    use failover::state::{SessionStore, StateDir};
+    let (url, prefix) = (
+        test_redis::shared_url(),
+        test_redis::unique_prefix("migrate"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let paths = StateDir::at(&state).agent("main").unwrap();
+    let store = AuthStore::open(paths.clone()).unwrap();
+    store
+        .update_profiles(|file| {
+            file.put_static("openai:a", "openai", CredentialKind::ApiKey, "oai-a")
+        })
+        .unwrap();
+    let far = 4_000_000_000_000u64;
+    store
+        .update_profile_usage(&"openai:a".to_owned(), |u| {
+            Ok::<_, ()>(failover::auth::Usage {
+                disabled_until: Some(far),
+                disabled_reason: Some(failover::auth::RecordedReason::Billing),
+                error_count: 3,
+                ..u.clone()
+            })
+        })
+        .unwrap();
+    let sessions = SessionStore::for_agent(&paths.dir);
+    sessions
+        .update("chat-1", |e| e.model_override.model = Some("gpt-x".into()))
+        .unwrap();
+    let write_config = |backend: &str, url: &str| {
+        let path = dir.path().join(format!("{backend}.json5"));
+        std::fs::write(
+            &path,
+            format!(r#"{{ state: {{ backend: "{backend}", redis: {{ url: "{url}", prefix: "{prefix}" }} }} }}"#),
+        )
+        .unwrap();
+        path
+    };
+    let on_files = write_config("files", &url);
+    let on_redis = write_config("redis", &url);
+
+    let out = cli(&state, &on_files, &["state", "migrate", "--to", "redis"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("1 profile(s) and 1 session(s)"), "{said}");
+    assert!(said.contains(r#"set state.backend to "redis""#), "{said}");
+    let usage = usage_in_redis(&url, &prefix, "openai:a").unwrap();
+    assert_eq!(usage["disabledUntil"], far);
+
+    // The Redis backend now reports it, healthy.
+    let out = cli(&state, &on_redis, &["status", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["state"]["backend"], "redis");
+    assert_eq!(status["state"]["healthy"], true);
+    assert_eq!(
+        status["providers"][0]["order"][0]["disabledReason"],
+        "billing"
+    );
+    let out = cli(
+        &state,
+        &on_redis,
+        &["session", "show", "--session", "chat-1", "--json"],
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("gpt-x"));
+
+    // And back: files emptied first, then filled from Redis.
+    std::fs::remove_file(&paths.usage).unwrap();
+    std::fs::remove_file(sessions.path()).unwrap();
+    let out = cli(&state, &on_redis, &["state", "migrate", "--to", "files"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(store.usage().unwrap()["openai:a"].disabled_until, Some(far));
+    assert_eq!(
+        sessions
+            .get("chat-1")
+            .unwrap()
+            .model_override
+            .model
+            .as_deref(),
+        Some("gpt-x")
+    );
+}
+
+#[test]
+fn an_unreachable_redis_is_a_clear_error_for_a_migration_and_a_degraded_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let config = dir.path().join("failover.json5");
+    // Port 1 on loopback: nothing listens. The password must never show.
+    std::fs::write(
+        &config,
+        r#"{ state: { backend: "redis", redis: { url: "redis://:sekret-pw@127.0.0.1:1/0" } } }"#,
+    )
+    .unwrap();
+    let out = cli(&state, &config, &["state", "migrate", "--to", "files"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(said.contains("redis://:***@127.0.0.1:1/0"), "{said}");
+    assert!(!said.contains("sekret-pw"), "{said}");
+
+    // Reading goes on from the (empty) local copy, and says so.
+    let out = cli(&state, &config, &["status"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("UNREACHABLE"), "{said}");
+    assert!(!said.contains("sekret-pw"), "{said}");
+
+    // A backend of redis with no server named is a config error.
+    std::fs::write(
+        &config,
+        r#"{ state: { backend: "redis", redis: { prefx: "x" } } }"#,
+    )
+    .unwrap();
+    let out = cli(&state, &config, &["status"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("state.redis.prefx") && said.contains("prefix"),
+        "{said}"
+    );
+}

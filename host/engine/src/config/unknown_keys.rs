@@ -152,6 +152,8 @@ fn known_keys(parent: &str) -> Vec<String> {
         ["models", "providers", _, "oauth"] => keys_of(&OAuthEndpoint::default()),
         ["gateway"] => keys_of(&GatewayConfig::default()),
         ["policy"] => keys_of(&PolicyConfig::default()),
+        ["state"] => keys_of(&super::StateConfig::default()),
+        ["state", "redis"] => keys_of(&super::RedisConfig::default()),
         _ => Vec::new(),
     };
     shape
