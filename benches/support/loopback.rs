@@ -32,6 +32,11 @@ pub struct Loopback {
 
 /// Starts the upstream and a gateway deciding with `policy`.
 pub async fn start(policy: Arc<dyn Decider>) -> Loopback {
+    start_with_state(policy, "").await
+}
+
+/// [`start`], with `state` as the config's `state` section (`""`: files).
+pub async fn start_with_state(policy: Arc<dyn Decider>, state: &str) -> Loopback {
     let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let upstream_url = format!("http://{}", upstream.local_addr().unwrap());
     let app = axum::Router::new().route(
@@ -45,7 +50,7 @@ pub async fn start(policy: Arc<dyn Decider>) -> Loopback {
     std::fs::write(
         &config_path,
         format!(
-            r#"{{ agents: {{ defaults: {{ model: {{ primary: "openai/gpt-x" }} }} }},
+            r#"{{ agents: {{ defaults: {{ model: {{ primary: "openai/gpt-x" }} }} }}, {state}
                  models: {{ providers: {{ openai: {{ baseUrl: "{upstream_url}/v1", api: "openai-chat" }} }} }} }}"#
         ),
     )

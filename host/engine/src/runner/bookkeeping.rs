@@ -9,6 +9,7 @@ use failover_sandbox::provider_error::ProviderError;
 
 use crate::auth::{CooldownConfig, FailureEvent, RecordedReason, StoredProfile, Usage};
 use crate::state::stored_profiles;
+use std::collections::BTreeMap;
 
 use super::clock::Clock;
 use super::driver::{Runner, LAST_USED_WRITE_INTERVAL_MS};
@@ -107,30 +108,49 @@ impl<P: Provider, C: Clock> Runner<P, C> {
     }
 
     pub(super) fn stored(&self) -> Result<Vec<StoredProfile>, RunError> {
-        let mut stored = stored_profiles(&self.store.summaries()?, &self.store.usage()?);
+        Ok(self.stored_and_usage()?.0)
+    }
+
+    /// [`Runner::stored`], and the routing state as the store holds it
+    /// (without this process's coalesced `lastUsed`).
+    pub(super) fn stored_and_usage(
+        &self,
+    ) -> Result<(Vec<StoredProfile>, BTreeMap<String, Usage>), RunError> {
+        let usage = self.store.usage()?;
+        let mut stored = stored_profiles(&self.store.summaries()?, &usage);
         let recent = self.recent_use.lock().unwrap_or_else(|e| e.into_inner());
         for profile in &mut stored {
             if let Some(at) = recent.get(&profile.id) {
                 profile.usage.last_used = profile.usage.last_used.max(Some(*at));
             }
         }
-        Ok(stored)
+        Ok((stored, usage))
     }
 
     /// Records a success (F-6.9): written at once when it changes routing
-    /// state, coalesced when it only moves `lastUsed`.
+    /// state, coalesced when it only moves `lastUsed`. `seen` is the
+    /// profile's state as the run read it before the call: whether the
+    /// success changes more than `lastUsed` is judged on it, which saves a
+    /// read per request (a round trip with Redis). A change another
+    /// process made during the call is then ordered before this success
+    /// only when the success writes anyway — as if the success had
+    /// happened first, which the overlap allows.
     pub(super) fn record_success(
         &self,
         policy: &dyn Decider,
         target: &Target,
         now: u64,
+        seen: Option<&Usage>,
     ) -> Result<(), RunError> {
-        let current = self
-            .store
-            .usage()?
-            .get(&target.profile)
-            .cloned()
-            .unwrap_or_default();
+        let current = match seen {
+            Some(usage) => usage.clone(),
+            None => self
+                .store
+                .usage()?
+                .get(&target.profile)
+                .cloned()
+                .unwrap_or_default(),
+        };
         let after = policy.record_success(&current, Some(&target.model), now)?;
         let only_last_used = Usage {
             last_used: current.last_used,

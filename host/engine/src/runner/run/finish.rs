@@ -16,7 +16,13 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
     ) -> RunOutcome<P::Reply> {
         let runner = self.runner;
         let now = runner.clock.now_ms();
-        if let Err(error) = runner.record_success(self.policy, &target, now) {
+        // A profile never stored has the default state.
+        let seen = self
+            .seen_usage
+            .get(&target.profile)
+            .cloned()
+            .unwrap_or_default();
+        if let Err(error) = runner.record_success(self.policy, &target, now, Some(&seen)) {
             runner.bookkeeping_failed(&target, &error);
         }
         // The fallback override stays (F-9.4): nothing to roll back.

@@ -90,6 +90,8 @@ pub(super) struct Run<'a, P: Provider, C> {
     transient_probed: HashSet<String>,
     written: Option<Written>,
     retry_wait: Option<RetryWait>,
+    /// Routing state as the store held it when profiles were last ordered.
+    seen_usage: std::collections::BTreeMap<String, crate::auth::Usage>,
 }
 
 impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
@@ -121,6 +123,7 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
             transient_probed: HashSet::new(),
             written: None,
             retry_wait: None,
+            seen_usage: Default::default(),
         }
     }
 
@@ -170,7 +173,8 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
             let summary = format!("skipped: {model} is slow (its attempts hang to the deadline)");
             return Ok(self.skip(RecordedReason::Timeout, summary));
         }
-        let stored = self.runner.stored()?;
+        let (stored, seen_usage) = self.runner.stored_and_usage()?;
+        self.seen_usage = seen_usage;
         let ranked = self.policy.order_profiles(&OrderRequest {
             provider: provider.clone(),
             explicit_order: self.runner.config.explicit_order(&provider),
