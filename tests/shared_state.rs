@@ -112,6 +112,15 @@ async fn chat(client: &reqwest::Client, address: &str, session: Option<&str>) ->
     (response.status().as_u16(), profile)
 }
 
+/// Replicas `a` and `b` on `config`, in a directory that lives as long as
+/// the first value.
+async fn two_replicas(config: &str) -> (tempfile::TempDir, Replica, Replica) {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Replica::start(dir.path(), "a", config).await;
+    let b = Replica::start(dir.path(), "b", config).await;
+    (dir, a, b)
+}
+
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
@@ -133,9 +142,7 @@ async fn a_rate_limit_one_replica_met_is_skipped_by_the_other_on_its_next_reques
         &prefix,
         r#"order: { openai: ["openai:a", "openai:b"] }"#,
     );
-    let dir = tempfile::tempdir().unwrap();
-    let a = Replica::start(dir.path(), "a", &config).await;
-    let b = Replica::start(dir.path(), "b", &config).await;
+    let (_dir, a, b) = two_replicas(&config).await;
     let client = reqwest::Client::new();
 
     assert_eq!(a.chat(&client, None).await, (200, "openai:b".into()));
@@ -166,9 +173,7 @@ async fn a_session_pinned_through_one_replica_is_honoured_by_the_other() {
     let (url, prefix) = (test_redis::shared_url(), test_redis::unique_prefix("pin"));
     // Round-robin: the least recently used key first.
     let config = config(&upstream, &url, &prefix, "");
-    let dir = tempfile::tempdir().unwrap();
-    let a = Replica::start(dir.path(), "a", &config).await;
-    let b = Replica::start(dir.path(), "b", &config).await;
+    let (_dir, a, b) = two_replicas(&config).await;
     let client = reqwest::Client::new();
 
     let (status, pinned) = a.chat(&client, Some("chat-7")).await;
@@ -246,9 +251,7 @@ async fn redis_killed_under_load_fails_no_request_and_is_reconciled_when_back() 
         &prefix,
         r#"order: { openai: ["openai:a", "openai:b"] }"#,
     );
-    let dir = tempfile::tempdir().unwrap();
-    let a = Replica::start(dir.path(), "a", &config).await;
-    let b = Replica::start(dir.path(), "b", &config).await;
+    let (_dir, a, b) = two_replicas(&config).await;
     let client = reqwest::Client::new();
 
     // Load from both replicas, all through the outage and after it.
