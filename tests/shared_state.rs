@@ -33,7 +33,8 @@ impl Drop for Replica {
 }
 
 /// The config every replica of a test shares: openai/gpt-x then
-/// anthropic/claude-x, state in Redis under `prefix`.
+/// anthropic/claude-x, state in Redis under `prefix`. A timeout of a second:
+/// these tests are about sharing, not about a slow Redis on a loaded machine.
 fn config(upstream: &Upstream, redis_url: &str, prefix: &str, order: &str) -> String {
     format!(
         r#"{{ agents: {{ defaults: {{ model: {{ primary: "openai/gpt-x", fallbacks: ["anthropic/claude-x"] }} }} }},
@@ -41,7 +42,7 @@ fn config(upstream: &Upstream, redis_url: &str, prefix: &str, order: &str) -> St
              models: {{ providers: {{
                openai: {{ baseUrl: "{base}/v1", api: "openai-chat" }},
                anthropic: {{ baseUrl: "{base}/anthropic", api: "anthropic-messages" }} }} }},
-             state: {{ backend: "redis", redis: {{ url: "{redis_url}", prefix: "{prefix}", timeoutMs: 200 }} }} }}"#,
+             state: {{ backend: "redis", redis: {{ url: "{redis_url}", prefix: "{prefix}", timeoutMs: 1000 }} }} }}"#,
         base = upstream.base
     )
 }
@@ -135,7 +136,8 @@ fn usage_in_redis(url: &str, prefix: &str, profile: &str) -> Option<Value> {
 async fn a_rate_limit_one_replica_met_is_skipped_by_the_other_on_its_next_request() {
     let upstream = Upstream::start().await;
     upstream.fail_key("oai-a", 429, 1);
-    let (url, prefix) = (test_redis::shared_url(), test_redis::unique_prefix("skip"));
+    let redis = test_redis::shared();
+    let (url, prefix) = (redis.url.clone(), test_redis::unique_prefix("skip"));
     let config = config(
         &upstream,
         &url,
@@ -170,7 +172,8 @@ async fn a_rate_limit_one_replica_met_is_skipped_by_the_other_on_its_next_reques
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_pinned_through_one_replica_is_honoured_by_the_other() {
     let upstream = Upstream::start().await;
-    let (url, prefix) = (test_redis::shared_url(), test_redis::unique_prefix("pin"));
+    let redis = test_redis::shared();
+    let (url, prefix) = (redis.url.clone(), test_redis::unique_prefix("pin"));
     // Round-robin: the least recently used key first.
     let config = config(&upstream, &url, &prefix, "");
     let (_dir, a, b) = two_replicas(&config).await;
@@ -203,7 +206,8 @@ async fn four_replicas_record_four_hundred_concurrent_failures_exactly() {
     // Every call with key a fails, and is held until all of them arrived:
     // 400 failures recorded at once on one profile by four processes.
     upstream.fail_key("oai-a", 429, REPLICAS * PER_REPLICA);
-    let (url, prefix) = (test_redis::shared_url(), test_redis::unique_prefix("count"));
+    let redis = test_redis::shared();
+    let (url, prefix) = (redis.url.clone(), test_redis::unique_prefix("count"));
     let config = config(
         &upstream,
         &url,
@@ -253,6 +257,30 @@ async fn redis_killed_under_load_fails_no_request_and_is_reconciled_when_back() 
     );
     let (_dir, a, b) = two_replicas(&config).await;
     let client = reqwest::Client::new();
+
+    // A connection that died idle (a server's timeout, a load balancer) is
+    // replaced, not taken for an outage.
+    assert_eq!(a.chat(&client, None).await.0, 200);
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"][..])
+        .query(&mut test_redis::client(&server.url))
+        .unwrap();
+    assert!(killed >= 1);
+    assert_eq!(a.chat(&client, None).await.0, 200);
+    assert_eq!(a.status().await["state"]["healthy"], true);
+
+    // A disable every replica knows of before the outage: a Redis that
+    // comes back empty must get it back from them.
+    let disabled_until = 4_000_000_000_000u64;
+    let _: () = redis::cmd("SET")
+        .arg(format!("{prefix}:main:usage:anthropic:a"))
+        .arg(format!(
+            r#"{{"disabledUntil":{disabled_until},"disabledReason":"billing","errorCount":1}}"#
+        ))
+        .arg("PX")
+        .arg(3_600_000)
+        .query(&mut test_redis::client(&server.url))
+        .unwrap();
 
     // Load from both replicas, all through the outage and after it.
     let load = tokio::sync::watch::Sender::new(true);
@@ -327,6 +355,9 @@ async fn redis_killed_under_load_fails_no_request_and_is_reconciled_when_back() 
         &format!("{prefix}:main:session:through-outage"),
     )
     .expect("the session pinned during the outage reached Redis");
+    let restored = usage_in_redis(&server.url, &prefix, "anthropic:a").expect("restored");
+    assert_eq!(restored["disabledUntil"], disabled_until, "{restored}");
+    assert_eq!(restored["disabledReason"], "billing", "{restored}");
     let session: Value = serde_json::from_str(&session).unwrap();
     assert_eq!(
         session["entry"]["authProfileOverrideSource"], "auto",
@@ -350,10 +381,8 @@ fn cli(state: &Path, config: &Path, args: &[&str]) -> std::process::Output {
 #[test]
 fn state_migrate_moves_routing_state_and_sessions_both_ways() {
     use failover::state::{SessionStore, StateDir};
-    let (url, prefix) = (
-        test_redis::shared_url(),
-        test_redis::unique_prefix("migrate"),
-    );
+    let redis = test_redis::shared();
+    let (url, prefix) = (redis.url.clone(), test_redis::unique_prefix("migrate"));
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let paths = StateDir::at(&state).agent("main").unwrap();

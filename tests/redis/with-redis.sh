@@ -19,6 +19,13 @@ if ! command -v redis-server >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server >/dev/null
 fi
 
+for tool in redis-cli python3; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "with-redis.sh: $tool is needed (redis-cli comes with redis-server's package)" >&2
+    exit 1
+  fi
+done
+
 dir="$(mktemp -d)"
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
@@ -35,7 +42,11 @@ for _ in $(seq 100); do
   if redis-cli -p "$port" ping >/dev/null 2>&1; then break; fi
   sleep 0.05
 done
-redis-cli -p "$port" ping >/dev/null
+if ! redis-cli -p "$port" ping >/dev/null 2>&1 || ! kill -0 "$pid" 2>/dev/null; then
+  echo "with-redis.sh: redis-server did not start on port $port; its log:" >&2
+  cat "$dir/redis.log" >&2 || true
+  exit 1
+fi
 
 export FAILOVER_TEST_REDIS_URL="redis://127.0.0.1:$port"
 export FAILOVER_REDIS_SERVER="$(command -v redis-server)"

@@ -17,6 +17,7 @@ pub fn failover() -> Command {
     command
         .env_remove("FAILOVER_CONFIG")
         .env_remove("FAILOVER_STATE_DIR")
+        .env_remove("FAILOVER_REDIS_URL")
         .env("XDG_CONFIG_HOME", NO_USER_CONFIG);
     command
 }

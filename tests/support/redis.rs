@@ -7,19 +7,28 @@
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::Duration;
 
-/// The URL of the run's shared server; without one, a private server this
-/// test process starts and keeps.
-pub fn shared_url() -> String {
-    if let Ok(url) = std::env::var("FAILOVER_TEST_REDIS_URL") {
-        if !url.is_empty() {
-            return url;
+/// A server for one test: the run's shared one, or (without one) a
+/// private one stopped when this is dropped.
+pub struct TestRedis {
+    pub url: String,
+    _own: Option<RedisServer>,
+}
+
+/// The run's shared server (`FAILOVER_TEST_REDIS_URL`); without one, a
+/// private server for the calling test.
+pub fn shared() -> TestRedis {
+    match std::env::var("FAILOVER_TEST_REDIS_URL") {
+        Ok(url) if !url.is_empty() => TestRedis { url, _own: None },
+        _ => {
+            let own = RedisServer::start();
+            TestRedis {
+                url: own.url.clone(),
+                _own: Some(own),
+            }
         }
     }
-    static OWN: OnceLock<RedisServer> = OnceLock::new();
-    OWN.get_or_init(RedisServer::start).url.clone()
 }
 
 /// A key prefix no other test uses, so tests can share one server.
@@ -102,6 +111,13 @@ impl RedisServer {
                 .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
                 .is_ok();
             if answered {
+                // Still ours: the port, free a moment ago, was not taken
+                // by another server that answered instead.
+                let running = self
+                    .child
+                    .as_mut()
+                    .is_some_and(|child| matches!(child.try_wait(), Ok(None)));
+                assert!(running, "redis-server could not bind port {}", self.port);
                 return;
             }
             std::thread::sleep(Duration::from_millis(25));

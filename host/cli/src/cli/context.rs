@@ -123,13 +123,22 @@ impl Context {
     }
 
     /// The agent's auth store and session store, on the configured backend
-    /// (`state.backend`).
+    /// (`state.backend`). With Redis, a change it cannot take is an error:
+    /// this process ends before it could reconcile a local one.
     pub fn stores(&self) -> anyhow::Result<(AuthStore, SessionStore)> {
         if let Some(stores) = self.stores.get() {
             return Ok(stores.clone());
         }
-        let backend = Backend::from_config(self.config()?)?;
+        let backend = Backend::from_config(self.config()?)?.strict();
         let stores = backend.open(&self.state_dir()?, &self.agent)?;
         Ok(self.stores.get_or_init(|| stores).clone())
+    }
+
+    /// [`Context::stores`] for a run that serves an answer: with Redis
+    /// down it goes on from a local copy, whose changes end with the
+    /// process (a warning says so).
+    pub fn serving_stores(&self) -> anyhow::Result<(AuthStore, SessionStore)> {
+        let backend = Backend::from_config(self.config()?)?;
+        Ok(backend.open(&self.state_dir()?, &self.agent)?)
     }
 }

@@ -179,7 +179,7 @@ fn add(
     })?;
     // A new key starts afresh: no cooldown, disable or failure count of
     // the key it replaces (or of a removed one of the same id) carries over.
-    let had_state = store.update_usage(|usage| Ok(usage.remove(id).is_some()))?;
+    let had_state = store.remove_usage(id)?;
     let summary = store
         .summaries()?
         .into_iter()
@@ -239,7 +239,7 @@ fn remove(context: &Context, id: &str) -> anyhow::Result<ExitCode> {
     if !removed {
         bail!("no profile {id} for agent {}", context.agent());
     }
-    store.update_usage(|usage| Ok(usage.remove(id)))?;
+    store.remove_usage(id)?;
     eprintln!("removed {id}");
     Ok(ExitCode::SUCCESS)
 }

@@ -56,7 +56,7 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
         .map(|model| config.expand_aliases([model]))
         .unwrap_or_default();
     config.check_models(&chain).map_err(|e| anyhow!(e))?;
-    let (store, sessions) = context.stores()?;
+    let (store, sessions) = context.serving_stores()?;
     let provider = HttpProvider::new(Arc::new(config.clone()), store.clone())?;
     let deadline = now_ms().saturating_add(config.run_timeout_ms());
     let max_stream_bytes = config.gateway.limits().max_stream_bytes;

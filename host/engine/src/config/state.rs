@@ -68,17 +68,36 @@ pub struct StateConfig {
     pub redis: RedisConfig,
 }
 
-/// `state.redis.*`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `state.redis.*`. Serialised (into a recording's header) and printed
+/// with the URL's password hidden.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct RedisConfig {
     /// `url`: `redis://[user:password@]host[:port][/db]` or
-    /// `redis+unix:///path`. [`REDIS_URL_ENV`] wins over it.
+    /// `redis+unix:///path[?pass=…]`. [`REDIS_URL_ENV`] wins over it.
+    #[serde(serialize_with = "serialize_redacted")]
     pub url: Option<String>,
     /// `prefix`: the first part of every key.
     pub prefix: Option<String>,
     /// `timeoutMs`: the longest a Redis call may take.
     pub timeout_ms: Option<u64>,
+}
+
+impl std::fmt::Debug for RedisConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("url", &self.url.as_deref().map(redact_url))
+            .field("prefix", &self.prefix)
+            .field("timeout_ms", &self.timeout_ms)
+            .finish()
+    }
+}
+
+fn serialize_redacted<S: serde::Serializer>(
+    url: &Option<String>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    url.as_deref().map(redact_url).serialize(serializer)
 }
 
 impl RedisConfig {
@@ -112,6 +131,11 @@ impl StateConfig {
         let redis = &self.redis;
         if let Some(url) = &redis.url {
             check_url(url).map_err(|e| invalid(format!("state.redis.url: {e}")))?;
+        }
+        if let Ok(url) = std::env::var(REDIS_URL_ENV) {
+            if !url.trim().is_empty() {
+                check_url(&url).map_err(|e| invalid(format!("{REDIS_URL_ENV}: {e}")))?;
+            }
         }
         if let Some(prefix) = &redis.prefix {
             if prefix.is_empty()
@@ -166,20 +190,52 @@ pub fn check_url(url: &str) -> Result<(), String> {
         .map_err(|e| format!("{} does not parse: {}", redact_url(url), e.category()))
 }
 
-/// The URL with its password (if any) replaced by `***`, fit to show.
+/// The URL with its password (if any) replaced by `***`, fit to show: the
+/// user info's, and a `pass`/`password` query parameter's. Text that is
+/// not a URL is not shown at all.
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
+        return "(not a URL)".to_owned();
     };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
+    let (rest, query) = match rest.split_once('?') {
+        Some((rest, query)) => (rest, Some(query)),
+        None => (rest, None),
+    };
+    // The user info ends at the last '@' (a password may hold '/' or '@').
+    let shown = match rest.rsplit_once('@') {
         Some((userinfo, host)) => {
-            let user = userinfo.split_once(':').map_or("", |(user, _)| user);
-            format!("{scheme}://{user}:***@{host}{path}")
+            let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+            format!("{scheme}://{user}:***@{host}")
         }
-        None => url.to_owned(),
+        None => format!("{scheme}://{rest}"),
+    };
+    match query {
+        None => shown,
+        Some(query) => {
+            let pairs: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((key, _)) if is_password_key(key) => format!("{key}=***"),
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            format!("{shown}?{}", pairs.join("&"))
+        }
     }
+}
+
+/// A query parameter that carries a password.
+fn is_password_key(key: &str) -> bool {
+    key.eq_ignore_ascii_case("pass") || key.eq_ignore_ascii_case("password")
+}
+
+/// The password given as a `pass`/`password` query parameter, if any.
+pub fn query_password(url: &str) -> Option<&str> {
+    let query = url.split_once('?')?.1;
+    query.split('&').find_map(|pair| {
+        let (key, value) = pair.split_once('=')?;
+        is_password_key(key).then_some(value)
+    })
 }
 
 #[cfg(test)]
@@ -202,6 +258,23 @@ mod tests {
         );
         let error = check_url("http://:hunter2@cache").unwrap_err();
         assert!(!error.contains("hunter2"), "{error}");
+        assert_eq!(
+            redact_url("redis+unix:///run/redis.sock?db=1&pass=hunter2"),
+            "redis+unix:///run/redis.sock?db=1&pass=***"
+        );
+        assert_eq!(query_password("unix:///s?pass=hunter2"), Some("hunter2"));
+        // A password holding '/' and '@' is still hidden whole.
+        assert_eq!(
+            redact_url("redis://app:hu/n@ter2@cache:6379/0"),
+            "redis://app:***@cache:6379/0"
+        );
+        assert_eq!(redact_url("hunter2"), "(not a URL)");
+        let config = RedisConfig {
+            url: Some("redis://:hunter2@cache".into()),
+            ..RedisConfig::default()
+        };
+        assert!(!format!("{config:?}").contains("hunter2"));
+        assert!(!serde_json::to_string(&config).unwrap().contains("hunter2"));
     }
 
     #[test]

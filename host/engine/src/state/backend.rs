@@ -20,6 +20,8 @@ pub struct Backend {
     pool: Option<Arc<RedisPool>>,
     prefix: String,
     failure_window_ms: u64,
+    /// Changes Redis cannot take are errors, not local changes.
+    strict: bool,
 }
 
 impl Backend {
@@ -41,7 +43,16 @@ impl Backend {
             pool,
             prefix: config.state.redis.prefix().to_owned(),
             failure_window_ms: config.cooldown_config().failure_window_ms,
+            strict: false,
         })
+    }
+
+    /// The same backend for a short-lived process (a command-line change):
+    /// a change Redis cannot take fails instead of going to a local copy
+    /// that would end with the process, never reconciled.
+    pub fn strict(mut self) -> Backend {
+        self.strict = true;
+        self
     }
 
     /// Which backend it is.
@@ -75,6 +86,7 @@ impl Backend {
             &self.prefix,
             agent,
             self.failure_window_ms,
+            self.strict,
         ))
     }
 }

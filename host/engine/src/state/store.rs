@@ -177,7 +177,7 @@ impl AuthStore {
     /// `usageStats` older versions kept inside `auth-profiles.json`.
     pub fn usage(&self) -> Result<BTreeMap<String, Usage>, StateError> {
         let usage = match &self.shared {
-            Some(shared) => shared.usage(&self.profiles()?.ids())?,
+            Some(shared) => shared.usage(&self.profiles()?.ids()),
             None => self.usage_file()?.usage_stats,
         };
         if let Some(watch) = &self.watch {
@@ -208,6 +208,13 @@ impl AuthStore {
         change: impl FnMut(&mut BTreeMap<String, Usage>) -> Result<T, StateError>,
     ) -> Result<T, StateError> {
         self.update_usage_of(None, change)
+    }
+
+    /// Forgets profile `id`'s routing state (it was removed or replaced);
+    /// returns whether it had any.
+    pub fn remove_usage(&self, id: &str) -> Result<bool, StateError> {
+        let ids = [id.to_owned()];
+        self.update_usage_of(Some(&ids), |usage| Ok(usage.remove(id).is_some()))
     }
 
     /// [`AuthStore::update_usage`] of the profiles `ids` (`None`: all).

@@ -16,13 +16,21 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
     ) -> RunOutcome<P::Reply> {
         let runner = self.runner;
         let now = runner.clock.now_ms();
-        // A profile never stored has the default state.
-        let seen = self
-            .seen_usage
-            .get(&target.profile)
-            .cloned()
-            .unwrap_or_default();
-        if let Err(error) = runner.record_success(self.policy, &target, now, Some(&seen)) {
+        // The state read before the call, unless this run has since
+        // recorded a failure of the same profile (a retry after a wait):
+        // then the store's, which holds that failure. A profile never
+        // stored has the default state.
+        let failed_here = self
+            .attempts
+            .iter()
+            .any(|a| a.profile.as_deref() == Some(target.profile.as_str()));
+        let seen = (!failed_here).then(|| {
+            self.seen_usage
+                .get(&target.profile)
+                .cloned()
+                .unwrap_or_default()
+        });
+        if let Err(error) = runner.record_success(self.policy, &target, now, seen.as_ref()) {
             runner.bookkeeping_failed(&target, &error);
         }
         // The fallback override stays (F-9.4): nothing to roll back.

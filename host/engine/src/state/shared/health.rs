@@ -86,13 +86,17 @@ impl Health {
         Gate::Probe
     }
 
-    /// A call failed with `error`. Returns whether this is news (it was up,
-    /// or a probe failed), to log once per outage.
-    pub(super) fn failed(&self, error: String) -> bool {
+    /// A call failed with `error` (`probe`: the probe's own call). Returns
+    /// whether Redis was up until now, to log once per outage.
+    pub(super) fn failed(&self, error: String, probe: bool) -> bool {
         let was_up = self.up.swap(false, Ordering::AcqRel);
         let mut inner = self.inner();
-        inner.probing = false;
-        inner.last_try = Some(Instant::now());
+        // Only the prober ends its probe: a call begun before an outage
+        // and failing late must not start a second one.
+        if probe || was_up {
+            inner.probing = false;
+            inner.last_try = Some(Instant::now());
+        }
         if was_up {
             inner.down_since_ms = Some(crate::runner::clock::now_ms());
         }
@@ -128,8 +132,8 @@ mod tests {
     fn one_caller_probes_per_interval_while_down() {
         let health = Health::new();
         assert_eq!(health.gate(), Gate::Use);
-        assert!(health.failed("refused".into()));
-        assert!(!health.failed("refused".into()));
+        assert!(health.failed("refused".into(), false));
+        assert!(!health.failed("refused".into(), false));
         // Just tried: everyone uses the local copy.
         assert_eq!(health.gate(), Gate::Skip);
         health.inner().last_try = Some(Instant::now() - RETRY_INTERVAL);

@@ -5,9 +5,32 @@
 //! or disable that ends later, with its reason and scope), counts take the
 //! larger value, times the later one. The rule is idempotent: a write that
 //! reached Redis just before the connection failed, merged again, counts
-//! nothing twice. Sessions are whole values: the later write wins.
+//! nothing twice. Sessions are whole values: the later write wins, but a
+//! person's choice made elsewhere is kept ([`merge_session`]).
 
-use crate::auth::Usage;
+use crate::auth::{PinSource, Usage};
+use crate::state::SessionEntry;
+use policy_types::OverrideSource;
+
+/// A session's local entry merged with Redis's when both changed since the
+/// local one was read: the local write wins, except a person's choices
+/// made elsewhere meanwhile (a user's pin, a user's model), which a
+/// replica's automatic change must never undo (F-4.5, F-9.2).
+pub(super) fn merge_session(remote: &SessionEntry, local: &SessionEntry) -> SessionEntry {
+    let mut merged = local.clone();
+    if remote.profile_pin.source == Some(PinSource::User)
+        && local.profile_pin.source != Some(PinSource::User)
+    {
+        merged.profile_pin = remote.profile_pin.clone();
+    }
+    if remote.model_override.source == Some(OverrideSource::User)
+        && local.model_override.source != Some(OverrideSource::User)
+    {
+        merged.model_override = remote.model_override.clone();
+        merged.live_switch_pending |= remote.live_switch_pending;
+    }
+    merged
+}
 
 /// `remote` and `local` merged (see the module docs).
 pub(super) fn merge_usage(remote: &Usage, local: &Usage) -> Usage {
@@ -36,6 +59,11 @@ fn later(a: Option<u64>, b: Option<u64>) -> bool {
     a.unwrap_or(0) > b.unwrap_or(0)
 }
 
+/// The longest expiry given: a year. A window further away is a policy's
+/// or a hand-edited file's mistake, and Redis refuses an expiry past its
+/// range.
+const MAX_TTL_MS: u64 = 366 * 24 * 3_600_000;
+
 /// How long a profile's state is kept in Redis, in ms from `now_ms`: until
 /// its windows close and a quiet failure window has passed since it last
 /// failed or served — by then the policy would have reset its counts
@@ -54,7 +82,10 @@ pub(super) fn usage_ttl_ms(
         .max(usage.last_used)
         .unwrap_or(0)
         .saturating_add(failure_window_ms);
-    windows.max(activity).saturating_sub(now_ms).max(floor_ms)
+    windows
+        .max(activity)
+        .saturating_sub(now_ms)
+        .clamp(floor_ms, MAX_TTL_MS)
 }
 
 #[cfg(test)]
@@ -71,6 +102,24 @@ mod tests {
             last_used,
             ..Usage::default()
         }
+    }
+
+    #[test]
+    fn a_users_choice_made_elsewhere_survives_an_automatic_local_change() {
+        let mut remote = SessionEntry::default();
+        remote.profile_pin.profile = Some("openai:b".into());
+        remote.profile_pin.source = Some(PinSource::User);
+        let mut local = SessionEntry::default();
+        local.profile_pin.profile = Some("openai:a".into());
+        local.profile_pin.source = Some(PinSource::Auto);
+        local.model_override.model = Some("gpt-x".into());
+        local.model_override.source = Some(OverrideSource::Auto);
+        let merged = merge_session(&remote, &local);
+        assert_eq!(merged.profile_pin, remote.profile_pin);
+        assert_eq!(merged.model_override, local.model_override);
+        // Two automatic changes: the local (later) one.
+        remote.profile_pin.source = Some(PinSource::Auto);
+        assert_eq!(merge_session(&remote, &local), local);
     }
 
     #[test]
@@ -109,5 +158,10 @@ mod tests {
             usage_ttl_ms(&Usage::default(), 24 * hour, 100 * hour, 1_000),
             1_000
         );
+        let absurd = Usage {
+            disabled_until: Some(u64::MAX),
+            ..Usage::default()
+        };
+        assert_eq!(usage_ttl_ms(&absurd, 24 * hour, hour, 1_000), MAX_TTL_MS);
     }
 }

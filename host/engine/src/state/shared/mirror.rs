@@ -21,6 +21,11 @@ pub(super) struct StoredSession {
     pub at: u64,
     /// The entry.
     pub entry: SessionEntry,
+    /// For a local change made while Redis was down: the `at` of the
+    /// Redis value it was made from (`None`: made from nothing). Not
+    /// stored in Redis.
+    #[serde(skip)]
+    pub base: Option<u64>,
 }
 
 /// The copy.

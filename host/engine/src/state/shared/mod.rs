@@ -14,25 +14,27 @@
 //! replica serves from its local copy ([`mirror`]) — the last state it saw
 //! plus its own changes — logs a warning, reports itself degraded, and
 //! tries Redis again each second; when Redis answers, the local changes
-//! are merged into it ([`merge`]) before anything else is read.
+//! are merged into it ([`merge`], [`reconcile`]) before it is used again.
 
 mod cas;
 mod health;
 mod merge;
 mod mirror;
 mod pool;
+mod reconcile;
 mod session_ops;
+mod usage_ops;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use redis::{Connection, RedisResult};
+use serde::de::DeserializeOwned;
 
 use crate::auth::Usage;
-use crate::runner::clock::now_ms;
 use crate::state::{SessionEntry, StateError};
 
-use cas::Write;
 use health::{Gate, Health};
 use mirror::Mirror;
 
@@ -40,14 +42,20 @@ pub use health::{HealthView, RETRY_INTERVAL};
 pub use pool::RedisPool;
 
 /// Optimistic writes tried at most before a change gives up: each retry
-/// means another replica changed the same key in between, and changes
-/// within one process are already serialised, so a handful of replicas
-/// never come near this.
+/// means another replica changed the same key in between, and changes of
+/// one key within a process are already serialised, so a handful of
+/// replicas never come near this.
 const MAX_CAS_ATTEMPTS: usize = 100;
 
 /// The shortest expiry given to a profile's entry: a replica whose clock
 /// runs behind must not write an entry that expires at once.
 const MIN_USAGE_TTL_MS: u64 = 60_000;
+
+/// Locks that serialise this process's changes of the same key (a key
+/// hashes to one): concurrent changes of one profile then retry only
+/// against other replicas, while changes of different keys go on in
+/// parallel.
+const UPDATE_STRIPES: usize = 64;
 
 /// One agent's shared state. Clones share the connection pool, the
 /// health, and the local copy.
@@ -65,11 +73,14 @@ struct Inner {
     /// `auth.cooldowns.failureWindowHours` in ms: how long a quiet entry
     /// stays (F-6.6).
     failure_window_ms: u64,
+    /// Changes fail rather than go to the local copy (the command line:
+    /// its process ends before anything could reconcile them).
+    strict: bool,
     health: Health,
     mirror: Mutex<Mirror>,
-    /// Changes from this process, one at a time: contention is then only
-    /// between replicas.
-    updates: Mutex<()>,
+    stripes: Vec<Mutex<()>>,
+    /// Keys whose unreadable value was already logged.
+    warned: Mutex<HashSet<String>>,
 }
 
 /// A change as applied: its result and the values before and after.
@@ -102,22 +113,42 @@ pub struct SharedStatus {
 
 impl SharedState {
     /// `agent`'s state on the server `pool` connects to, under `prefix`.
-    pub fn new(pool: Arc<RedisPool>, prefix: &str, agent: &str, failure_window_ms: u64) -> Self {
+    /// `strict`: a change Redis cannot take is an error instead of a
+    /// change of the local copy.
+    pub fn new(
+        pool: Arc<RedisPool>,
+        prefix: &str,
+        agent: &str,
+        failure_window_ms: u64,
+        strict: bool,
+    ) -> Self {
         SharedState {
             inner: Arc::new(Inner {
                 pool,
                 agent: agent.to_owned(),
                 base: format!("{prefix}:{agent}:"),
                 failure_window_ms,
+                strict,
                 health: Health::new(),
                 mirror: Mutex::new(Mirror::default()),
-                updates: Mutex::new(()),
+                stripes: (0..UPDATE_STRIPES).map(|_| Mutex::new(())).collect(),
+                warned: Mutex::new(HashSet::new()),
             }),
         }
     }
 
     fn mirror(&self) -> MutexGuard<'_, Mirror> {
         self.inner.mirror.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The lock serialising this process's changes of `keys`.
+    fn stripe(&self, keys: &[String]) -> MutexGuard<'_, ()> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        keys.hash(&mut hasher);
+        let index = usize::try_from(hasher.finish() % UPDATE_STRIPES as u64).unwrap_or(0);
+        self.inner.stripes[index]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     fn usage_key(&self, id: &str) -> String {
@@ -135,29 +166,29 @@ impl SharedState {
 
     /// Health and pending changes.
     pub fn status(&self) -> SharedStatus {
+        let health = self.inner.health.view();
         SharedStatus {
             url: self.url().to_owned(),
-            health: self.inner.health.view(),
+            health,
             pending: self.mirror().pending(),
         }
     }
 
     /// Runs `op` on Redis, or `None` when it is down (the caller uses the
     /// local copy). A caller due to probe a down Redis reconciles first.
-    fn call<T>(&self, op: impl FnOnce(&mut Connection) -> RedisResult<T>) -> Option<T> {
+    /// Off the async workers: a slow Redis holds only this request.
+    fn call<T>(&self, op: impl FnMut(&mut Connection) -> RedisResult<T>) -> Option<T> {
+        crate::state::blocking::off_async(|| self.call_here(op))
+    }
+
+    fn call_here<T>(&self, mut op: impl FnMut(&mut Connection) -> RedisResult<T>) -> Option<T> {
         let gate = self.inner.health.gate();
         if gate == Gate::Skip {
             return None;
         }
-        let mut connection = match self.inner.pool.get() {
-            Ok(connection) => connection,
-            Err(error) => {
-                self.failed(error);
-                return None;
-            }
-        };
-        if gate == Gate::Probe {
-            match self.reconcile(&mut connection) {
+        let probe = gate == Gate::Probe;
+        if probe {
+            match self.reconcile() {
                 Ok(reconciled) => tracing::warn!(
                     store = %self.url(),
                     agent = %self.inner.agent,
@@ -165,26 +196,42 @@ impl SharedState {
                     "state store reachable again; local changes merged into it"
                 ),
                 Err(error) => {
-                    self.failed(error.to_string());
+                    self.failed(error, true);
                     return None;
                 }
             }
         }
-        match op(&mut connection) {
-            Ok(value) => Some(value),
-            Err(error) => {
-                self.failed(error.to_string());
-                None
+        // A connection that sat idle may have died there (a server's idle
+        // timeout, a load balancer): one that fails is retried once on a
+        // new connection before Redis counts as down.
+        for fresh in [false, true] {
+            let mut connection = match self.inner.pool.get(fresh) {
+                Ok(connection) => connection,
+                Err(error) => {
+                    self.failed(error, probe);
+                    return None;
+                }
+            };
+            match op(&mut connection) {
+                Ok(value) => return Some(value),
+                Err(error) if connection.reused() && !fresh && is_connection_error(&error) => {
+                    connection.discard();
+                }
+                Err(error) => {
+                    self.failed(error.to_string(), probe);
+                    return None;
+                }
             }
         }
+        None
     }
 
-    fn failed(&self, error: String) {
+    fn failed(&self, error: String, probe: bool) {
         // The client's messages name hosts and system errors, never the
         // URL's password; hide it anyway should one ever quote the URL.
         let error = self.inner.pool.hide(&error);
         self.inner.pool.discard_all();
-        if self.inner.health.failed(error.clone()) {
+        if self.inner.health.failed(error.clone(), probe) {
             tracing::warn!(
                 store = %self.url(),
                 agent = %self.inner.agent,
@@ -194,237 +241,104 @@ impl SharedState {
         }
     }
 
-    /// Merges every local change into Redis, then marks it up — all under
-    /// the copy's lock, so a change made meanwhile is either merged or
-    /// sees Redis up and goes there.
-    fn reconcile(&self, connection: &mut Connection) -> RedisResult<usize> {
-        let mut mirror = self.mirror();
-        let dirty: Vec<String> = mirror.dirty_usage.iter().cloned().collect();
-        for id in &dirty {
-            let local = mirror.usage.get(id).cloned();
-            let merged = self.merge_into_redis(connection, id, local.as_ref())?;
-            mirror.dirty_usage.remove(id);
-            mirror.saw_usage(id, merged.as_ref());
+    /// A stored value, or `None` when it does not parse — a value of a
+    /// newer build, or a hand edit: it is logged once and treated as
+    /// absent, so that one bad key never fails requests (the next change
+    /// of it replaces it).
+    fn parse<T: DeserializeOwned>(&self, key: &str, raw: &str) -> Option<T> {
+        match serde_json::from_str(raw) {
+            Ok(value) => Some(value),
+            Err(error) => {
+                let new = self
+                    .inner
+                    .warned
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(key.to_owned());
+                if new {
+                    tracing::warn!(
+                        store = %self.url(),
+                        key,
+                        column = error.column(),
+                        "a stored value does not parse; it is treated as absent until it is replaced"
+                    );
+                }
+                None
+            }
         }
-        let sessions = self.reconcile_sessions(connection, &mut mirror)?;
-        self.inner.health.recovered();
-        Ok(dirty.len() + sessions)
     }
 
-    /// Writes `local` merged with Redis's value of profile `id` (a local
-    /// removal removes it); returns what Redis then holds.
-    fn merge_into_redis(
+    /// The error of a change Redis could not take, in strict mode.
+    fn unreachable(&self) -> StateError {
+        let error = self.inner.health.view().error;
+        StateError::Store {
+            store: self.url().to_owned(),
+            message: format!(
+                "unreachable ({}); the change was not made",
+                error.as_deref().unwrap_or("no answer")
+            ),
+        }
+    }
+
+    /// A connection now, or the error (no local copy to fall back to).
+    fn strict_connection(&self) -> Result<pool::Pooled<'_>, StateError> {
+        self.inner
+            .pool
+            .get(true)
+            .map_err(|message| StateError::Store {
+                store: self.url().to_owned(),
+                message: self.inner.pool.hide(&message),
+            })
+    }
+
+    fn store_error(&self, error: redis::RedisError) -> StateError {
+        StateError::Store {
+            store: self.url().to_owned(),
+            message: self.inner.pool.hide(&error.to_string()),
+        }
+    }
+
+    /// The ids of this agent's keys of one kind (`usage:`, `session:`).
+    fn ids_under(
         &self,
         connection: &mut Connection,
-        id: &str,
-        local: Option<&Usage>,
-    ) -> RedisResult<Option<Usage>> {
-        let key = self.usage_key(id);
-        for _ in 0..MAX_CAS_ATTEMPTS {
-            let raw = cas::read(connection, std::slice::from_ref(&key))?
-                .pop()
-                .flatten();
-            // A value that does not parse is replaced by the local one.
-            let remote = raw.as_deref().and_then(|r| serde_json::from_str(r).ok());
-            let merged = match (local, &remote) {
-                (None, _) => None,
-                (Some(local), Some(remote)) => Some(merge::merge_usage(remote, local)),
-                (Some(local), None) => Some(local.clone()),
-            };
-            if raw.is_some() && merged.is_some() && merged == remote {
-                return Ok(merged);
-            }
-            let write = self.usage_write(id, raw, merged.as_ref());
-            if cas::compare_and_set(connection, &[write])? {
-                return Ok(merged);
-            }
-        }
-        Err(contended())
+        kind: &str,
+    ) -> Result<Vec<String>, StateError> {
+        let prefix = format!("{}{kind}", self.inner.base);
+        let pattern = format!("{}*", cas::glob_escape(&prefix));
+        let keys = cas::scan(connection, &pattern).map_err(|e| self.store_error(e))?;
+        Ok(keys
+            .into_iter()
+            .filter_map(|key| key.strip_prefix(&prefix).map(str::to_owned))
+            .collect())
     }
 
-    fn usage_write(&self, id: &str, expected: Option<String>, value: Option<&Usage>) -> Write {
-        let ttl_ms = value.map_or(0, |usage| {
-            merge::usage_ttl_ms(
-                usage,
-                self.inner.failure_window_ms,
-                now_ms(),
-                MIN_USAGE_TTL_MS,
-            )
-        });
-        Write {
-            key: self.usage_key(id),
-            expected,
-            value: value.map(|usage| serde_json::to_string(usage).unwrap_or_default()),
-            ttl_ms,
-        }
-    }
-
-    /// The routing state of profiles `ids` (those that have any).
-    pub fn usage(&self, ids: &[String]) -> Result<BTreeMap<String, Usage>, StateError> {
+    /// Every profile's routing state and every session, straight from
+    /// Redis (no local copy): what `failover state migrate` moves. A value
+    /// that does not parse is an error here: a migration must not drop it.
+    pub fn export(&self) -> Result<Exported, StateError> {
+        let mut connection = self.strict_connection()?;
+        let ids = self.ids_under(&mut connection, "usage:")?;
         let keys: Vec<String> = ids.iter().map(|id| self.usage_key(id)).collect();
-        let Some(raws) = self.call(|c| cas::read(c, &keys)) else {
-            let mirror = self.mirror();
-            return Ok(ids
-                .iter()
-                .filter_map(|id| Some((id.clone(), mirror.usage.get(id)?.clone())))
-                .collect());
-        };
-        let found = self.parse_usage(ids, &raws)?;
-        let mut mirror = self.mirror();
-        for id in ids {
-            mirror.saw_usage(id, found.get(id));
-        }
-        Ok(found)
-    }
-
-    fn parse_usage(
-        &self,
-        ids: &[String],
-        raws: &[Option<String>],
-    ) -> Result<BTreeMap<String, Usage>, StateError> {
-        let mut found = BTreeMap::new();
-        for (id, raw) in ids.iter().zip(raws) {
+        let raws = cas::read(&mut connection, &keys).map_err(|e| self.store_error(e))?;
+        let mut usage = BTreeMap::new();
+        for ((id, key), raw) in ids.into_iter().zip(&keys).zip(raws) {
             if let Some(raw) = raw {
-                let usage =
-                    serde_json::from_str(raw).map_err(|e| self.corrupt(&self.usage_key(id), &e))?;
-                found.insert(id.clone(), usage);
+                usage.insert(id, self.parse_strict(key, &raw)?);
             }
         }
-        Ok(found)
+        let sessions = self.export_sessions(&mut connection)?;
+        Ok((usage, sessions))
     }
 
-    fn corrupt(&self, key: &str, error: &serde_json::Error) -> StateError {
-        StateError::Store {
+    fn parse_strict<T: DeserializeOwned>(&self, key: &str, raw: &str) -> Result<T, StateError> {
+        serde_json::from_str(raw).map_err(|error| StateError::Store {
             store: format!("{} key {key}", self.url()),
             message: format!(
                 "not a value this build reads (at column {}); it was left as it is",
                 error.column()
             ),
-        }
-    }
-
-    /// Changes the routing state of profiles `ids` atomically across
-    /// replicas: `change` gets their current values (those that have any)
-    /// and may be called again if another replica changed one meanwhile.
-    /// While Redis is down, the change applies to the local copy.
-    pub fn update_usage<T>(
-        &self,
-        ids: &[String],
-        mut change: impl FnMut(&mut BTreeMap<String, Usage>) -> Result<T, StateError>,
-    ) -> Result<AppliedUsage<T>, StateError> {
-        let _serial = self.inner.updates.lock().unwrap_or_else(|e| e.into_inner());
-        let mut ids = ids.to_vec();
-        let mut attempts = 0;
-        while attempts < MAX_CAS_ATTEMPTS {
-            attempts += 1;
-            let keys: Vec<String> = ids.iter().map(|id| self.usage_key(id)).collect();
-            let Some(raws) = self.call(|c| cas::read(c, &keys)) else {
-                match self.update_usage_locally(&ids, &mut change) {
-                    Some(applied) => return applied,
-                    None => continue,
-                }
-            };
-            let before = self.parse_usage(&ids, &raws)?;
-            let mut after = before.clone();
-            let result = change(&mut after)?;
-            let added: Vec<String> = after
-                .keys()
-                .filter(|id| !ids.contains(id))
-                .cloned()
-                .collect();
-            if !added.is_empty() {
-                // Ids it was not asked about: read them too, then decide again.
-                ids.extend(added);
-                continue;
-            }
-            let writes: Vec<Write> = ids
-                .iter()
-                .zip(raws)
-                .filter(|(id, _)| before.get(*id) != after.get(*id))
-                .map(|(id, raw)| self.usage_write(id, raw, after.get(id)))
-                .collect();
-            match self.call(|c| cas::compare_and_set(c, &writes)) {
-                Some(true) => {
-                    let mut mirror = self.mirror();
-                    for id in &ids {
-                        mirror.saw_usage(id, after.get(id));
-                    }
-                    return Ok(Applied {
-                        result,
-                        before,
-                        after,
-                    });
-                }
-                Some(false) => {}
-                // Whether it was applied is unknown: apply it locally too;
-                // the merge rule counts nothing twice.
-                None => {
-                    if let Some(applied) = self.update_usage_locally(&ids, &mut change) {
-                        return applied;
-                    }
-                }
-            }
-        }
-        Err(StateError::Store {
-            store: self.url().to_owned(),
-            message: contended().to_string(),
         })
-    }
-
-    /// `change` on the local copy, marked for reconciliation; `None` when
-    /// Redis came back meanwhile (go there instead).
-    fn update_usage_locally<T>(
-        &self,
-        ids: &[String],
-        change: &mut impl FnMut(&mut BTreeMap<String, Usage>) -> Result<T, StateError>,
-    ) -> Option<Result<AppliedUsage<T>, StateError>> {
-        let mut mirror = self.mirror();
-        if self.inner.health.is_up() {
-            return None;
-        }
-        let before: BTreeMap<String, Usage> = ids
-            .iter()
-            .filter_map(|id| Some((id.clone(), mirror.usage.get(id)?.clone())))
-            .collect();
-        let mut after = before.clone();
-        let result = match change(&mut after) {
-            Ok(result) => result,
-            Err(error) => return Some(Err(error)),
-        };
-        let touched: Vec<String> = before.keys().chain(after.keys()).cloned().collect();
-        for id in touched {
-            if before.get(&id) == after.get(&id) {
-                continue;
-            }
-            match after.get(&id) {
-                Some(usage) => mirror.usage.insert(id.clone(), usage.clone()),
-                None => mirror.usage.remove(&id),
-            };
-            mirror.dirty_usage.insert(id);
-        }
-        Some(Ok(Applied {
-            result,
-            before,
-            after,
-        }))
-    }
-
-    /// Every profile's routing state and every session, straight from
-    /// Redis (no local copy): what `failover state migrate` moves.
-    pub fn export(&self) -> Result<Exported, StateError> {
-        let mut connection = self.strict_connection()?;
-        let usage_ids = self.ids_under(&mut connection, "usage:")?;
-        let raws = cas::read(
-            &mut connection,
-            &usage_ids
-                .iter()
-                .map(|id| self.usage_key(id))
-                .collect::<Vec<_>>(),
-        )
-        .map_err(|e| self.store_error(e))?;
-        let usage = self.parse_usage(&usage_ids, &raws)?;
-        let sessions = self.export_sessions(&mut connection)?;
-        Ok((usage, sessions))
     }
 
     /// Writes `usage` and `sessions` over what Redis holds for the same
@@ -449,36 +363,12 @@ impl SharedState {
         pipe.query::<()>(&mut *connection)
             .map_err(|e| self.store_error(e))
     }
+}
 
-    /// A connection now, or the error (no local copy to fall back to).
-    fn strict_connection(&self) -> Result<pool::Pooled<'_>, StateError> {
-        self.inner.pool.get().map_err(|message| StateError::Store {
-            store: self.url().to_owned(),
-            message: self.inner.pool.hide(&message),
-        })
-    }
-
-    fn store_error(&self, error: redis::RedisError) -> StateError {
-        StateError::Store {
-            store: self.url().to_owned(),
-            message: self.inner.pool.hide(&error.to_string()),
-        }
-    }
-
-    /// The ids of this agent's keys of one kind (`usage:`, `session:`).
-    fn ids_under(
-        &self,
-        connection: &mut Connection,
-        kind: &str,
-    ) -> Result<Vec<String>, StateError> {
-        let prefix = format!("{}{kind}", self.inner.base);
-        let pattern = format!("{}*", cas::glob_escape(&prefix));
-        let keys = cas::scan(connection, &pattern).map_err(|e| self.store_error(e))?;
-        Ok(keys
-            .into_iter()
-            .filter_map(|key| key.strip_prefix(&prefix).map(str::to_owned))
-            .collect())
-    }
+/// Whether `error` says the connection is gone (rather than a refusal by
+/// a server that answered).
+fn is_connection_error(error: &redis::RedisError) -> bool {
+    error.is_io_error() || error.is_connection_dropped() || error.is_timeout()
 }
 
 /// The error of a change that lost the race too often.

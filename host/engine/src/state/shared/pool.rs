@@ -54,6 +54,20 @@ pub(super) struct Pooled<'a> {
     pool: &'a RedisPool,
     generation: u64,
     connection: Option<Connection>,
+    /// It was idle in the pool (it may have died there), not new.
+    reused: bool,
+}
+
+impl Pooled<'_> {
+    /// Whether it was idle in the pool rather than new.
+    pub fn reused(&self) -> bool {
+        self.reused
+    }
+
+    /// Closes it instead of giving it back.
+    pub fn discard(mut self) {
+        self.connection = None;
+    }
 }
 
 impl std::ops::Deref for Pooled<'_> {
@@ -95,6 +109,10 @@ impl RedisPool {
                 crate::config::state::REDIS_URL_ENV
             ),
         })?;
+        crate::config::state::check_url(&url).map_err(|message| StateError::Store {
+            store: "redis".into(),
+            message,
+        })?;
         let shown = redact_url(&url);
         let password = password_of(&url)
             .filter(|p| !p.is_empty())
@@ -131,13 +149,16 @@ impl RedisPool {
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// An idle connection, or a new one (connected within the timeout, its
-    /// reads and writes bounded by it); or why there is none.
-    pub(super) fn get(&self) -> Result<Pooled<'_>, String> {
+    /// An idle connection (unless `fresh`), or a new one (connected within
+    /// the timeout, its reads and writes bounded by it); or why there is
+    /// none.
+    pub(super) fn get(&self, fresh: bool) -> Result<Pooled<'_>, String> {
         let (generation, idle) = {
             let mut idle = self.idle();
-            (idle.generation, idle.connections.pop())
+            let connection = if fresh { None } else { idle.connections.pop() };
+            (idle.generation, connection)
         };
+        let reused = idle.is_some();
         let connection = match idle {
             Some(connection) => connection,
             None => self.connect().map_err(|e| self.hide(&e.to_string()))?,
@@ -146,6 +167,7 @@ impl RedisPool {
             pool: self,
             generation,
             connection: Some(connection),
+            reused,
         })
     }
 
@@ -165,10 +187,15 @@ impl RedisPool {
     }
 }
 
-/// The password in a URL's user info.
+/// The password in a URL: in its user info, or a `pass`/`password` query
+/// parameter (Unix-socket URLs).
 fn password_of(url: &str) -> Option<&str> {
+    if let Some(password) = crate::config::state::query_password(url) {
+        return Some(password);
+    }
     let rest = url.split_once("://")?.1;
-    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
-    let userinfo = authority.rsplit_once('@')?.0;
+    let rest = rest.split_once('?').map_or(rest, |(rest, _)| rest);
+    // The user info ends at the last '@' (a password may hold '/' or '@').
+    let userinfo = rest.rsplit_once('@')?.0;
     Some(userinfo.split_once(':')?.1)
 }

@@ -1,22 +1,32 @@
-//! Sessions in Redis: read, changed by compare-and-set, reconciled by
-//! their write time, moved whole by a migration.
+//! Sessions in Redis: read, changed by compare-and-set (or, while Redis is
+//! down, in the local copy), moved whole by a migration.
 
 use std::collections::BTreeMap;
 
-use redis::{Connection, RedisResult};
+use redis::Connection;
 
 use super::cas::{self, Write};
-use super::mirror::{Mirror, StoredSession};
+use super::mirror::StoredSession;
 use super::{contended, Applied, SharedState, MAX_CAS_ATTEMPTS};
 use crate::runner::clock::now_ms;
 use crate::state::{SessionEntry, StateError};
 
-impl SharedState {
-    fn parse_session(&self, id: &str, raw: &str) -> Result<StoredSession, StateError> {
-        serde_json::from_str(raw).map_err(|e| self.corrupt(&self.session_key(id), &e))
-    }
+/// A session change as applied (`after`: `None` when nothing was written).
+pub type AppliedSession<T> = Applied<T, Option<SessionEntry>>;
 
-    fn session_write(&self, id: &str, expected: Option<String>, stored: &StoredSession) -> Write {
+/// What one try of a change came to.
+enum Try<T> {
+    Done(Result<AppliedSession<T>, StateError>),
+    Again,
+}
+
+impl SharedState {
+    pub(super) fn session_write(
+        &self,
+        id: &str,
+        expected: Option<String>,
+        stored: &StoredSession,
+    ) -> Write {
         Write {
             key: self.session_key(id),
             expected,
@@ -25,44 +35,46 @@ impl SharedState {
         }
     }
 
+    /// A stored session from its raw value (`None`: absent or unreadable).
+    pub(super) fn parse_session(&self, id: &str, raw: Option<&str>) -> Option<StoredSession> {
+        self.parse(&self.session_key(id), raw?)
+    }
+
     /// Session `id`, if it has been written.
-    pub fn session(&self, id: &str) -> Result<Option<SessionEntry>, StateError> {
+    pub fn session(&self, id: &str) -> Option<SessionEntry> {
         let key = self.session_key(id);
         let Some(raw) = self.call(|c| cas::read(c, std::slice::from_ref(&key))) else {
-            return Ok(self.mirror().sessions.get(id).map(|s| s.entry.clone()));
+            return self.mirror().sessions.get(id).map(|s| s.entry.clone());
         };
-        let stored = match raw.into_iter().next().flatten() {
-            Some(raw) => Some(self.parse_session(id, &raw)?),
-            None => None,
-        };
+        let stored = self.parse_session(id, raw.into_iter().next().flatten().as_deref());
         self.mirror().saw_session(id, stored.as_ref());
-        Ok(stored.map(|s| s.entry))
+        stored.map(|s| s.entry)
     }
 
     /// Every session of the agent (while Redis is down, those the local
     /// copy holds).
-    pub fn sessions(&self) -> Result<BTreeMap<String, SessionEntry>, StateError> {
+    pub fn sessions(&self) -> BTreeMap<String, SessionEntry> {
+        let prefix = format!("{}session:", self.inner.base);
         let listed = self.call(|c| {
-            let prefix = format!("{}session:", self.inner.base);
             let keys = cas::scan(c, &format!("{}*", cas::glob_escape(&prefix)))?;
             let raws = cas::read(c, &keys)?;
-            Ok(keys
-                .into_iter()
-                .zip(raws)
-                .filter_map(|(key, raw)| Some((key.strip_prefix(&prefix)?.to_owned(), raw?)))
-                .collect::<Vec<_>>())
+            Ok(keys.into_iter().zip(raws).collect::<Vec<_>>())
         });
         let Some(listed) = listed else {
             let mirror = self.mirror();
-            return Ok(mirror
+            return mirror
                 .sessions
                 .iter()
                 .map(|(id, s)| (id.clone(), s.entry.clone()))
-                .collect());
+                .collect();
         };
         listed
             .into_iter()
-            .map(|(id, raw)| Ok((id.clone(), self.parse_session(&id, &raw)?.entry)))
+            .filter_map(|(key, raw)| {
+                let id = key.strip_prefix(&prefix)?;
+                let stored = self.parse_session(id, raw.as_deref())?;
+                Some((id.to_owned(), stored.entry))
+            })
             .collect()
     }
 
@@ -73,50 +85,13 @@ impl SharedState {
         &self,
         id: &str,
         mut change: impl FnMut(&mut SessionEntry) -> T,
-    ) -> Result<Applied<T, Option<SessionEntry>>, StateError> {
-        let _serial = self.inner.updates.lock().unwrap_or_else(|e| e.into_inner());
+    ) -> Result<AppliedSession<T>, StateError> {
         let key = self.session_key(id);
+        let _serial = self.stripe(std::slice::from_ref(&key));
         for _ in 0..MAX_CAS_ATTEMPTS {
-            let Some(raw) = self.call(|c| cas::read(c, std::slice::from_ref(&key))) else {
-                match self.update_session_locally(id, &mut change) {
-                    Some(applied) => return Ok(applied),
-                    None => continue,
-                }
-            };
-            let raw = raw.into_iter().next().flatten();
-            let before = match &raw {
-                Some(raw) => Some(self.parse_session(id, raw)?.entry),
-                None => None,
-            };
-            let mut entry = before.clone().unwrap_or_default();
-            let result = change(&mut entry);
-            if before.as_ref().unwrap_or(&SessionEntry::default()) == &entry {
-                return Ok(Applied {
-                    result,
-                    before,
-                    after: None,
-                });
-            }
-            let stored = StoredSession {
-                at: now_ms(),
-                entry,
-            };
-            let write = self.session_write(id, raw, &stored);
-            match self.call(|c| cas::compare_and_set(c, &[write])) {
-                Some(true) => {
-                    self.mirror().saw_session(id, Some(&stored));
-                    return Ok(Applied {
-                        result,
-                        before,
-                        after: Some(stored.entry),
-                    });
-                }
-                Some(false) => {}
-                None => {
-                    if let Some(applied) = self.update_session_locally(id, &mut change) {
-                        return Ok(applied);
-                    }
-                }
+            match self.try_update_session(id, &key, &mut change) {
+                Try::Done(applied) => return applied,
+                Try::Again => {}
             }
         }
         Err(StateError::Store {
@@ -125,78 +100,93 @@ impl SharedState {
         })
     }
 
+    fn try_update_session<T>(
+        &self,
+        id: &str,
+        key: &str,
+        change: &mut impl FnMut(&mut SessionEntry) -> T,
+    ) -> Try<T> {
+        let keys = [key.to_owned()];
+        let Some(raw) = self.call(|c| cas::read(c, &keys)) else {
+            return self.update_session_locally(id, change);
+        };
+        let raw = raw.into_iter().next().flatten();
+        let before = self.parse_session(id, raw.as_deref()).map(|s| s.entry);
+        let mut entry = before.clone().unwrap_or_default();
+        let result = change(&mut entry);
+        if before.as_ref().unwrap_or(&SessionEntry::default()) == &entry {
+            return Try::Done(Ok(Applied {
+                result,
+                before,
+                after: None,
+            }));
+        }
+        let stored = StoredSession {
+            at: now_ms(),
+            entry,
+            base: None,
+        };
+        let write = self.session_write(id, raw, &stored);
+        match self.call(|c| cas::compare_and_set(c, std::slice::from_ref(&write))) {
+            Some(true) => {
+                self.mirror().saw_session(id, Some(&stored));
+                Try::Done(Ok(Applied {
+                    result,
+                    before,
+                    after: Some(stored.entry),
+                }))
+            }
+            Some(false) => Try::Again,
+            None => self.update_session_locally(id, change),
+        }
+    }
+
     /// `change` on the local copy of session `id`, marked for
-    /// reconciliation; `None` when Redis came back meanwhile.
+    /// reconciliation; again when Redis came back meanwhile.
     fn update_session_locally<T>(
         &self,
         id: &str,
         change: &mut impl FnMut(&mut SessionEntry) -> T,
-    ) -> Option<Applied<T, Option<SessionEntry>>> {
+    ) -> Try<T> {
+        if self.inner.strict {
+            return Try::Done(Err(self.unreachable()));
+        }
         let mut mirror = self.mirror();
         if self.inner.health.is_up() {
-            return None;
+            return Try::Again;
         }
-        let before = mirror.sessions.get(id).map(|s| s.entry.clone());
+        let known = mirror.sessions.get(id);
+        let before = known.map(|s| s.entry.clone());
+        // What Redis held when the local changes began (see reconcile).
+        let base = match known {
+            Some(stored) if mirror.dirty_sessions.contains(id) => stored.base,
+            Some(stored) => Some(stored.at),
+            None => None,
+        };
         let mut entry = before.clone().unwrap_or_default();
         let result = change(&mut entry);
         if before.as_ref().unwrap_or(&SessionEntry::default()) == &entry {
-            return Some(Applied {
+            return Try::Done(Ok(Applied {
                 result,
                 before,
                 after: None,
-            });
+            }));
         }
         let stored = StoredSession {
             at: now_ms(),
             entry: entry.clone(),
+            base,
         };
         mirror.sessions.insert(id.to_owned(), stored);
         mirror.dirty_sessions.insert(id.to_owned());
-        Some(Applied {
+        Try::Done(Ok(Applied {
             result,
             before,
             after: Some(entry),
-        })
+        }))
     }
 
-    /// Writes each locally changed session unless Redis holds a later
-    /// write of it. Returns how many were reconciled.
-    pub(super) fn reconcile_sessions(
-        &self,
-        connection: &mut Connection,
-        mirror: &mut Mirror,
-    ) -> RedisResult<usize> {
-        let dirty: Vec<String> = mirror.dirty_sessions.iter().cloned().collect();
-        for id in &dirty {
-            let Some(local) = mirror.sessions.get(id).cloned() else {
-                mirror.dirty_sessions.remove(id);
-                continue;
-            };
-            let key = self.session_key(id);
-            let mut settled = None;
-            for _ in 0..MAX_CAS_ATTEMPTS {
-                let raw = cas::read(connection, std::slice::from_ref(&key))?
-                    .pop()
-                    .flatten();
-                let remote: Option<StoredSession> =
-                    raw.as_deref().and_then(|r| serde_json::from_str(r).ok());
-                if let Some(remote) = remote.filter(|remote| remote.at > local.at) {
-                    settled = Some(remote);
-                    break;
-                }
-                if cas::compare_and_set(connection, &[self.session_write(id, raw, &local)])? {
-                    settled = Some(local.clone());
-                    break;
-                }
-            }
-            let settled = settled.ok_or_else(contended)?;
-            mirror.dirty_sessions.remove(id);
-            mirror.saw_session(id, Some(&settled));
-        }
-        Ok(dirty.len())
-    }
-
-    /// Every session, straight from Redis.
+    /// Every session, straight from Redis (unreadable ones are errors).
     pub(super) fn export_sessions(
         &self,
         connection: &mut Connection,
@@ -205,10 +195,10 @@ impl SharedState {
         let keys: Vec<String> = ids.iter().map(|id| self.session_key(id)).collect();
         let raws = cas::read(connection, &keys).map_err(|e| self.store_error(e))?;
         let mut sessions = BTreeMap::new();
-        for (id, raw) in ids.into_iter().zip(raws) {
+        for ((id, key), raw) in ids.into_iter().zip(&keys).zip(raws) {
             if let Some(raw) = raw {
-                let entry = self.parse_session(&id, &raw)?.entry;
-                sessions.insert(id, entry);
+                let stored: StoredSession = self.parse_strict(key, &raw)?;
+                sessions.insert(id, stored.entry);
             }
         }
         Ok(sessions)
@@ -225,6 +215,7 @@ impl SharedState {
             let stored = StoredSession {
                 at,
                 entry: entry.clone(),
+                base: None,
             };
             let write = self.session_write(id, None, &stored);
             pipe.cmd("SET")
