@@ -394,7 +394,7 @@ fn state_migrate_moves_routing_state_and_sessions_both_ways() {
         .unwrap();
     let far = 4_000_000_000_000u64;
     store
-        .update_profile_usage(&"openai:a".to_owned(), |u| {
+        .update_profile_usage("openai:a", |u| {
             Ok::<_, ()>(failover::auth::Usage {
                 disabled_until: Some(far),
                 disabled_reason: Some(failover::auth::RecordedReason::Billing),

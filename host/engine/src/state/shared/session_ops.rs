@@ -15,6 +15,9 @@ use crate::state::{SessionEntry, StateError};
 pub type AppliedSession<T> = Applied<T, Option<SessionEntry>>;
 
 /// What one try of a change came to.
+// Returned once per try and matched at once: boxing the large variant
+// would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 enum Try<T> {
     Done(Result<AppliedSession<T>, StateError>),
     Again,
