@@ -775,6 +775,28 @@ async fn a_short_retry_after_is_waited_on_only_when_nothing_else_remains() {
 }
 
 #[tokio::test]
+async fn a_success_right_after_a_short_wait_clears_the_cooldown_its_own_run_set() {
+    let w = world(&["anthropic:a"]);
+    let provider = Scripted::default().then(PRIMARY, Outcome::Reply).then(
+        PRIMARY,
+        Outcome::Error(
+            ProviderError::message("rate limited")
+                .with_status(429)
+                .with_header("retry-after-ms", "200"),
+        ),
+    );
+    let r = runner(&w, strict_config(), provider);
+    r.run(&session("s1"), &()).await.unwrap();
+    // Within the second after a served answer: a success that changed
+    // only `lastUsed` would not be written; this one clears a cooldown.
+    r.run(&session("s1"), &()).await.unwrap();
+    assert_eq!(w.clock.slept_ms(), 200);
+    let usage = &w.store.usage().unwrap()["anthropic:a"];
+    assert_eq!(usage.cooldown_until, None, "{usage:?}");
+    assert_eq!(usage.error_count, 0, "{usage:?}");
+}
+
+#[tokio::test]
 async fn no_wait_while_another_candidate_can_be_tried() {
     let w = world(ALL);
     let provider = Scripted::default()

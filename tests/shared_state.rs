@@ -147,8 +147,19 @@ async fn a_rate_limit_one_replica_met_is_skipped_by_the_other_on_its_next_reques
     let (_dir, a, b) = two_replicas(&config).await;
     let client = reqwest::Client::new();
 
+    // A value this build cannot read (a newer build's, a hand edit) is
+    // treated as absent, never a failed request, and the next change
+    // replaces it.
+    let _: () = redis::cmd("SET")
+        .arg(format!("{prefix}:main:usage:openai:b"))
+        .arg(r#"{"errorCount": "many", "#)
+        .query(&mut test_redis::client(&url))
+        .unwrap();
+
     assert_eq!(a.chat(&client, None).await, (200, "openai:b".into()));
     assert_eq!(upstream.calls_with_key("oai-a"), 1);
+    let replaced = usage_in_redis(&url, &prefix, "openai:b").unwrap();
+    assert!(replaced["lastUsed"].is_u64(), "{replaced}");
     let usage = usage_in_redis(&url, &prefix, "openai:a").expect("A recorded the cooldown");
     assert_eq!(usage["cooldownReason"], "rate_limit");
     assert_eq!(usage["errorCount"], 1);
