@@ -65,6 +65,21 @@ pub fn run(context: &Context, args: DoctorArgs) -> anyhow::Result<ExitCode> {
         Err(error) => check(false, format!("policy: {error:#}")),
     }
     let candidates = chain_readiness(context.policy()?, config, &store, now_ms())?;
+    // After a read: the shared store's health is what that read found. A
+    // Redis down is a warning: gateways go on from their local copies.
+    if let Some(shared) = &store.backend_status().shared {
+        match &shared.health.error {
+            None => check(
+                true,
+                format!("routing state and sessions: redis {} answers", shared.url),
+            ),
+            Some(error) => println!(
+                "warn routing state and sessions: redis {} does not answer ({error}); \
+                 gateways would serve from their local copies",
+                shared.url
+            ),
+        }
+    }
     if candidates.is_empty() {
         check(
             false,

@@ -72,7 +72,15 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let banner = format!("agent {}, policy {}", context.agent(), policy.version());
+    let state = match gateway.runner().store().backend_status().shared {
+        Some(shared) => format!("state in redis {}", shared.url),
+        None => "state in files".to_owned(),
+    };
+    let banner = format!(
+        "agent {}, policy {}, {state}",
+        context.agent(),
+        policy.version()
+    );
     runtime.block_on(serve_until_stopped(
         Arc::new(gateway),
         admin,

@@ -52,7 +52,8 @@ pub fn describe_state(usage: &Usage, now: u64) -> String {
     parts.join("; ")
 }
 
-/// The state backend in one line: which, and whether it answers.
+/// The state backend in one line: which, and whether it answers (`now`:
+/// the real time, which an outage is measured against).
 fn describe_backend(state: &BackendStatus, now: u64) -> String {
     let Some(shared) = &state.shared else {
         return format!("routing state and sessions: {}", state.backend);
@@ -98,7 +99,7 @@ pub fn run(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
         context.state_dir()?.root().display(),
         policy.version()
     );
-    println!("{}", describe_backend(&status.state, now));
+    println!("{}", describe_backend(&status.state, now_ms()));
     if status.providers.is_empty() {
         println!("\nno profiles (add one with `failover profiles add ID`)");
     }
