@@ -31,6 +31,7 @@ mod gateway_streams;
 mod hostile;
 mod onboarding;
 mod policy;
+mod properties;
 mod replay;
 mod runner;
 mod sdk;

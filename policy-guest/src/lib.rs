@@ -33,6 +33,34 @@ pub mod runner;
 mod signals;
 mod text;
 
+/// Entry points for the fuzz targets in `fuzz/` (feature `fuzzing`): the
+/// readers of untrusted text the rules use, otherwise private.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    /// The wait a header block asks for; never past the longest believed.
+    pub fn retry_after(block: &str, now_ms: u64) -> Option<u64> {
+        let wait = crate::retry_after::from_headers(block, now_ms);
+        assert!(wait.is_none_or(|ms| ms <= crate::MAX_RETRY_AFTER_MS));
+        wait
+    }
+
+    /// Reads a message as a provider's JSON error body, and a status at
+    /// the start of its text.
+    pub fn body(message: &str) {
+        if let Some(facts) = crate::body::parse(message) {
+            assert!(facts.status.is_none_or(|s| (100..=599).contains(&s)));
+            assert!(facts.offset <= message.len());
+            assert!(facts
+                .retry_delay_ms
+                .is_none_or(|ms| ms <= crate::MAX_RETRY_AFTER_MS));
+        }
+        if let Some(status) = crate::body::status_from_text(message) {
+            assert!((100..=599).contains(&status), "status {status}");
+        }
+    }
+}
+
 /// The WIT glue: the generated bindings and [`component::DefaultPolicy`]
 /// (feature `bindings`, wasm32 only); exported as the component with the
 /// feature `component`.

@@ -31,4 +31,10 @@ pub mod runner;
 pub mod state;
 pub mod status;
 
+/// Entry points for the fuzz targets in `fuzz/` (feature `fuzzing`): the
+/// parsers that face untrusted bytes and are otherwise crate-private.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+
 pub use failover_sandbox as sandbox;

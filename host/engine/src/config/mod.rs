@@ -268,15 +268,21 @@ impl Config {
     /// Reads the config at `path`; errors name the file, line and column.
     pub fn load(path: &Path) -> Result<Config, StateError> {
         let text = std::fs::read_to_string(path).map_err(|e| StateError::io(path, e))?;
+        Config::parse(&text, path)
+    }
+
+    /// Reads a config's JSON5 `text`; errors name `path`, the line and
+    /// column.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, StateError> {
         let parse_error = |e: json5::Error| StateError::Parse {
             path: path.to_owned(),
             message: e.to_string(),
         };
         // The syntax (trailing text included) first, then the shape, noting
         // every key nothing read.
-        let raw: serde_json::Value = json5::from_str(&text).map_err(parse_error)?;
+        let raw: serde_json::Value = json5::from_str(text).map_err(parse_error)?;
         let mut ignored = Vec::new();
-        let mut deserializer = json5::Deserializer::from_str(&text);
+        let mut deserializer = json5::Deserializer::from_str(text);
         let mut config: Config = serde_ignored::deserialize(&mut deserializer, |key| {
             ignored.push(key.to_string());
         })
@@ -284,7 +290,7 @@ impl Config {
         let mut unknown = unknown_keys::errors(&ignored);
         unknown.extend(unknown_keys::model_choice_errors(&raw));
         if let Some(unknown) = unknown.first() {
-            let line = unknown_keys::line_of(&text, &unknown.path)
+            let line = unknown_keys::line_of(text, &unknown.path)
                 .map_or_else(String::new, |l| format!("line {l}: "));
             return Err(StateError::Invalid {
                 path: path.to_owned(),

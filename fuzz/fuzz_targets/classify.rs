@@ -1,0 +1,45 @@
+//! A provider error as JSON → `ProviderError` → flattened → classified, by
+//! the native core and by the embedded component: both must agree, and a
+//! verdict's `failover` flag must follow from its reason.
+
+#![no_main]
+
+use std::sync::OnceLock;
+
+use failover_sandbox::provider_error::ProviderError;
+use failover_sandbox::report::flatten;
+use failover_sandbox::{Policy, PolicyEngine};
+use libfuzzer_sys::fuzz_target;
+use policy_types::Reason;
+
+/// A fixed instant: classification reads the clock only through the report.
+const NOW_MS: u64 = 1_767_225_600_000;
+
+fn policy() -> &'static Policy {
+    static POLICY: OnceLock<Policy> = OnceLock::new();
+    POLICY.get_or_init(|| {
+        let engine = PolicyEngine::new().expect("engine");
+        Policy::default_policy(&engine).expect("the embedded policy loads")
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(error) = ProviderError::from_json_str(text) else {
+        return;
+    };
+    let policy = policy();
+    let flat = flatten(&error, NOW_MS, &policy.limits());
+    let native = policy_guest::classify(&flat.report);
+    let component = policy
+        .classify_report(flat)
+        .expect("the default policy classifies every input");
+    assert_eq!(native, component, "native and component disagree");
+    assert_eq!(
+        native.failover,
+        native.reason.is_some_and(Reason::advances_chain),
+        "the failover flag does not follow from the reason"
+    );
+});

@@ -1,0 +1,159 @@
+//! The fuzz targets' invariants (`fuzz/`), briefly and on stable: for
+//! provider errors built from the shapes providers and client libraries
+//! use, and for arbitrary text, nothing panics; the native core and the
+//! embedded component classify alike; a verdict's `failover` flag follows
+//! from its reason. A few hundred cases per property: the fuzzers run the
+//! millions.
+
+use std::sync::OnceLock;
+
+use failover::config::Config;
+use failover::replay::trace::Trace;
+use failover::report::flatten;
+use failover::{Policy, PolicyEngine, ProviderError, Reason};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+fn policy() -> &'static Policy {
+    static POLICY: OnceLock<Policy> = OnceLock::new();
+    POLICY.get_or_init(|| Policy::default_policy(&PolicyEngine::new().unwrap()).unwrap())
+}
+
+/// Phrases and bodies providers send, to be cut and combined.
+const PIECES: &[&str] = &[
+    "Rate limit reached for requests",
+    "You exceeded your current quota, please check your plan and billing details.",
+    "Overloaded",
+    "This model's maximum context length is 8192 tokens",
+    "invalid x-api-key",
+    "The model `gpt-9` does not exist",
+    "Your credit balance is too low to access the Anthropic API.",
+    "Request timed out.",
+    "ECONNRESET",
+    "socket hang up",
+    "Resource has been exhausted (e.g. check quota).",
+    "Servicio no disponible temporalmente",
+    "请求过于频繁",
+    r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#,
+    r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+    r#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}"#,
+    "<html><body>502 Bad Gateway</body></html>",
+    "429 ",
+    "",
+];
+
+fn message() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::collection::vec(prop::sample::select(PIECES), 0..4).prop_map(|p| p.join(" ")),
+        ".{0,80}",
+    ]
+}
+
+fn headers() -> impl Strategy<Value = Value> {
+    let value = prop_oneof![
+        Just("120".to_owned()),
+        Just("1.5".to_owned()),
+        Just("-3".to_owned()),
+        Just("1e30".to_owned()),
+        Just("Wed, 21 Oct 2015 07:28:00 GMT".to_owned()),
+        "[ -~]{0,20}",
+    ];
+    let name = prop::sample::select(
+        &[
+            "retry-after",
+            "retry-after-ms",
+            "x-ratelimit-reset-requests",
+            "anthropic-ratelimit-requests-reset",
+            "x-request-id",
+        ][..],
+    );
+    prop::collection::btree_map(name, value, 0..3).prop_map(|h| serde_json::to_value(h).unwrap())
+}
+
+fn level() -> impl Strategy<Value = Value> {
+    (
+        prop::option::of(prop::sample::select(
+            &[
+                "openai",
+                "anthropic",
+                "google",
+                "openrouter",
+                "bedrock",
+                "x",
+            ][..],
+        )),
+        prop::option::of(prop_oneof![
+            prop::sample::select(
+                &[400u16, 401, 402, 403, 404, 408, 413, 429, 500, 502, 503, 529][..]
+            ),
+            100u16..=599,
+        ]),
+        prop::option::of(prop::sample::select(
+            &[
+                "rate_limit_exceeded",
+                "insufficient_quota",
+                "ETIMEDOUT",
+                "context_length_exceeded",
+                "?",
+            ][..],
+        )),
+        message(),
+        headers(),
+    )
+        .prop_map(|(provider, status, code, message, headers)| {
+            json!({"provider": provider, "status": status, "code": code,
+                   "message": message, "headers": headers})
+        })
+}
+
+/// An error of up to three levels: a level, its `error` and its `cause`.
+fn provider_error() -> impl Strategy<Value = Value> {
+    (
+        level(),
+        prop::option::of(level()),
+        prop::option::of(level()),
+    )
+        .prop_map(|(mut top, error, cause)| {
+            if let Some(error) = error {
+                top["error"] = error;
+            }
+            if let Some(cause) = cause {
+                top["cause"] = cause;
+            }
+            top
+        })
+}
+
+fn check(error: &ProviderError) -> Result<(), TestCaseError> {
+    let flat = flatten(error, 1_767_225_600_000, &policy().limits());
+    let native = policy_guest::classify(&flat.report);
+    let component = policy().classify_report(flat).unwrap();
+    prop_assert_eq!(&native, &component);
+    prop_assert_eq!(
+        native.failover,
+        native.reason.is_some_and(Reason::advances_chain)
+    );
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn native_and_component_agree_on_provider_shaped_errors(value in provider_error()) {
+        // Every generated shape is a valid error: it must be read.
+        let error = ProviderError::from_json(&value)
+            .map_err(|e| TestCaseError::fail(format!("{e}: {value}")))?;
+        check(&error)?;
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics_a_reader(text in ".{0,200}") {
+        if let Ok(error) = ProviderError::from_json_str(&text) {
+            check(&error)?;
+        }
+        check(&ProviderError::message(text.clone()).with_header("retry-after", text.clone()))?;
+        let _ = Config::parse(&text, std::path::Path::new("prop.json5"));
+        let _ = Trace::parse(text.as_bytes(), std::path::Path::new("prop.jsonl"), true);
+    }
+}
