@@ -13,6 +13,7 @@ use super::redact::Redactor;
 use super::upstream::{millis, Upstream};
 use crate::auth::CredentialKind;
 use crate::chat::{anthropic, openai, tools, ChatReply, ChatRequest, StreamEvent, StreamReply};
+use crate::config::providers::call_address;
 use crate::config::Config;
 use crate::config::{Api, Endpoint};
 use crate::runner::{clock::now_ms, CallError, Provider, Target};
@@ -219,17 +220,17 @@ impl HttpProvider {
         body: &Value,
     ) -> Result<reqwest::Response, reqwest::Error> {
         let secret = credential.secret.expose();
-        let builder = match endpoint.api {
-            Api::OpenAiChat => self
+        let post = match &endpoint.call_url {
+            Some(url) => self.client.post(url.clone()),
+            // Unparsable: reqwest reports why.
+            None => self
                 .client
-                .post(format!("{}/chat/completions", endpoint.base_url))
-                .bearer_auth(secret),
+                .post(call_address(&endpoint.base_url, endpoint.api)),
+        };
+        let builder = match endpoint.api {
+            Api::OpenAiChat => post.bearer_auth(secret),
             Api::AnthropicMessages => {
-                let base = endpoint.base_url.trim_end_matches("/v1");
-                let builder = self
-                    .client
-                    .post(format!("{base}/v1/messages"))
-                    .header("anthropic-version", anthropic::API_VERSION);
+                let builder = post.header("anthropic-version", anthropic::API_VERSION);
                 match credential.kind {
                     CredentialKind::ApiKey => builder.header("x-api-key", secret),
                     CredentialKind::OAuth | CredentialKind::Token => builder.bearer_auth(secret),

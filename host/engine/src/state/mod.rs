@@ -6,6 +6,7 @@ pub mod blocking;
 pub mod error;
 pub mod files;
 pub mod paths;
+mod read_cache;
 pub mod secrets;
 pub mod sessions;
 pub mod shared;

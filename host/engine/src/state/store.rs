@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use super::error::StateError;
 use super::files::{self, StateLock};
 use super::paths::AgentPaths;
+use super::read_cache::ReadCache;
 use super::secrets::{canonical_provider, ProfileSummary, ProfilesFile};
 use super::shared::SharedState;
 use super::usage_file::UsageFile;
@@ -38,6 +39,16 @@ pub struct AuthStore {
     shared: Option<SharedState>,
     /// Told what routing state is read and written (a recording, F-12.4).
     watch: Option<Arc<dyn StateWatch>>,
+    /// The files as last parsed, reused while unchanged.
+    cache: Arc<Cached>,
+}
+
+/// Parsed files, shared by the store's clones.
+#[derive(Debug, Default)]
+struct Cached {
+    profiles: ReadCache<ProfilesFile>,
+    summaries: ReadCache<Vec<ProfileSummary>>,
+    usage: ReadCache<UsageFile>,
 }
 
 /// The in-memory documents.
@@ -59,6 +70,7 @@ impl AuthStore {
             memory: None,
             shared: None,
             watch: None,
+            cache: Arc::default(),
         };
         // Copies of the state that killed writes left (secrets among them).
         files::remove_stale_temps(&store.paths.dir);
@@ -87,6 +99,7 @@ impl AuthStore {
             memory: Some(Arc::new(Mutex::new(Memory::default()))),
             shared: None,
             watch: None,
+            cache: Arc::default(),
         }
     }
 
@@ -142,7 +155,11 @@ impl AuthStore {
         if let Some(memory) = self.memory() {
             return Ok(memory.profiles.clone());
         }
-        if let Some(file) = ProfilesFile::read(&self.paths.profiles)? {
+        if let Some(file) = self
+            .cache
+            .profiles
+            .get(&self.paths.profiles, ProfilesFile::read)?
+        {
             return Ok(file);
         }
         Ok(ProfilesFile::read(&self.paths.legacy_profiles)?.unwrap_or_default())
@@ -150,6 +167,13 @@ impl AuthStore {
 
     /// Profiles without secrets.
     pub fn summaries(&self) -> Result<Vec<ProfileSummary>, StateError> {
+        if self.memory.is_none() {
+            let read =
+                |path: &std::path::Path| Ok(ProfilesFile::read(path)?.map(|file| file.summaries()));
+            if let Some(summaries) = self.cache.summaries.get(&self.paths.profiles, read)? {
+                return Ok(summaries);
+            }
+        }
         Ok(self.profiles()?.summaries())
     }
 
@@ -190,7 +214,7 @@ impl AuthStore {
         if let Some(memory) = self.memory() {
             return Ok(memory.usage.clone());
         }
-        if let Some(file) = UsageFile::read(&self.paths.usage)? {
+        if let Some(file) = self.cache.usage.get(&self.paths.usage, UsageFile::read)? {
             return Ok(file);
         }
         let legacy = self.profiles()?.legacy_usage().unwrap_or_default();
