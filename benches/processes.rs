@@ -1,0 +1,308 @@
+//! The gateway against the floor of its own design, each in its own
+//! process: an upstream that answers every chat completion at once, a
+//! pass-through proxy built from the same stack as `failover serve` (an
+//! axum server and the same reqwest client, no policy, no state), and
+//! `failover serve` itself — with this process as the closed-loop load
+//! generator. For each concurrency, the same load goes straight to the
+//! upstream, through the floor proxy and through the gateway; the table
+//! gives p50/p99 latency, requests/s, and the CPU time the proxy process
+//! spent per request (from `/proc/<pid>/stat`, all its threads).
+//!
+//! `cargo bench --bench processes [-- REQUESTS]` (default 10,000 per row);
+//! `FAILOVER_BENCH_GATEWAY_BIN=path/to/failover` measures another build's
+//! gateway. The binary re-runs itself as the upstream (`--role upstream`)
+//! and the floor (`--role floor URL`).
+
+#[path = "support/loopback.rs"]
+mod loopback;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::routing::post;
+use loopback::{REPLY, REQUEST};
+
+/// Concurrencies measured: one client, a busy service, a crowd.
+const CONCURRENCY: [usize; 3] = [1, 16, 64];
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.iter().position(|a| a == "--role") {
+        Some(at) => role(&args[at + 1..]),
+        None => measure(args.iter().find_map(|a| a.parse().ok()).unwrap_or(10_000)),
+    }
+}
+
+/// A child role: serve on a free loopback port and print it.
+fn role(args: &[String]) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let app = match args.first().map(String::as_str) {
+            Some("upstream") => axum::Router::new().route(
+                "/v1/chat/completions",
+                post(|| async { ([("content-type", "application/json")], REPLY) }),
+            ),
+            Some("floor") => floor(args[1].clone()),
+            other => panic!("unknown role {other:?}"),
+        };
+        println!("listening on {}", listener.local_addr().unwrap());
+        axum::serve(listener, app).await.unwrap();
+    });
+}
+
+/// The floor: every request's body forwarded to the upstream with the
+/// gateway's HTTP client settings, the reply's body returned.
+fn floor(upstream: String) -> axum::Router {
+    let client = reqwest::Client::builder()
+        .user_agent("failover-floor")
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let url = reqwest::Url::parse(&format!("{upstream}/v1/chat/completions")).unwrap();
+    axum::Router::new().route(
+        "/v1/chat/completions",
+        post(move |body: axum::body::Bytes| {
+            let (client, url) = (client.clone(), url.clone());
+            async move {
+                let reply = client
+                    .post(url)
+                    .bearer_auth("k")
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
+                let bytes = reply.bytes().await.unwrap();
+                ([("content-type", "application/json")], bytes)
+            }
+        }),
+    )
+}
+
+/// A child serving on the address it prints.
+struct Server {
+    child: Child,
+    address: String,
+}
+
+impl Server {
+    fn start(mut command: Command, marker: &str) -> Server {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        // `failover serve` says where it listens on stderr, the roles on stdout.
+        let out: Box<dyn std::io::Read + Send> = if marker == "serving on http://" {
+            Box::new(child.stderr.take().unwrap())
+        } else {
+            Box::new(child.stdout.take().unwrap())
+        };
+        let mut lines = BufReader::new(out).lines();
+        let address = lines
+            .find_map(|line| {
+                let line = line.ok()?;
+                let rest = line.split(marker).nth(1)?;
+                Some(rest.split_whitespace().next()?.to_owned())
+            })
+            .expect("the child said where it listens");
+        // Keep draining what it writes, so it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Server { child, address }
+    }
+
+    /// CPU time of the whole process so far (user + system, all threads).
+    fn cpu(&self) -> Duration {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
+        // Fields after the command name, which is in parentheses.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .collect();
+        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+        Duration::from_secs_f64(ticks as f64 / USER_HZ)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The unit of `/proc/<pid>/stat`'s times: Linux reports them in
+/// USER_HZ, 100 per second whatever the kernel's own tick (`getconf
+/// CLK_TCK`). At 10 ms a tick, a row's thousands of requests keep the
+/// rounding under a few per cent.
+const USER_HZ: f64 = 100.0;
+
+struct Run {
+    latencies: Vec<Duration>,
+    elapsed: Duration,
+    cpu: Option<Duration>,
+}
+
+fn measure(requests: usize) {
+    let me = std::env::current_exe().unwrap();
+    let role = |args: &[&str]| {
+        let mut command = Command::new(&me);
+        command.arg("--role").args(args);
+        command
+    };
+    let upstream = Server::start(role(&["upstream"]), "listening on ");
+    let upstream_base = format!("http://{}", upstream.address);
+    let floor = Server::start(role(&["floor", &upstream_base]), "listening on ");
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = start_gateway(dir.path(), &upstream_base);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    println!("{requests} requests per row, loopback; upstream, floor proxy, gateway and load generator in four processes");
+    println!("| concurrency | path | p50 | p99 | requests/s | proxy CPU µs/request |");
+    println!("|---:|---|---:|---:|---:|---:|");
+    runtime.block_on(async {
+        for concurrency in CONCURRENCY {
+            let paths = [
+                ("direct", &upstream),
+                ("floor proxy", &floor),
+                ("failover serve", &gateway),
+            ];
+            let mut rows = Vec::new();
+            for (name, server) in paths {
+                let url = format!("http://{}/v1/chat/completions", server.address);
+                load(&url, 500, concurrency, None).await;
+                let measured = (name != "direct").then_some(server);
+                rows.push((name, load(&url, requests, concurrency, measured).await));
+            }
+            for (name, run) in &rows {
+                print_row(concurrency, name, run);
+            }
+            let cpu = |i: usize| rows[i].1.cpu.unwrap().as_secs_f64() / requests as f64;
+            println!(
+                "| {concurrency} | gateway / floor | | | {:.2}× | {:.2}× |",
+                rows[2].1.throughput() / rows[1].1.throughput(),
+                cpu(2) / cpu(1)
+            );
+        }
+    });
+}
+
+fn print_row(concurrency: usize, name: &str, run: &Run) {
+    let cpu = run.cpu.map_or("—".to_owned(), |cpu| {
+        format!(
+            "{:.0}",
+            cpu.as_secs_f64() * 1e6 / run.latencies.len() as f64
+        )
+    });
+    println!(
+        "| {concurrency} | {name} | {:.3} ms | {:.3} ms | {:.0} | {cpu} |",
+        loopback::ms(run.percentile(0.5)),
+        loopback::ms(run.percentile(0.99)),
+        run.throughput()
+    );
+}
+
+impl Run {
+    fn percentile(&self, p: f64) -> Duration {
+        loopback::percentile(&mut self.latencies.clone(), p)
+    }
+
+    fn throughput(&self) -> f64 {
+        self.latencies.len() as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+/// `failover serve` on its own state directory, one API key, a one-model
+/// chain to the upstream.
+fn start_gateway(dir: &std::path::Path, upstream: &str) -> Server {
+    let state = dir.join("state");
+    let store = failover::state::AuthStore::open(
+        failover::state::StateDir::at(&state).agent("main").unwrap(),
+    )
+    .unwrap();
+    store
+        .update_profiles(|f| {
+            f.put_static(
+                "openai:a",
+                "openai",
+                failover::auth::CredentialKind::ApiKey,
+                "k",
+            )
+        })
+        .unwrap();
+    let config = dir.join("failover.json5");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{ agents: {{ defaults: {{ model: {{ primary: "openai/gpt-x" }} }} }},
+                 models: {{ providers: {{ openai: {{ baseUrl: "{upstream}/v1", api: "openai-chat" }} }} }} }}"#
+        ),
+    )
+    .unwrap();
+    // Another build's binary can stand in, to compare two versions.
+    let binary = std::env::var_os("FAILOVER_BENCH_GATEWAY_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_failover").into());
+    let mut command = Command::new(binary);
+    command
+        .arg("--state-dir")
+        .arg(&state)
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("FAILOVER_LOG", "warn");
+    Server::start(command, "serving on http://")
+}
+
+/// `requests` requests from `concurrency` closed-loop clients; with
+/// `server`, the CPU time it spent meanwhile.
+async fn load(url: &str, requests: usize, concurrency: usize, server: Option<&Server>) -> Run {
+    let client = reqwest::Client::new();
+    let url = reqwest::Url::parse(url).unwrap();
+    let next = Arc::new(AtomicUsize::new(0));
+    let cpu_before = server.map(Server::cpu);
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..concurrency {
+        let (client, url, next) = (client.clone(), url.clone(), next.clone());
+        workers.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            while next.fetch_add(1, Ordering::Relaxed) < requests {
+                let start = Instant::now();
+                let response = client
+                    .post(url.clone())
+                    .header("content-type", "application/json")
+                    .body(REQUEST)
+                    .send()
+                    .await
+                    .expect("request");
+                assert_eq!(response.status(), 200);
+                response.bytes().await.expect("body");
+                latencies.push(start.elapsed());
+            }
+            latencies
+        }));
+    }
+    let mut latencies = Vec::new();
+    for worker in workers {
+        latencies.extend(worker.await.expect("worker"));
+    }
+    let elapsed = started.elapsed();
+    let cpu = server.zip(cpu_before).map(|(s, before)| s.cpu() - before);
+    Run {
+        latencies,
+        elapsed,
+        cpu,
+    }
+}
