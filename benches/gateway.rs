@@ -14,10 +14,9 @@
 mod loopback;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use failover::{Policy, PolicyEngine};
-use loopback::REQUEST;
 
 struct Run {
     latencies: Vec<Duration>,
@@ -34,38 +33,8 @@ impl Run {
 }
 
 async fn load(url: String, requests: usize, concurrency: usize) -> Run {
-    let client = reqwest::Client::new();
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let started = Instant::now();
-    let mut workers = Vec::new();
-    for _ in 0..concurrency {
-        let (client, url, next) = (client.clone(), url.clone(), next.clone());
-        workers.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < requests {
-                let start = Instant::now();
-                let response = client
-                    .post(&url)
-                    .header("content-type", "application/json")
-                    .body(REQUEST)
-                    .send()
-                    .await
-                    .expect("request");
-                assert_eq!(response.status(), 200);
-                response.bytes().await.expect("body");
-                latencies.push(start.elapsed());
-            }
-            latencies
-        }));
-    }
-    let mut latencies = Vec::new();
-    for worker in workers {
-        latencies.extend(worker.await.expect("worker"));
-    }
-    Run {
-        latencies,
-        elapsed: started.elapsed(),
-    }
+    let (latencies, elapsed) = loopback::closed_loop(&url, requests, concurrency).await;
+    Run { latencies, elapsed }
 }
 
 fn main() {

@@ -18,9 +18,7 @@ mod loopback;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::routing::post;
 use loopback::{REPLY, REQUEST};
@@ -268,37 +266,8 @@ fn start_gateway(dir: &std::path::Path, upstream: &str) -> Server {
 /// `requests` requests from `concurrency` closed-loop clients; with
 /// `server`, the CPU time it spent meanwhile.
 async fn load(url: &str, requests: usize, concurrency: usize, server: Option<&Server>) -> Run {
-    let client = reqwest::Client::new();
-    let url = reqwest::Url::parse(url).unwrap();
-    let next = Arc::new(AtomicUsize::new(0));
     let cpu_before = server.map(Server::cpu);
-    let started = Instant::now();
-    let mut workers = Vec::new();
-    for _ in 0..concurrency {
-        let (client, url, next) = (client.clone(), url.clone(), next.clone());
-        workers.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            while next.fetch_add(1, Ordering::Relaxed) < requests {
-                let start = Instant::now();
-                let response = client
-                    .post(url.clone())
-                    .header("content-type", "application/json")
-                    .body(REQUEST)
-                    .send()
-                    .await
-                    .expect("request");
-                assert_eq!(response.status(), 200);
-                response.bytes().await.expect("body");
-                latencies.push(start.elapsed());
-            }
-            latencies
-        }));
-    }
-    let mut latencies = Vec::new();
-    for worker in workers {
-        latencies.extend(worker.await.expect("worker"));
-    }
-    let elapsed = started.elapsed();
+    let (latencies, elapsed) = loopback::closed_loop(url, requests, concurrency).await;
     let cpu = server.zip(cpu_before).map(|(s, before)| s.cpu() - before);
     Run {
         latencies,

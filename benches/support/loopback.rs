@@ -89,6 +89,47 @@ pub async fn start_with_state(policy: Arc<dyn Decider>, state: &str) -> Loopback
     }
 }
 
+/// `requests` chat requests to `url` from `concurrency` closed-loop
+/// clients: each request's latency, and the time the whole load took.
+pub async fn closed_loop(
+    url: &str,
+    requests: usize,
+    concurrency: usize,
+) -> (Vec<Duration>, Duration) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let client = reqwest::Client::new();
+    // Parsed once: the load's own URL parsing is not the gateway's cost.
+    let url = reqwest::Url::parse(url).expect("url");
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = std::time::Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..concurrency {
+        let (client, url, next) = (client.clone(), url.clone(), next.clone());
+        workers.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            while next.fetch_add(1, Ordering::Relaxed) < requests {
+                let start = std::time::Instant::now();
+                let response = client
+                    .post(url.clone())
+                    .header("content-type", "application/json")
+                    .body(REQUEST)
+                    .send()
+                    .await
+                    .expect("request");
+                assert_eq!(response.status(), 200);
+                response.bytes().await.expect("body");
+                latencies.push(start.elapsed());
+            }
+            latencies
+        }));
+    }
+    let mut latencies = Vec::new();
+    for worker in workers {
+        latencies.extend(worker.await.expect("worker"));
+    }
+    (latencies, started.elapsed())
+}
+
 /// The `p` quantile of `latencies` (sorted here).
 pub fn percentile(latencies: &mut [Duration], p: f64) -> Duration {
     latencies.sort_unstable();
