@@ -21,7 +21,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use axum::routing::post;
-use loopback::{REPLY, REQUEST};
+use loopback::REPLY;
 
 /// Concurrencies measured: one client, a busy service, a crowd.
 const CONCURRENCY: [usize; 3] = [1, 16, 64];
