@@ -92,13 +92,17 @@ struct Server {
 
 impl Server {
     fn start(mut command: Command, marker: &str) -> Server {
-        let mut child = command
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        // `failover serve` says where it listens on stderr, the roles on stdout.
-        let out: Box<dyn std::io::Read + Send> = if marker == "serving on http://" {
+        // `failover serve` says where it listens on stderr, the roles on
+        // stdout; the other stream goes to this process's stderr, so that
+        // a child's panic shows and can never fill an unread pipe.
+        let gateway = marker == "serving on http://";
+        if gateway {
+            command.stdout(Stdio::null()).stderr(Stdio::piped());
+        } else {
+            command.stdout(Stdio::piped()).stderr(Stdio::inherit());
+        }
+        let mut child = command.spawn().expect("spawn");
+        let out: Box<dyn std::io::Read + Send> = if gateway {
             Box::new(child.stderr.take().unwrap())
         } else {
             Box::new(child.stdout.take().unwrap())

@@ -148,6 +148,29 @@ proptest! {
     }
 
     #[test]
+    fn damaged_errors_configs_and_traces_never_panic_a_reader(
+        value in provider_error(),
+        cut in any::<prop::sample::Index>(),
+        splice in "[\\]\\[{}\":,0-9a-z ]{0,4}",
+    ) {
+        // Real shapes, cut short or with a few JSON characters spliced in:
+        // what a truncated body or a broken proxy sends.
+        let text = value.to_string();
+        let at = (0..=text.len()).filter(|i| text.is_char_boundary(*i)).nth(cut.index(text.len() + 1)).unwrap_or(0);
+        for damaged in [text[..at].to_owned(), format!("{}{splice}{}", &text[..at], &text[at..])] {
+            if let Ok(error) = ProviderError::from_json_str(&damaged) {
+                check(&error)?;
+            }
+            let config = format!("{{ agents: {{ defaults: {{ model: {damaged} }} }} }}");
+            let _ = Config::parse(&config, std::path::Path::new("prop.json5"));
+            let trace = format!(
+                "{{\"type\":\"header\",\"version\":1,\"clockStart\":0,\"agent\":\"main\",\"config\":{{}}}}\n{damaged}\n"
+            );
+            let _ = Trace::parse(trace.as_bytes(), std::path::Path::new("prop.jsonl"), true);
+        }
+    }
+
+    #[test]
     fn arbitrary_text_never_panics_a_reader(text in ".{0,200}") {
         if let Ok(error) = ProviderError::from_json_str(&text) {
             check(&error)?;

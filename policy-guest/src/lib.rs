@@ -45,8 +45,8 @@ pub mod fuzzing {
         wait
     }
 
-    /// Reads a message as a provider's JSON error body, and a status at
-    /// the start of its text.
+    /// Reads a message as a provider's JSON error body, and as a status
+    /// written as text (`"429"`).
     pub fn body(message: &str) {
         if let Some(facts) = crate::body::parse(message) {
             assert!(facts.status.is_none_or(|s| (100..=599).contains(&s)));

@@ -1,38 +1,66 @@
 //! What the fuzz targets call: each runs untrusted bytes through one
 //! parser and checks what must hold whatever the bytes.
 
-use crate::chat::sse::{SseDecoder, MAX_EVENT_BYTES};
+use crate::chat::sse::SseDecoder;
+
+/// The largest event in the fuzzer's runs: small enough that its 4 KiB
+/// inputs reach the bound.
+const FUZZ_EVENT_LIMIT: usize = 64;
 
 /// Decodes `bytes` as a server-sent event stream, cut into pieces at
-/// `cuts` (offsets, in any order): the events must be the same however
-/// the stream is cut, and none may exceed the size bound.
+/// `cuts` (offsets, in any order), and one byte at a time: the bound must
+/// stop both or neither; the events must be the same, except that a feed
+/// stopped by the bound returns none of its own, so that the cut
+/// decoding's events are then a prefix of the bytewise ones. No event may
+/// exceed the bound.
 pub fn sse(bytes: &[u8], cuts: &[usize]) {
-    let whole = decode(bytes, &[]);
-    let pieces = decode(bytes, cuts);
-    assert_eq!(whole, pieces, "the events depend on how the stream is cut");
+    let every_byte: Vec<usize> = (0..bytes.len()).collect();
+    let (reference, stopped) = decode(bytes, &every_byte);
+    let (events, cut_stopped) = decode(bytes, cuts);
+    assert_eq!(
+        stopped, cut_stopped,
+        "the bound depends on how the stream is cut"
+    );
+    if stopped {
+        assert!(
+            reference.starts_with(&events),
+            "the events depend on the cuts"
+        );
+    } else {
+        assert_eq!(
+            reference, events,
+            "the events depend on how the stream is cut"
+        );
+    }
 }
 
-fn decode(bytes: &[u8], cuts: &[usize]) -> Option<Vec<(String, String)>> {
+/// The events decoded, and whether the bound stopped the stream.
+fn decode(bytes: &[u8], cuts: &[usize]) -> (Vec<(String, String)>, bool) {
     let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
     cuts.sort_unstable();
     cuts.dedup();
-    let mut decoder = SseDecoder::default();
+    let mut decoder = SseDecoder::with_limit(FUZZ_EVENT_LIMIT);
     let mut events = Vec::new();
     let mut start = 0;
     for end in cuts.into_iter().chain([bytes.len()]) {
-        if end < start {
-            continue;
-        }
-        for event in decoder.feed(&bytes[start..end]).ok()? {
-            assert!(event.data.len() <= MAX_EVENT_BYTES);
-            events.push((event.event, event.data));
+        match decoder.feed(&bytes[start..end]) {
+            Ok(decoded) => {
+                for event in decoded {
+                    assert!(
+                        event.data.len() <= FUZZ_EVENT_LIMIT,
+                        "an event over the bound"
+                    );
+                    events.push((event.event, event.data));
+                }
+            }
+            Err(_) => return (events, true),
         }
         start = end;
     }
     if let Some(event) = decoder.finish() {
         events.push((event.event, event.data));
     }
-    Some(events)
+    (events, false)
 }
 
 /// Parses `body` as an OpenAI chat request; what parses must render for

@@ -15,13 +15,28 @@ pub struct SseEvent {
 pub const MAX_EVENT_BYTES: usize = 1 << 20;
 
 /// An incremental decoder.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseDecoder {
     line: Vec<u8>,
     event: SseEvent,
     has_data: bool,
     /// The previous byte was `\r` (a `\n` right after it ends nothing).
     after_cr: bool,
+    /// The largest event: [`MAX_EVENT_BYTES`] (smaller for the fuzzer,
+    /// whose inputs are a few KiB).
+    limit: usize,
+}
+
+impl Default for SseDecoder {
+    fn default() -> Self {
+        SseDecoder {
+            line: Vec::new(),
+            event: SseEvent::default(),
+            has_data: false,
+            after_cr: false,
+            limit: MAX_EVENT_BYTES,
+        }
+    }
 }
 
 /// The stream broke the size bound.
@@ -30,6 +45,15 @@ pub struct SseDecoder {
 pub struct OversizedEvent;
 
 impl SseDecoder {
+    /// A decoder whose largest event is `limit` bytes.
+    #[cfg(feature = "fuzzing")]
+    pub fn with_limit(limit: usize) -> Self {
+        SseDecoder {
+            limit,
+            ..SseDecoder::default()
+        }
+    }
+
     /// Feeds bytes; returns the events they complete.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, OversizedEvent> {
         let mut events = Vec::new();
@@ -43,7 +67,7 @@ impl SseDecoder {
                     }
                 }
                 _ => {
-                    if self.line.len() + self.event.data.len() >= MAX_EVENT_BYTES {
+                    if self.line.len() + self.event.data.len() >= self.limit {
                         return Err(OversizedEvent);
                     }
                     self.line.push(byte);

@@ -108,8 +108,9 @@ impl Refresher {
             .map_err(|e| ProviderError::message(format!("refresh lock task failed: {e}")))?
             .map_err(state_error)?;
         let gone = || auth_failure(provider, format!("profile {profile} is gone"));
+        // Past the cache: another process may have refreshed it just now.
         let current = store
-            .profiles()
+            .profiles_fresh()
             .map_err(state_error)?
             .credential(profile)
             .ok_or_else(gone)?;

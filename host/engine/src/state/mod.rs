@@ -5,6 +5,7 @@ pub mod backend;
 pub mod blocking;
 pub mod error;
 pub mod files;
+mod legacy_oauth;
 pub mod paths;
 mod read_cache;
 pub mod secrets;

@@ -4,8 +4,6 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Map, Value};
-
 use super::error::StateError;
 use super::files::{self, StateLock};
 use super::paths::AgentPaths;
@@ -83,7 +81,7 @@ impl AuthStore {
         {
             let _lock = store.lock()?;
             if !store.paths.profiles.exists() {
-                let imported = store.import_legacy_oauth()?;
+                let imported = super::legacy_oauth::import(&store.paths.legacy_oauth)?;
                 files::write_json_atomic(&store.paths.profiles, imported.document())?;
             }
         }
@@ -150,6 +148,18 @@ impl AuthStore {
         StateLock::acquire(&self.paths.lock)
     }
 
+    /// The profiles file as it is now, read past the cache: what a change
+    /// under the lock, or a token refresh, must decide on.
+    pub fn profiles_fresh(&self) -> Result<ProfilesFile, StateError> {
+        if let Some(memory) = self.memory() {
+            return Ok(memory.profiles.clone());
+        }
+        if let Some(file) = ProfilesFile::read(&self.paths.profiles)? {
+            return Ok(file);
+        }
+        Ok(ProfilesFile::read(&self.paths.legacy_profiles)?.unwrap_or_default())
+    }
+
     /// The profiles file: the agent's, else the legacy one, else empty.
     pub fn profiles(&self) -> Result<ProfilesFile, StateError> {
         if let Some(memory) = self.memory() {
@@ -191,7 +201,7 @@ impl AuthStore {
             return Ok(result);
         }
         let _lock = self.lock()?;
-        let mut file = self.profiles()?;
+        let mut file = self.profiles_fresh()?;
         let result = change(&mut file)?;
         files::write_json_atomic(&self.paths.profiles, file.document())?;
         Ok(result)
@@ -211,13 +221,32 @@ impl AuthStore {
     }
 
     fn usage_file(&self) -> Result<UsageFile, StateError> {
+        self.usage_file_read(true)
+    }
+
+    /// The routing state file as it is now, past the cache (under the lock).
+    fn usage_file_fresh(&self) -> Result<UsageFile, StateError> {
+        self.usage_file_read(false)
+    }
+
+    fn usage_file_read(&self, cached: bool) -> Result<UsageFile, StateError> {
         if let Some(memory) = self.memory() {
             return Ok(memory.usage.clone());
         }
-        if let Some(file) = self.cache.usage.get(&self.paths.usage, UsageFile::read)? {
+        let file = if cached {
+            self.cache.usage.get(&self.paths.usage, UsageFile::read)?
+        } else {
+            UsageFile::read(&self.paths.usage)?
+        };
+        if let Some(file) = file {
             return Ok(file);
         }
-        let legacy = self.profiles()?.legacy_usage().unwrap_or_default();
+        let profiles = if cached {
+            self.profiles()?
+        } else {
+            self.profiles_fresh()?
+        };
+        let legacy = profiles.legacy_usage().unwrap_or_default();
         Ok(UsageFile {
             usage_stats: legacy,
             ..UsageFile::default()
@@ -270,7 +299,7 @@ impl AuthStore {
             return Ok(result);
         }
         let _lock = self.lock()?;
-        let mut file = self.usage_file()?;
+        let mut file = self.usage_file_fresh()?;
         let before = self.watch.as_ref().map(|_| file.usage_stats.clone());
         if let Some(before) = &before {
             self.report_change(before, None);
@@ -336,40 +365,6 @@ impl AuthStore {
             (Ok(after), None) => Ok(after),
             (Err(error), None) => Err(UpdateError::State(error)),
         }
-    }
-
-    /// Reads `credentials/oauth.json` (`{"provider": {access, refresh,
-    /// expires, email?}, …}`) as profiles `provider:<email>` or
-    /// `provider:default` (spec F-2.3).
-    fn import_legacy_oauth(&self) -> Result<ProfilesFile, StateError> {
-        let path = &self.paths.legacy_oauth;
-        let Some(Value::Object(entries)) = files::read_json::<Value>(path)? else {
-            return Err(StateError::Invalid {
-                path: path.clone(),
-                message: "expected an object of provider to OAuth credentials".into(),
-            });
-        };
-        let mut file = ProfilesFile::default();
-        for (provider, entry) in entries {
-            let Value::Object(entry) = entry else {
-                return Err(StateError::Invalid {
-                    path: path.clone(),
-                    message: format!("entry {provider:?} must be an object"),
-                });
-            };
-            let email = entry
-                .get("email")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            let id = format!("{provider}:{}", email.as_deref().unwrap_or("default"));
-            let mut credential = Map::new();
-            credential.insert("type".into(), "oauth".into());
-            credential.insert("provider".into(), provider.clone().into());
-            credential.extend(entry);
-            file.put_oauth(&id, credential);
-        }
-        // Validate what was built, with the legacy file named in errors.
-        ProfilesFile::from_value(path, Value::Object(file.document().clone()))
     }
 }
 
