@@ -62,7 +62,7 @@ impl SseDecoder {
             match byte {
                 b'\n' if after_cr => {}
                 b'\n' | b'\r' => {
-                    if let Some(event) = self.end_line() {
+                    if let Some(event) = self.end_line()? {
                         events.push(event);
                     }
                 }
@@ -79,26 +79,36 @@ impl SseDecoder {
 
     /// The event left unterminated when the stream ended, if any.
     pub fn finish(&mut self) -> Option<SseEvent> {
-        if !self.line.is_empty() {
-            self.end_line();
+        // An unterminated last line over the bound is dropped with the
+        // stream's end.
+        if !self.line.is_empty() && self.end_line().is_err() {
+            return None;
         }
         self.dispatch()
     }
 
-    fn end_line(&mut self) -> Option<SseEvent> {
+    /// Ends a line. The bound holds for the decoded text, not only for the
+    /// bytes `feed` counts: a byte that is not UTF-8 becomes a three-byte
+    /// U+FFFD.
+    fn end_line(&mut self) -> Result<Option<SseEvent>, OversizedEvent> {
         let line = std::mem::take(&mut self.line);
         if line.is_empty() {
-            return self.dispatch();
+            return Ok(self.dispatch());
         }
         let line = String::from_utf8_lossy(&line);
         if line.starts_with(':') {
-            return None;
+            return Ok(None);
         }
         let (field, value) = line.split_once(':').unwrap_or((&line, ""));
         let value = value.strip_prefix(' ').unwrap_or(value);
         match field {
+            "event" if value.len() > self.limit => return Err(OversizedEvent),
             "event" => self.event.event = value.to_owned(),
             "data" => {
+                let separator = usize::from(self.has_data);
+                if self.event.data.len() + separator + value.len() > self.limit {
+                    return Err(OversizedEvent);
+                }
                 if self.has_data {
                     self.event.data.push('\n');
                 }
@@ -107,7 +117,7 @@ impl SseDecoder {
             }
             _ => {}
         }
-        None
+        Ok(None)
     }
 
     fn dispatch(&mut self) -> Option<SseEvent> {
@@ -120,6 +130,30 @@ impl SseDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `sse_decoder` fuzz target: bytes that are not UTF-8
+    /// grew an event past the bound once decoded (each becomes a three-byte
+    /// U+FFFD).
+    #[test]
+    fn the_bound_holds_for_the_decoded_text() {
+        let mut decoder = SseDecoder {
+            limit: 16,
+            ..SseDecoder::default()
+        };
+        // Ten bytes under the bound, thirty once decoded.
+        let mut stream = b"data: ".to_vec();
+        stream.extend([0xff; 10]);
+        stream.extend(b"\n\n");
+        assert_eq!(decoder.feed(&stream), Err(OversizedEvent));
+
+        // Within the bound, decoded: as before.
+        let mut decoder = SseDecoder {
+            limit: 16,
+            ..SseDecoder::default()
+        };
+        let events = decoder.feed(b"data: 12345\ndata: 1234\n\n").unwrap();
+        assert_eq!(events[0].data, "12345\n1234");
+    }
 
     #[test]
     fn events_split_anywhere_and_any_line_ending() {
