@@ -100,6 +100,17 @@ pub type AppliedUsage<T> = Applied<T, BTreeMap<String, Usage>>;
 /// An agent's whole shared state: routing state by profile id, sessions by id.
 pub type Exported = (BTreeMap<String, Usage>, BTreeMap<String, SessionEntry>);
 
+/// What one try of an optimistic change came to.
+// Returned once per try and matched at once: boxing the large variant
+// would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+enum Try<R> {
+    /// Applied, refused, or failed for good.
+    Done(Result<R, StateError>),
+    /// Another replica changed a key meanwhile, or Redis came back: again.
+    Again,
+}
+
 /// The backend's state for `status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedStatus {
@@ -266,6 +277,19 @@ impl SharedState {
                 None
             }
         }
+    }
+
+    /// Runs `attempt` until it is done, at most [`MAX_CAS_ATTEMPTS`] times.
+    fn until_done<R>(&self, mut attempt: impl FnMut() -> Try<R>) -> Result<R, StateError> {
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            if let Try::Done(done) = attempt() {
+                return done;
+            }
+        }
+        Err(StateError::Store {
+            store: self.url().to_owned(),
+            message: contended().to_string(),
+        })
     }
 
     /// The error of a change Redis could not take, in strict mode.

@@ -7,20 +7,37 @@ use redis::Connection;
 
 use super::cas::{self, Write};
 use super::mirror::StoredSession;
-use super::{contended, Applied, SharedState, MAX_CAS_ATTEMPTS};
+use super::{Applied, SharedState, Try};
 use crate::runner::clock::now_ms;
 use crate::state::{SessionEntry, StateError};
 
 /// A session change as applied (`after`: `None` when nothing was written).
 pub type AppliedSession<T> = Applied<T, Option<SessionEntry>>;
 
-/// What one try of a change came to.
-// Returned once per try and matched at once: boxing the large variant
-// would only add an allocation.
-#[allow(clippy::large_enum_variant)]
-enum Try<T> {
-    Done(Result<AppliedSession<T>, StateError>),
-    Again,
+/// What applying a change to a session came to.
+type Changed<T> = (T, Option<SessionEntry>, SessionEntry);
+
+/// `change` applied to a copy of `before` (or of an empty entry): its
+/// result, `before` and the new entry — or, when it changed nothing, the
+/// change as applied (nothing to write).
+// Returned once and matched at once: boxing it would add an allocation to
+// the common case of a change that changes nothing.
+#[allow(clippy::result_large_err)]
+fn apply<T>(
+    before: Option<SessionEntry>,
+    change: &mut impl FnMut(&mut SessionEntry) -> T,
+) -> Result<Changed<T>, AppliedSession<T>> {
+    let mut entry = before.clone().unwrap_or_default();
+    let result = change(&mut entry);
+    if before.as_ref().unwrap_or(&SessionEntry::default()) == &entry {
+        let after = None;
+        return Err(Applied {
+            result,
+            before,
+            after,
+        });
+    }
+    Ok((result, before, entry))
 }
 
 impl SharedState {
@@ -91,16 +108,7 @@ impl SharedState {
     ) -> Result<AppliedSession<T>, StateError> {
         let key = self.session_key(id);
         let _serial = self.stripe(std::slice::from_ref(&key));
-        for _ in 0..MAX_CAS_ATTEMPTS {
-            match self.try_update_session(id, &key, &mut change) {
-                Try::Done(applied) => return applied,
-                Try::Again => {}
-            }
-        }
-        Err(StateError::Store {
-            store: self.url().to_owned(),
-            message: contended().to_string(),
-        })
+        self.until_done(|| self.try_update_session(id, &key, &mut change))
     }
 
     fn try_update_session<T>(
@@ -108,22 +116,17 @@ impl SharedState {
         id: &str,
         key: &str,
         change: &mut impl FnMut(&mut SessionEntry) -> T,
-    ) -> Try<T> {
+    ) -> Try<AppliedSession<T>> {
         let keys = [key.to_owned()];
         let Some(raw) = self.call(|c| cas::read(c, &keys)) else {
             return self.update_session_locally(id, change);
         };
         let raw = raw.into_iter().next().flatten();
         let before = self.parse_session(id, raw.as_deref()).map(|s| s.entry);
-        let mut entry = before.clone().unwrap_or_default();
-        let result = change(&mut entry);
-        if before.as_ref().unwrap_or(&SessionEntry::default()) == &entry {
-            return Try::Done(Ok(Applied {
-                result,
-                before,
-                after: None,
-            }));
-        }
+        let (result, before, entry) = match apply(before, change) {
+            Ok(changed) => changed,
+            Err(unchanged) => return Try::Done(Ok(unchanged)),
+        };
         let stored = StoredSession {
             at: now_ms(),
             entry,
@@ -150,7 +153,7 @@ impl SharedState {
         &self,
         id: &str,
         change: &mut impl FnMut(&mut SessionEntry) -> T,
-    ) -> Try<T> {
+    ) -> Try<AppliedSession<T>> {
         if self.inner.strict {
             return Try::Done(Err(self.unreachable()));
         }
@@ -166,15 +169,10 @@ impl SharedState {
             Some(stored) => Some(stored.at),
             None => None,
         };
-        let mut entry = before.clone().unwrap_or_default();
-        let result = change(&mut entry);
-        if before.as_ref().unwrap_or(&SessionEntry::default()) == &entry {
-            return Try::Done(Ok(Applied {
-                result,
-                before,
-                after: None,
-            }));
-        }
+        let (result, before, entry) = match apply(before, change) {
+            Ok(changed) => changed,
+            Err(unchanged) => return Try::Done(Ok(unchanged)),
+        };
         let stored = StoredSession {
             at: now_ms(),
             entry: entry.clone(),

@@ -4,18 +4,11 @@
 use std::collections::BTreeMap;
 
 use super::cas::{self, Write};
-use super::{contended, merge, AppliedUsage, SharedState, MAX_CAS_ATTEMPTS, MIN_USAGE_TTL_MS};
+use super::{merge, AppliedUsage, SharedState, Try, MIN_USAGE_TTL_MS};
 use crate::auth::Usage;
 use crate::runner::clock::now_ms;
 use crate::state::shared::Applied;
 use crate::state::StateError;
-
-/// What one try of a change came to.
-enum Try<T> {
-    Done(Result<AppliedUsage<T>, StateError>),
-    /// Another replica changed a key meanwhile, or Redis came back: again.
-    Again,
-}
 
 impl SharedState {
     /// The write of profile `id`'s state (`None`: remove it), expiring
@@ -84,23 +77,14 @@ impl SharedState {
     ) -> Result<AppliedUsage<T>, StateError> {
         let _serial = self.stripe(ids);
         let mut ids = ids.to_vec();
-        for _ in 0..MAX_CAS_ATTEMPTS {
-            match self.try_update_usage(&mut ids, &mut change) {
-                Try::Done(applied) => return applied,
-                Try::Again => {}
-            }
-        }
-        Err(StateError::Store {
-            store: self.url().to_owned(),
-            message: contended().to_string(),
-        })
+        self.until_done(|| self.try_update_usage(&mut ids, &mut change))
     }
 
     fn try_update_usage<T>(
         &self,
         ids: &mut Vec<String>,
         change: &mut impl FnMut(&mut BTreeMap<String, Usage>) -> Result<T, StateError>,
-    ) -> Try<T> {
+    ) -> Try<AppliedUsage<T>> {
         let keys: Vec<String> = ids.iter().map(|id| self.usage_key(id)).collect();
         let Some(raws) = self.call(|c| cas::read(c, &keys)) else {
             return self.update_usage_locally(ids, change);
@@ -152,7 +136,7 @@ impl SharedState {
         &self,
         ids: &[String],
         change: &mut impl FnMut(&mut BTreeMap<String, Usage>) -> Result<T, StateError>,
-    ) -> Try<T> {
+    ) -> Try<AppliedUsage<T>> {
         if self.inner.strict {
             return Try::Done(Err(self.unreachable()));
         }
