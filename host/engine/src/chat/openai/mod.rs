@@ -19,6 +19,14 @@ mod tests {
     use crate::chat::sse::SseEvent;
     use crate::chat::StreamEvent;
 
+    /// A `data:`-only event.
+    fn event(data: &str) -> SseEvent {
+        SseEvent {
+            event: String::new(),
+            data: data.into(),
+        }
+    }
+
     #[test]
     fn text_requests_round_trip() {
         let request = parse_request(
@@ -56,10 +64,6 @@ mod tests {
     #[test]
     fn tool_call_deltas_stream_through() {
         let mut decoder = StreamDecoder::default();
-        let event = |data: &str| SseEvent {
-            event: String::new(),
-            data: data.into(),
-        };
         let first = decoder
             .feed(&event(
                 r#"{"choices":[{"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"weather","arguments":""}}]}}]}"#,
@@ -136,10 +140,6 @@ mod tests {
     #[test]
     fn streams_decode_text_finish_and_errors() {
         let mut decoder = StreamDecoder::default();
-        let event = |data: &str| SseEvent {
-            event: String::new(),
-            data: data.into(),
-        };
         assert_eq!(
             decoder
                 .feed(&event(
@@ -180,10 +180,6 @@ mod tests {
     #[test]
     fn what_the_events_do_not_carry_passes_through_for_openai_clients() {
         let mut decoder = StreamDecoder::default();
-        let event = |data: &str| SseEvent {
-            event: String::new(),
-            data: data.into(),
-        };
         let events = decoder
             .feed(&event(
                 r#"{"system_fingerprint":"fp_1","choices":[
