@@ -229,13 +229,22 @@ fn is_password_key(key: &str) -> bool {
     key.eq_ignore_ascii_case("pass") || key.eq_ignore_ascii_case("password")
 }
 
-/// The password given as a `pass`/`password` query parameter, if any.
-pub fn query_password(url: &str) -> Option<&str> {
-    let query = url.split_once('?')?.1;
-    query.split('&').find_map(|pair| {
-        let (key, value) = pair.split_once('=')?;
-        is_password_key(key).then_some(value)
-    })
+/// The password in a URL: a `pass`/`password` query parameter (Unix-socket
+/// URLs), else its user info's — read as [`redact_url`] hides it.
+pub fn url_password(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let (rest, query) = match rest.split_once('?') {
+        Some((rest, query)) => (rest, Some(query)),
+        None => (rest, None),
+    };
+    let in_query = query.and_then(|query| {
+        query.split('&').find_map(|pair| {
+            let (key, value) = pair.split_once('=')?;
+            is_password_key(key).then_some(value)
+        })
+    });
+    // The user info ends at the last '@' (a password may hold '/' or '@').
+    in_query.or_else(|| rest.rsplit_once('@')?.0.split_once(':').map(|(_, p)| p))
 }
 
 #[cfg(test)]
@@ -262,7 +271,12 @@ mod tests {
             redact_url("redis+unix:///run/redis.sock?db=1&pass=hunter2"),
             "redis+unix:///run/redis.sock?db=1&pass=***"
         );
-        assert_eq!(query_password("unix:///s?pass=hunter2"), Some("hunter2"));
+        assert_eq!(url_password("unix:///s?pass=hunter2"), Some("hunter2"));
+        assert_eq!(
+            url_password("redis://app:hu/n@ter2@cache/0"),
+            Some("hu/n@ter2")
+        );
+        assert_eq!(url_password("redis://cache:6379"), None);
         // A password holding '/' and '@' is still hidden whole.
         assert_eq!(
             redact_url("redis://app:hu/n@ter2@cache:6379/0"),

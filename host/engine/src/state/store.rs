@@ -151,28 +151,28 @@ impl AuthStore {
     /// The profiles file as it is now, read past the cache: what a change
     /// under the lock, or a token refresh, must decide on.
     pub fn profiles_fresh(&self) -> Result<ProfilesFile, StateError> {
-        if let Some(memory) = self.memory() {
-            return Ok(memory.profiles.clone());
-        }
-        if let Some(file) = ProfilesFile::read(&self.paths.profiles)? {
-            return Ok(file);
-        }
-        Ok(ProfilesFile::read(&self.paths.legacy_profiles)?.unwrap_or_default())
+        self.profiles_read(false)
     }
 
     /// The profiles file: the agent's, else the legacy one, else empty.
     pub fn profiles(&self) -> Result<ProfilesFile, StateError> {
+        self.profiles_read(true)
+    }
+
+    fn profiles_read(&self, cached: bool) -> Result<ProfilesFile, StateError> {
         if let Some(memory) = self.memory() {
             return Ok(memory.profiles.clone());
         }
-        if let Some(file) = self
-            .cache
-            .profiles
-            .get(&self.paths.profiles, ProfilesFile::read)?
-        {
-            return Ok(file);
+        let path = &self.paths.profiles;
+        let file = if cached {
+            self.cache.profiles.get(path, ProfilesFile::read)?
+        } else {
+            ProfilesFile::read(path)?
+        };
+        match file {
+            Some(file) => Ok(file),
+            None => Ok(ProfilesFile::read(&self.paths.legacy_profiles)?.unwrap_or_default()),
         }
-        Ok(ProfilesFile::read(&self.paths.legacy_profiles)?.unwrap_or_default())
     }
 
     /// Profiles without secrets.
@@ -241,12 +241,10 @@ impl AuthStore {
         if let Some(file) = file {
             return Ok(file);
         }
-        let profiles = if cached {
-            self.profiles()?
-        } else {
-            self.profiles_fresh()?
-        };
-        let legacy = profiles.legacy_usage().unwrap_or_default();
+        let legacy = self
+            .profiles_read(cached)?
+            .legacy_usage()
+            .unwrap_or_default();
         Ok(UsageFile {
             usage_stats: legacy,
             ..UsageFile::default()

@@ -114,7 +114,7 @@ impl RedisPool {
             message,
         })?;
         let shown = redact_url(&url);
-        let password = password_of(&url)
+        let password = crate::config::state::url_password(&url)
             .filter(|p| !p.is_empty())
             .map(str::to_owned);
         let client = redis::Client::open(url.as_str()).map_err(|_| StateError::Store {
@@ -185,17 +185,4 @@ impl RedisPool {
         idle.generation += 1;
         idle.connections.clear();
     }
-}
-
-/// The password in a URL: in its user info, or a `pass`/`password` query
-/// parameter (Unix-socket URLs).
-fn password_of(url: &str) -> Option<&str> {
-    if let Some(password) = crate::config::state::query_password(url) {
-        return Some(password);
-    }
-    let rest = url.split_once("://")?.1;
-    let rest = rest.split_once('?').map_or(rest, |(rest, _)| rest);
-    // The user info ends at the last '@' (a password may hold '/' or '@').
-    let userinfo = rest.rsplit_once('@')?.0;
-    Some(userinfo.split_once(':')?.1)
 }
