@@ -18,6 +18,10 @@ mod native;
 
 const CORPUS: &str = include_str!("../tests/cases/classify.jsonl");
 
+/// The reference implementation's own expectations (184 errors in the
+/// `failover classify` input form): the corpus the per-call target is about.
+const REFERENCE: &str = include_str!("../tests/cases/classify-reference.jsonl");
+
 /// The clock every benchmark runs at.
 const NOW_MS: u64 = 1_700_000_000_000;
 
@@ -88,9 +92,22 @@ fn corpus(pad_to: Option<usize>) -> Vec<ProviderError> {
         .collect()
 }
 
+/// The reference corpus's errors, as `failover classify` reads them.
+fn reference() -> Vec<ProviderError> {
+    REFERENCE
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).expect("reference line");
+            ProviderError::from_json(&value).expect("reference input")
+        })
+        .collect()
+}
+
 fn all_inputs() -> Vec<Inputs> {
     vec![
         Inputs::new("typical", vec![typical()]),
+        Inputs::new("reference", reference()),
         Inputs::new("corpus", corpus(None)),
         Inputs::new("corpus-1KiB", corpus(Some(1024))),
         Inputs::new("corpus-4KiB", corpus(Some(4096))),

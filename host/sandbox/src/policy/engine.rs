@@ -7,14 +7,25 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 
+use wasmtime::component::Component;
+
+use super::compile_cache::CompileCache;
 use super::error::PolicyError;
 use super::limits::EPOCH_TICK;
+
+/// When set (to anything), compiled policy code is named for `perf` in
+/// `/tmp/perf-<pid>.map`, so a profile of the host shows the guest's own
+/// functions instead of anonymous JIT addresses. Off by default: the map
+/// costs a file write per compiled function.
+pub const PERF_MAP_VAR: &str = "FAILOVER_PERF_MAP";
 
 /// A compiled-code cache and the settings every policy runs under. Cheap to
 /// clone; the epoch thread stops when the last clone is dropped.
 #[derive(Clone)]
 pub struct PolicyEngine {
     inner: Arc<EngineInner>,
+    /// Where compiled modules are kept between processes, if anywhere.
+    cache: Option<Arc<CompileCache>>,
 }
 
 struct EngineInner {
@@ -54,6 +65,9 @@ impl PolicyEngine {
         config.consume_fuel(metered);
         config.epoch_interruption(metered);
         config.wasm_component_model(true);
+        if std::env::var_os(PERF_MAP_VAR).is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = wasmtime::Engine::new(&config).map_err(PolicyError::engine)?;
         let stop_ticker = Arc::new(AtomicBool::new(false));
         let weak = engine.weak();
@@ -76,7 +90,24 @@ impl PolicyEngine {
                 stop_ticker,
                 metered,
             }),
+            cache: None,
         })
+    }
+
+    /// This engine, keeping compiled modules in `cache` (see
+    /// [`CompileCache`]): a process that loads a module compiled before
+    /// skips Cranelift.
+    pub fn with_compile_cache(mut self, cache: CompileCache) -> Self {
+        self.cache = Some(Arc::new(cache));
+        self
+    }
+
+    /// Compiles a component, through the cache when there is one.
+    pub(crate) fn compile(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
+        match &self.cache {
+            Some(cache) => cache.component(self.wasmtime(), bytes),
+            None => Component::new(self.wasmtime(), bytes),
+        }
     }
 
     pub(crate) fn wasmtime(&self) -> &wasmtime::Engine {

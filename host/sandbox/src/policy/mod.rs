@@ -5,6 +5,7 @@
 //! never a raw wasmtime type.
 
 mod bindings;
+mod compile_cache;
 pub mod conformance;
 mod decider;
 mod engine;
@@ -17,8 +18,9 @@ mod profiles;
 mod runner;
 
 pub use bindings::{CONTRACT, CONTRACT_VERSION};
+pub use compile_cache::{CompileCache, STALE_AFTER as COMPILE_CACHE_STALE_AFTER};
 pub use decider::Decider;
-pub use engine::PolicyEngine;
+pub use engine::{PolicyEngine, PERF_MAP_VAR};
 pub use error::{PolicyError, TrapKind};
 pub use gate::{GateReport, Refused};
 pub use limits::*;

@@ -61,8 +61,9 @@ impl Policy {
         limits: Limits,
     ) -> Result<Policy, PolicyError> {
         let wasmtime = engine.wasmtime();
-        let component =
-            Component::new(wasmtime, bytes).map_err(|e| PolicyError::Compile(format!("{e:#}")))?;
+        let component = engine
+            .compile(bytes)
+            .map_err(|e| PolicyError::Compile(format!("{e:#}")))?;
         check_contract(wasmtime, &component)?;
         let linker = Linker::new(wasmtime);
         let instance_pre = linker
