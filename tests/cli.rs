@@ -272,6 +272,66 @@ fn a_policy_module_from_a_file_runs() {
 }
 
 #[test]
+fn a_policy_module_built_for_contract_0_4_0_still_runs() {
+    let legacy = crate::support::guests::component("tests/fixtures/legacy-policy", &[]);
+    with_policy_file(&legacy, |args| {
+        let output = run_ok(args);
+        assert_eq!(stdout_lines(&output)[0]["reason"], "overloaded");
+    });
+    // And over a file, where the current contract would batch.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.wasm");
+    std::fs::write(&path, &legacy).unwrap();
+    let output = run_ok(&[
+        "--policy",
+        path.to_str().unwrap(),
+        "classify",
+        "--now",
+        SAMPLE_NOW,
+        &example("errors.jsonl"),
+    ]);
+    let current = run_ok(&["classify", "--now", SAMPLE_NOW, &example("errors.jsonl")]);
+    assert_eq!(output.stdout, current.stdout);
+}
+
+#[test]
+fn each_line_from_a_slow_producer_is_answered_before_the_next_arrives() {
+    use std::io::BufRead;
+    let mut child = failover()
+        .args(["classify", "--now", SAMPLE_NOW])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the binary starts");
+    let mut input = child.stdin.take().unwrap();
+    let (sender, verdicts) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if sender.send(line.unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    for (line, reason) in [
+        (r#"{"status": 429, "message": "Too many requests"}"#, "rate_limit"),
+        (r#"{"status": 529, "message": "Overloaded"}"#, "overloaded"),
+    ] {
+        writeln!(input, "{line}").unwrap();
+        input.flush().unwrap();
+        // Stdin stays open: the verdict must come without more input.
+        let verdict = verdicts
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("a verdict while the input is still open");
+        let verdict: serde_json::Value = serde_json::from_str(&verdict).unwrap();
+        assert_eq!(verdict["reason"], reason);
+    }
+    drop(input);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
 fn a_refused_policy_module_names_the_file_and_the_reason() {
     with_policy_file(b"\0asm garbage", |args| {
         let stderr = assert_setup_error(args, "refused");

@@ -51,8 +51,9 @@ fn assert_healthy(policy: &Policy) {
 fn the_default_policy_passes_the_gate() {
     let (policy, report) = gate::check(engine(), DEFAULT_POLICY, Limits::default());
     assert!(policy.is_some(), "{}", report.render());
-    // The count the README and BENCHMARKS.md quote.
-    assert_eq!(report.cases.len(), 115);
+    // The count the README and BENCHMARKS.md quote, and the batch case.
+    assert_eq!(report.cases.len(), 116);
+    assert_eq!(report.cases.last().unwrap().0, gate::BATCH_CASE);
     assert!(report.render().ends_with("verdict: accepted\n"));
 }
 
@@ -79,6 +80,56 @@ fn traps_at_run_time_are_contained() {
         assert_healthy(&policy);
     }
     assert!(policy.stats().traps >= 4);
+}
+
+#[test]
+fn a_report_that_traps_a_batch_fails_alone() {
+    let policy = hostile();
+    let errors = [
+        ProviderError::message("Too many requests").with_status(429),
+        error_from("hostile-loop"),
+        ProviderError::message("overloaded_error").with_status(529),
+    ];
+    let verdicts = policy.classify_many(&errors, 0);
+    assert_eq!(verdicts.len(), 3);
+    let reason = |i: usize| verdicts[i].as_ref().map(|v| v.reason).ok().flatten();
+    assert_eq!(reason(0), Some(failover::Reason::RateLimit));
+    assert_eq!(reason(2), Some(failover::Reason::Overloaded));
+    match &verdicts[1] {
+        Err(PolicyError::Trap { kind, .. }) => assert_eq!(*kind, TrapKind::OutOfFuel),
+        other => panic!("{other:?}"),
+    }
+    assert_healthy(&policy);
+}
+
+#[test]
+fn a_batch_answered_short_is_refused_at_the_gate_and_redone_singly() {
+    let bytes = guests::component("tests/fixtures/hostile-policy", &["batch-short"]);
+    let (policy, report) = gate::check(engine(), &bytes, Limits::default());
+    assert!(policy.is_none(), "{}", report.render());
+    let failures: Vec<_> = report.failures().collect();
+    assert_eq!(failures.len(), 1, "{}", report.render());
+    assert_eq!(failures[0].0, gate::BATCH_CASE);
+    assert!(
+        failures[0].1.to_string().contains("7 verdicts for 8 reports"),
+        "{}",
+        failures[0].1
+    );
+    // Loaded without the gate, its batches are redone one call per report.
+    let policy = Policy::load(engine(), &bytes, Limits::default()).unwrap();
+    let errors = [
+        ProviderError::message("Too many requests").with_status(429),
+        ProviderError::message("overloaded_error").with_status(529),
+    ];
+    let verdicts: Vec<_> = policy
+        .classify_many(&errors, 0)
+        .into_iter()
+        .map(|v| v.unwrap().reason)
+        .collect();
+    assert_eq!(
+        verdicts,
+        [Some(failover::Reason::RateLimit), Some(failover::Reason::Overloaded)]
+    );
 }
 
 #[test]

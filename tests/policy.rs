@@ -4,6 +4,7 @@
 
 mod cases;
 mod contract;
+mod legacy;
 mod profiles;
 mod runner;
 mod sandbox;

@@ -24,6 +24,7 @@
 mod body;
 mod classify;
 mod codes;
+mod glue;
 /// The phrase table (shared with `build.rs`, which compiles it into a DFA).
 mod phrases;
 pub mod profiles;
@@ -70,6 +71,9 @@ pub mod component;
 pub use body::MAX_JSON_BODY_BYTES;
 pub use classify::classify;
 pub use policy_types::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
+/// The data types, for the glue macro's users.
+#[doc(hidden)]
+pub use policy_types;
 pub use retry_after::MAX_RETRY_AFTER_MS;
 
 /// The policy's name, as a host reports it.
@@ -79,4 +83,4 @@ pub const POLICY_NAME: &str = "failover-default";
 pub const POLICY_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The WIT contract this policy implements.
-pub const CONTRACT: &str = "failover:policy@0.4.0";
+pub const CONTRACT: &str = "failover:policy@0.5.0";

@@ -215,3 +215,30 @@ fn the_reference_sample_passes_in_full() {
     assert_eq!(cases.len(), 184, "the reference sample is 184 cases");
     assert_all_pass(&cases);
 }
+
+#[test]
+fn every_case_in_batches_gets_the_verdict_of_its_single_call() {
+    let mut cases = load_cases();
+    cases.extend(load_named("classify-real.jsonl", REAL));
+    cases.extend(load_reference());
+    let policy = default_policy();
+    let reports: Vec<_> = cases
+        .iter()
+        .map(|case| flatten(&case.input, case.now_ms, &Limits::default()))
+        .collect();
+    let singles: Vec<_> = reports
+        .iter()
+        .map(|report| policy.classify_report(report.clone()).expect("classifies"))
+        .collect();
+    // More than one batch's worth, so the batches are cut and joined.
+    assert!(reports.len() > 2 * failover::policy::MAX_BATCH_REPORTS);
+    let batched: Vec<_> = policy
+        .classify_reports(reports)
+        .into_iter()
+        .map(|verdict| verdict.expect("classifies"))
+        .collect();
+    assert_eq!(batched.len(), singles.len());
+    for ((case, one), many) in cases.iter().zip(&singles).zip(&batched) {
+        assert_eq!(one, many, "{} line {}: {}", case.file, case.line, case.name);
+    }
+}

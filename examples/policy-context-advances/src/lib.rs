@@ -68,6 +68,10 @@ impl classifier::Guest for ContextAdvances {
     fn classify(report: ErrorReport) -> Classification {
         <DefaultPolicy as classifier::Guest>::classify(report)
     }
+
+    fn classify_batch(reports: Vec<ErrorReport>) -> Vec<Classification> {
+        <DefaultPolicy as classifier::Guest>::classify_batch(reports)
+    }
 }
 
 impl profiles::Guest for ContextAdvances {

@@ -11,6 +11,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::mpsc;
 
 use anyhow::{bail, Context};
 use serde_json::json;
@@ -18,7 +19,7 @@ use serde_json::json;
 use super::lines::{Line, LineReader};
 use super::timefmt::now_ms;
 use super::EXIT_SOME_FAILED;
-use crate::policy::Policy;
+use crate::policy::{Policy, MAX_BATCH_REPORTS};
 use crate::provider_error::ProviderError;
 
 /// Longest input line accepted. Messages themselves are cut to
@@ -103,12 +104,12 @@ pub fn run(policy: &Policy, args: ClassifyArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let input: Box<dyn BufRead> = match args.file.as_deref() {
-        None => Box::new(io::stdin().lock()),
-        Some(path) if path.as_os_str() == "-" => Box::new(io::stdin().lock()),
-        Some(path) => Box::new(BufReader::new(
+    let input = match args.file.as_deref() {
+        None => Input::Stdin,
+        Some(path) if path.as_os_str() == "-" => Input::Stdin,
+        Some(path) => Input::File(
             File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
-        )),
+        ),
     };
     let source = args
         .file
@@ -129,25 +130,122 @@ pub fn run(policy: &Policy, args: ClassifyArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Where the lines come from.
+enum Input {
+    Stdin,
+    File(File),
+}
+
+impl Input {
+    fn reader(self) -> Box<dyn BufRead> {
+        match self {
+            Input::Stdin => Box::new(io::stdin().lock()),
+            Input::File(file) => Box::new(BufReader::with_capacity(READ_BUFFER_BYTES, file)),
+        }
+    }
+}
+
+/// Read buffer for a file: large reads, few system calls.
+const READ_BUFFER_BYTES: usize = 256 * 1024;
+
+/// Lines read and parsed ahead of the classification: enough to keep full
+/// batches coming, few enough that memory stays bounded (a line is at
+/// most [`MAX_LINE_BYTES`], but real lines are a few hundred bytes).
+const READ_AHEAD_LINES: usize = 2 * MAX_BATCH_REPORTS;
+
+/// One input line, read and parsed.
+struct ReadLine {
+    number: usize,
+    parsed: Result<ProviderError, String>,
+}
+
 /// Classifies every line; returns how many failed.
+///
+/// A thread reads and parses lines while this one classifies and writes,
+/// so a file keeps both cores busy. Lines go to the policy in batches of
+/// whatever has been read (at most [`MAX_BATCH_REPORTS`]), and the
+/// verdicts are written and flushed after each batch: a file is classified
+/// in large batches, while each line of a slow producer (a person typing,
+/// a log being followed) is answered as soon as it arrives.
 fn classify_lines(
     policy: &Policy,
-    input: impl BufRead,
+    input: Input,
     out: &mut impl Write,
     now_ms: u64,
 ) -> io::Result<usize> {
-    let mut reader = LineReader::new(input, MAX_LINE_BYTES);
+    let (sender, lines) = mpsc::sync_channel::<io::Result<ReadLine>>(READ_AHEAD_LINES);
+    std::thread::scope(|scope| {
+        scope.spawn(move || read_lines(input, &sender));
+        let mut failed = 0;
+        let mut batch = Vec::with_capacity(MAX_BATCH_REPORTS);
+        // Ends when the reader is done and every line was received.
+        while let Ok(first) = lines.recv() {
+            batch.push(first?);
+            while batch.len() < MAX_BATCH_REPORTS {
+                match lines.try_recv() {
+                    Ok(line) => batch.push(line?),
+                    Err(_) => break,
+                }
+            }
+            failed += classify_batch(policy, &mut batch, out, now_ms)?;
+            out.flush()?;
+        }
+        // On an early return the receiver is dropped first, so a reader
+        // blocked on a full channel wakes up and ends before the scope joins it.
+        Ok(failed)
+    })
+}
+
+/// Reads and parses every line into `sender`; stops at the end of the
+/// input, on a read error (sent on), or when no one receives any more.
+fn read_lines(input: Input, sender: &mpsc::SyncSender<io::Result<ReadLine>>) {
+    let mut reader = LineReader::new(input.reader(), MAX_LINE_BYTES);
     let mut buf = Vec::new();
-    let mut failed = 0;
-    while let Some(line) = reader.next_line(&mut buf)? {
+    loop {
+        let line = match reader.next_line(&mut buf) {
+            Ok(Some(line)) => line,
+            Ok(None) => return,
+            Err(e) => {
+                let _ = sender.send(Err(e));
+                return;
+            }
+        };
         let number = reader.number();
-        let result = match line {
+        let parsed = match line {
             Line::TooLong => Err(format!("line is longer than {MAX_LINE_BYTES} bytes")),
             Line::Bytes => match parse_line(&buf, number) {
                 Ok(None) => continue,
-                Ok(Some(error)) => policy.classify(&error, now_ms).map_err(|e| e.to_string()),
+                Ok(Some(error)) => Ok(error),
                 Err(message) => Err(message),
             },
+        };
+        if sender.send(Ok(ReadLine { number, parsed })).is_err() {
+            return;
+        }
+    }
+}
+
+/// Classifies the lines of `batch` (emptying it) and writes their verdicts,
+/// or errors, in order; returns how many failed.
+fn classify_batch(
+    policy: &Policy,
+    batch: &mut Vec<ReadLine>,
+    out: &mut impl Write,
+    now_ms: u64,
+) -> io::Result<usize> {
+    let errors: Vec<ProviderError> = batch
+        .iter_mut()
+        .filter_map(|line| line.parsed.as_mut().ok().map(std::mem::take))
+        .collect();
+    let mut verdicts = policy.classify_many(&errors, now_ms).into_iter();
+    let mut failed = 0;
+    for line in batch.drain(..) {
+        let result = match line.parsed {
+            Ok(_) => verdicts
+                .next()
+                .expect("one verdict per parsed line")
+                .map_err(|e| e.to_string()),
+            Err(message) => Err(message),
         };
         match result {
             Ok(verdict) => {
@@ -156,12 +254,12 @@ fn classify_lines(
             }
             Err(message) => {
                 failed += 1;
+                let number = line.number;
                 eprintln!("failover classify: line {number}: {message}");
                 serde_json::to_writer(&mut *out, &json!({ "error": message, "line": number }))?;
                 out.write_all(b"\n")?;
             }
         }
-        out.flush()?;
     }
     Ok(failed)
 }

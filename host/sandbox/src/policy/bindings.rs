@@ -1,35 +1,160 @@
-//! Generated bindings for the `failover:policy` world and the conversions
-//! between them and the host's own types. Nothing outside `policy` sees a
-//! generated type.
+//! Generated bindings for the `failover:policy` world, one set per contract
+//! version this host runs, and the conversions between them and the host's
+//! own types. Nothing outside `policy` sees a generated type.
+//!
+//! The current contract is `wit/policy.wit`; 0.4.0 (`wit/legacy/0.4.0`) is
+//! the same but for `classify-batch`. A module built for either runs: a
+//! [`Guest`] is an instance of one or the other, and [`on_guest!`] makes a
+//! call the same way on both, converting its arguments and answer through
+//! [`Mirror`](policy_types::Mirror).
 
-use policy_types::Mirror;
+use wasmtime::component::InstancePre;
+use wasmtime::Store;
 
-use crate::classification::Classification;
-use crate::report::FlatReport;
+use super::error::PolicyError;
+use super::pool::StoreState;
 
-wasmtime::component::bindgen!({
-    world: "policy",
-    path: "../../wit",
-});
+/// What a module's `describe` says, in the host's type.
+pub(crate) struct Described {
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) contract: String,
+}
 
-use self::exports::failover::policy::types as wit;
+/// `policy-info` into [`Described`], for one version's bindings.
+macro_rules! mirror_policy_info {
+    ($wit:ident) => {
+        impl policy_types::Mirror<super::Described> for $wit::PolicyInfo {
+            fn mirror(self) -> super::Described {
+                super::Described {
+                    name: self.name,
+                    version: self.version,
+                    contract: self.contract,
+                }
+            }
+        }
+    };
+}
+use mirror_policy_info;
+
+/// The current contract: `wit/policy.wit`.
+pub(crate) mod current {
+    wasmtime::component::bindgen!({
+        world: "policy",
+        path: "../../wit",
+    });
+
+    use self::exports::failover::policy::types as wit;
+    policy_types::mirror_contract!(wit);
+    super::mirror_policy_info!(wit);
+
+    pub(crate) use wit::ErrorReport;
+}
+
+/// Contract 0.4.0, frozen: modules built before `classify-batch`.
+pub(crate) mod legacy {
+    wasmtime::component::bindgen!({
+        world: "policy",
+        path: "../../wit/legacy/0.4.0",
+    });
+
+    use self::exports::failover::policy::types as wit;
+    policy_types::mirror_contract!(wit);
+    super::mirror_policy_info!(wit);
+}
 
 /// The WIT package this host speaks, with its version.
-pub const CONTRACT: &str = "failover:policy@0.4.0";
+pub const CONTRACT: &str = "failover:policy@0.5.0";
 
 /// Prefix of every interface name in the contract.
 pub const CONTRACT_PACKAGE: &str = "failover:policy";
 
 /// The contract's semantic version.
-pub const CONTRACT_VERSION: &str = "0.4.0";
+pub const CONTRACT_VERSION: &str = "0.5.0";
 
-policy_types::mirror_contract!(wit);
+/// The earlier contract version this host still runs.
+pub const LEGACY_CONTRACT_VERSION: &str = "0.4.0";
 
-/// Moves a flattened report into the generated types.
-pub(crate) fn report_to_wit(report: FlatReport) -> wit::ErrorReport {
-    report.report.mirror()
+/// What error messages say this host runs.
+pub(crate) const CONTRACTS_RUN: &str = "failover:policy@0.5.0 (or 0.4.0)";
+
+/// Which contract a module was built for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContractVersion {
+    /// The current contract ([`CONTRACT`]).
+    Current,
+    /// 0.4.0: everything but `classify-batch`, which the host then does
+    /// with one `classify` call per report.
+    Legacy,
 }
 
-pub(crate) fn classification_from_wit(verdict: wit::Classification) -> Classification {
-    verdict.mirror()
+impl ContractVersion {
+    /// The version a module's export names carry, if this host runs it.
+    pub(crate) fn from_export_version(version: &str) -> Option<Self> {
+        match version {
+            CONTRACT_VERSION => Some(ContractVersion::Current),
+            LEGACY_CONTRACT_VERSION => Some(ContractVersion::Legacy),
+            _ => None,
+        }
+    }
+
+    /// `failover:policy@<version>`: what the module's `describe` must say.
+    pub fn contract(self) -> &'static str {
+        match self {
+            ContractVersion::Current => CONTRACT,
+            ContractVersion::Legacy => "failover:policy@0.4.0",
+        }
+    }
 }
+
+/// A module's exports, resolved once, for the contract it was built for.
+pub(crate) enum GuestPre {
+    Current(current::PolicyPre<StoreState>),
+    Legacy(legacy::PolicyPre<StoreState>),
+}
+
+impl GuestPre {
+    pub(crate) fn new(
+        version: ContractVersion,
+        pre: InstancePre<StoreState>,
+    ) -> Result<Self, PolicyError> {
+        let missing = |e: wasmtime::Error| PolicyError::MissingExport(format!("{e:#}"));
+        Ok(match version {
+            ContractVersion::Current => GuestPre::Current(current::PolicyPre::new(pre).map_err(missing)?),
+            ContractVersion::Legacy => GuestPre::Legacy(legacy::PolicyPre::new(pre).map_err(missing)?),
+        })
+    }
+
+    pub(crate) fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Guest> {
+        Ok(match self {
+            GuestPre::Current(pre) => Guest::Current(pre.instantiate(store)?),
+            GuestPre::Legacy(pre) => Guest::Legacy(pre.instantiate(store)?),
+        })
+    }
+}
+
+/// An instance of a module, of the contract it was built for.
+pub(crate) enum Guest {
+    Current(current::Policy),
+    Legacy(legacy::Policy),
+}
+
+/// Makes the call `$call` (an expression of `$g`, the generated bindings)
+/// on whichever contract `$guest` was built for, and converts the answer
+/// to the host's type. Arguments converted inside `$call` with
+/// `.mirror()` take each version's generated type.
+macro_rules! on_guest {
+    ($guest:expr, $g:ident => $call:expr) => {{
+        #[allow(unused_imports)]
+        use policy_types::Mirror as _;
+        match $guest {
+            $crate::policy::bindings::Guest::Current($g) => {
+                $call.map(policy_types::Mirror::mirror)
+            }
+            $crate::policy::bindings::Guest::Legacy($g) => {
+                $call.map(policy_types::Mirror::mirror)
+            }
+        }
+    }};
+}
+pub(crate) use on_guest;

@@ -165,6 +165,21 @@ pub fn cases() -> Vec<Case> {
         .collect()
 }
 
+/// The errors of the corpus's `classify` cases, with their clocks: what the
+/// gate also sends as one `classify-batch`.
+pub(crate) fn classify_inputs() -> Vec<(ProviderError, u64)> {
+    CORPUS
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Line>(line).ok())
+        .filter_map(|line| match line.call {
+            Call::Classify { error, now_ms } => {
+                Some((ProviderError::from_json(&error).unwrap_or_default(), now_ms))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

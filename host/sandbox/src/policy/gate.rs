@@ -2,8 +2,11 @@
 //! compiles, imports nothing outside the world (WASI included), speaks this
 //! host's contract version, and runs the built-in conformance corpus under
 //! production limits without trapping or returning an invalid decision.
+//! A module of the current contract also sends the corpus's `classify`
+//! cases as one `classify-batch`, which must answer each as `classify` did.
 //! A refused module never serves.
 
+use super::bindings::ContractVersion;
 use super::conformance;
 use super::engine::PolicyEngine;
 use super::error::PolicyError;
@@ -82,13 +85,16 @@ pub fn check(engine: &PolicyEngine, bytes: &[u8], limits: Limits) -> (Option<Pol
             )
         }
     };
-    let cases = conformance::cases()
+    let mut cases: Vec<(String, Option<PolicyError>)> = conformance::cases()
         .into_iter()
         .map(|case| {
             let outcome = (case.run)(&policy).err();
             (case.name, outcome)
         })
         .collect();
+    if policy.contract() == ContractVersion::Current {
+        cases.push((BATCH_CASE.into(), batch_agrees(&policy).err()));
+    }
     let report = GateReport {
         version: Some(policy.version().clone()),
         load_error: None,
@@ -96,6 +102,34 @@ pub fn check(engine: &PolicyEngine, bytes: &[u8], limits: Limits) -> (Option<Pol
     };
     let policy = report.passed().then_some(policy);
     (policy, report)
+}
+
+/// The name of the gate's `classify-batch` case.
+pub const BATCH_CASE: &str = "classify-batch: the classify cases in one batch, each as classify answered it";
+
+/// Whether one `classify-batch` of the corpus's classify cases answers
+/// each as `classify` does.
+fn batch_agrees(policy: &Policy) -> Result<(), PolicyError> {
+    let limits = policy.limits();
+    let reports: Vec<_> = conformance::classify_inputs()
+        .iter()
+        .map(|(error, now_ms)| crate::report::flatten(error, *now_ms, &limits))
+        .collect();
+    let singles = reports
+        .iter()
+        .map(|report| policy.classify_report(report.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let batch = policy.classify_batch_strict(reports)?;
+    match singles.iter().zip(&batch).position(|(one, many)| one != many) {
+        Some(index) => Err(PolicyError::InvalidOutput {
+            call: "classify-batch",
+            problem: format!(
+                "its verdict on report {index} ({:?}) is not classify's ({:?})",
+                batch[index], singles[index]
+            ),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The gate as one result: the module, or the report of why it was refused.

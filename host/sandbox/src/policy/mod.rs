@@ -4,6 +4,7 @@
 //! (a checked module with warm instances), [`PolicyVersion`] and [`Limits`] —
 //! never a raw wasmtime type.
 
+mod batch;
 mod bindings;
 mod compile_cache;
 pub mod conformance;
@@ -17,7 +18,8 @@ mod pool;
 mod profiles;
 mod runner;
 
-pub use bindings::{CONTRACT, CONTRACT_VERSION};
+pub use batch::{MAX_BATCH_REPORTS, MAX_BATCH_TEXT_BYTES};
+pub use bindings::{ContractVersion, CONTRACT, CONTRACT_VERSION, LEGACY_CONTRACT_VERSION};
 pub use compile_cache::{CompileCache, STALE_AFTER as COMPILE_CACHE_STALE_AFTER};
 pub use decider::Decider;
 pub use engine::{PolicyEngine, PERF_MAP_VAR};

@@ -4,7 +4,9 @@
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 
-use super::bindings::{self, PolicyPre, CONTRACT, CONTRACT_PACKAGE, CONTRACT_VERSION};
+use super::bindings::{
+    self, on_guest, ContractVersion, Described, GuestPre, CONTRACTS_RUN, CONTRACT_PACKAGE, CONTRACT_VERSION,
+};
 use super::engine::PolicyEngine;
 use super::error::PolicyError;
 use super::limits::Limits;
@@ -24,7 +26,7 @@ pub struct PolicyVersion {
     pub name: String,
     /// The module's own version.
     pub version: String,
-    /// The contract it was built for (`failover:policy@0.4.0`).
+    /// The contract it was built for (`failover:policy@0.5.0`).
     pub contract: String,
     /// SHA-256 of the component's bytes, lowercase hex.
     pub sha256: String,
@@ -49,6 +51,7 @@ impl std::fmt::Display for PolicyVersion {
 /// an instance that traps is discarded and the next call gets a fresh one.
 pub struct Policy {
     version: PolicyVersion,
+    contract: ContractVersion,
     pool: InstancePool,
 }
 
@@ -64,16 +67,15 @@ impl Policy {
         let component = engine
             .compile(bytes)
             .map_err(|e| PolicyError::Compile(format!("{e:#}")))?;
-        check_contract(wasmtime, &component)?;
+        let contract = check_contract(wasmtime, &component)?;
         let linker = Linker::new(wasmtime);
         let instance_pre = linker
             .instantiate_pre(&component)
             .map_err(|e| PolicyError::Compile(format!("{e:#}")))?;
-        let pre = PolicyPre::new(instance_pre)
-            .map_err(|e| PolicyError::MissingExport(format!("{e:#}")))?;
+        let pre = GuestPre::new(contract, instance_pre)?;
         let pool = InstancePool::new(engine, pre, limits);
-        let info = pool.call("describe", |store, guest| {
-            guest.failover_policy_meta().call_describe(store)
+        let info: Described = pool.call("describe", |store, guest| {
+            on_guest!(guest, g => g.failover_policy_meta().call_describe(store))
         })?;
         let version = PolicyVersion {
             name: bounded("name", info.name)?,
@@ -81,13 +83,17 @@ impl Policy {
             contract: bounded("contract", info.contract)?,
             sha256: hex_sha256(bytes),
         };
-        if version.contract != CONTRACT {
+        if version.contract != contract.contract() {
             return Err(PolicyError::ContractMismatch {
                 found: version.contract,
-                expected: CONTRACT,
+                expected: CONTRACTS_RUN,
             });
         }
-        Ok(Policy { version, pool })
+        Ok(Policy {
+            version,
+            contract,
+            pool,
+        })
     }
 
     /// The embedded default policy.
@@ -98,6 +104,12 @@ impl Policy {
     /// Which module this is.
     pub fn version(&self) -> &PolicyVersion {
         &self.version
+    }
+
+    /// The contract the module was built for: a [`ContractVersion::Legacy`]
+    /// module has no `classify-batch`.
+    pub fn contract(&self) -> ContractVersion {
+        self.contract
     }
 
     /// The limits calls run under.
@@ -121,10 +133,24 @@ impl Policy {
         name: &'static str,
         f: impl FnOnce(
             &mut wasmtime::Store<super::pool::StoreState>,
-            &bindings::Policy,
+            &bindings::Guest,
         ) -> wasmtime::Result<T>,
     ) -> Result<T, PolicyError> {
         self.pool.call(name, f)
+    }
+
+    /// Runs `f`, the work of `calls` calls, on a warm instance (see
+    /// [`InstancePool::call_for`]).
+    pub(crate) fn call_for<T>(
+        &self,
+        name: &'static str,
+        calls: usize,
+        f: impl FnOnce(
+            &mut wasmtime::Store<super::pool::StoreState>,
+            &bindings::Guest,
+        ) -> wasmtime::Result<T>,
+    ) -> Result<T, PolicyError> {
+        self.pool.call_for(name, calls, f)
     }
 
     /// Classifies a failed provider call. The error is flattened and cut to
@@ -139,21 +165,20 @@ impl Policy {
 
     /// Classifies an already flattened report (see [`report::flatten`]).
     pub fn classify_report(&self, report: FlatReport) -> Result<Classification, PolicyError> {
-        let input = bindings::report_to_wit(report);
-        let verdict = self.pool.call("classify", |store, guest| {
-            guest
+        self.classify_plain(report.report)
+    }
+
+    /// Classifies a report as the contract carries it.
+    pub(crate) fn classify_plain(
+        &self,
+        report: policy_types::ErrorReport,
+    ) -> Result<Classification, PolicyError> {
+        let verdict: Classification = self.pool.call("classify", |store, guest| {
+            on_guest!(guest, g => g
                 .failover_policy_classifier()
-                .call_classify(store, &input)
+                .call_classify(store, &report.mirror()))
         })?;
-        if let Some(ms) = verdict.retry_after_ms.filter(|ms| *ms > MAX_RETRY_AFTER_MS) {
-            return Err(PolicyError::InvalidOutput {
-                call: "classify",
-                problem: format!(
-                    "a retry-after of {ms} ms is beyond the {MAX_RETRY_AFTER_MS} ms bound"
-                ),
-            });
-        }
-        Ok(bindings::classification_from_wit(verdict))
+        checked_verdict("classify", verdict)
     }
 }
 
@@ -165,10 +190,28 @@ impl std::fmt::Debug for Policy {
     }
 }
 
-/// Refuses imports and checks the contract version of the exports, so a
-/// module built for another contract gets a message that says so rather than
-/// a missing-export error.
-fn check_contract(engine: &wasmtime::Engine, component: &Component) -> Result<(), PolicyError> {
+/// A verdict the host can act on: its wait within the bound.
+pub(crate) fn checked_verdict(
+    call: &'static str,
+    verdict: Classification,
+) -> Result<Classification, PolicyError> {
+    match verdict.retry_after_ms.filter(|ms| *ms > MAX_RETRY_AFTER_MS) {
+        Some(ms) => Err(PolicyError::InvalidOutput {
+            call,
+            problem: format!("a retry-after of {ms} ms is beyond the {MAX_RETRY_AFTER_MS} ms bound"),
+        }),
+        None => Ok(verdict),
+    }
+}
+
+/// Refuses imports and finds the contract version of the exports (all must
+/// carry the same one, and one this host runs), so a module built for
+/// another contract gets a message that says so rather than a
+/// missing-export error.
+fn check_contract(
+    engine: &wasmtime::Engine,
+    component: &Component,
+) -> Result<ContractVersion, PolicyError> {
     let ty = component.component_type();
     let imports: Vec<String> = ty
         .imports(engine)
@@ -177,10 +220,10 @@ fn check_contract(engine: &wasmtime::Engine, component: &Component) -> Result<()
     if !imports.is_empty() {
         return Err(PolicyError::ForeignImports {
             imports,
-            contract: CONTRACT,
+            contract: bindings::CONTRACT,
         });
     }
-    let mut found_ours = false;
+    let mut found: Option<(ContractVersion, &str)> = None;
     for (name, _) in ty.exports(engine) {
         let Some(rest) = name
             .strip_prefix(CONTRACT_PACKAGE)
@@ -192,20 +235,23 @@ fn check_contract(engine: &wasmtime::Engine, component: &Component) -> Result<()
             .split_once('@')
             .map(|(_, v)| v)
             .unwrap_or("(unversioned)");
-        if version != CONTRACT_VERSION {
-            return Err(PolicyError::ContractMismatch {
-                found: format!("{CONTRACT_PACKAGE}@{version}"),
-                expected: CONTRACT,
-            });
+        let mismatch = || PolicyError::ContractMismatch {
+            found: format!("{CONTRACT_PACKAGE}@{version}"),
+            expected: CONTRACTS_RUN,
+        };
+        let contract = ContractVersion::from_export_version(version).ok_or_else(mismatch)?;
+        match found {
+            // Interfaces of two versions in one module: no contract is whole.
+            Some((_, first)) if first != version => return Err(mismatch()),
+            _ => found = Some((contract, version)),
         }
-        found_ours = true;
     }
-    if !found_ours {
-        return Err(PolicyError::MissingExport(format!(
+    match found {
+        Some((contract, _)) => Ok(contract),
+        None => Err(PolicyError::MissingExport(format!(
             "{CONTRACT_PACKAGE}/classifier@{CONTRACT_VERSION}"
-        )));
+        ))),
     }
-    Ok(())
 }
 
 /// Longest name, version or contract string a module may report.

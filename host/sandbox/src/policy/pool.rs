@@ -10,7 +10,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder};
 
-use super::bindings::{self, PolicyPre};
+use super::bindings::{Guest, GuestPre};
 use super::engine::PolicyEngine;
 use super::error::PolicyError;
 use super::limits::Limits;
@@ -93,7 +93,7 @@ impl ResourceLimiter for StoreState {
 /// An instance ready for calls, with the limits generation it was made for.
 struct Warm {
     store: Store<StoreState>,
-    bindings: bindings::Policy,
+    guest: Guest,
     generation: u64,
 }
 
@@ -108,12 +108,12 @@ struct PoolState {
 
 pub(crate) struct InstancePool {
     engine: PolicyEngine,
-    pre: PolicyPre<StoreState>,
+    pre: GuestPre,
     state: Mutex<PoolState>,
 }
 
 impl InstancePool {
-    pub(crate) fn new(engine: &PolicyEngine, pre: PolicyPre<StoreState>, limits: Limits) -> Self {
+    pub(crate) fn new(engine: &PolicyEngine, pre: GuestPre, limits: Limits) -> Self {
         InstancePool {
             engine: engine.clone(),
             pre,
@@ -151,11 +151,24 @@ impl InstancePool {
     pub(crate) fn call<T>(
         &self,
         name: &'static str,
-        f: impl FnOnce(&mut Store<StoreState>, &bindings::Policy) -> wasmtime::Result<T>,
+        f: impl FnOnce(&mut Store<StoreState>, &Guest) -> wasmtime::Result<T>,
     ) -> Result<T, PolicyError> {
+        self.call_for(name, 1, f)
+    }
+
+    /// Runs `f`, which does the work of `calls` calls (a batch), on a warm
+    /// instance with `calls` times one call's fuel and deadline. Counted
+    /// as `calls` calls, each using an equal share of the fuel.
+    pub(crate) fn call_for<T>(
+        &self,
+        name: &'static str,
+        calls: usize,
+        f: impl FnOnce(&mut Store<StoreState>, &Guest) -> wasmtime::Result<T>,
+    ) -> Result<T, PolicyError> {
+        let calls = u64::try_from(calls.max(1)).unwrap_or(u64::MAX);
         let (idle, limits, generation) = {
             let mut state = self.lock();
-            state.stats.calls += 1;
+            state.stats.calls += calls;
             let idle = state.idle.pop();
             (idle, state.limits, state.generation)
         };
@@ -163,19 +176,19 @@ impl InstancePool {
             Some(warm) if warm.generation == generation => warm,
             _ => self.instantiate(&limits, generation)?,
         };
+        let fuel = limits.fuel_per_call.saturating_mul(calls);
         if self.engine.metered() {
+            warm.store.set_fuel(fuel).map_err(PolicyError::engine)?;
             warm.store
-                .set_fuel(limits.fuel_per_call)
-                .map_err(PolicyError::engine)?;
-            warm.store.set_epoch_deadline(limits.deadline_ticks());
+                .set_epoch_deadline(limits.deadline_ticks().saturating_mul(calls));
         }
-        let result = f(&mut warm.store, &warm.bindings);
+        let result = f(&mut warm.store, &warm.guest);
         let mut state = self.lock();
         match result {
             Ok(value) => {
-                let left = warm.store.get_fuel().unwrap_or(limits.fuel_per_call);
-                let used = limits.fuel_per_call.saturating_sub(left);
-                state.stats.max_fuel_used = state.stats.max_fuel_used.max(used);
+                let left = warm.store.get_fuel().unwrap_or(fuel);
+                let used = fuel.saturating_sub(left);
+                state.stats.max_fuel_used = state.stats.max_fuel_used.max(used / calls);
                 state.stats.total_fuel_used = state.stats.total_fuel_used.saturating_add(used);
                 if warm.generation == state.generation && state.idle.len() < MAX_WARM_INSTANCES {
                     state.idle.push(warm);
@@ -211,8 +224,8 @@ impl InstancePool {
                 .map_err(PolicyError::engine)?;
             store.set_epoch_deadline(limits.deadline_ticks());
         }
-        let bindings = match self.pre.instantiate(&mut store) {
-            Ok(bindings) => bindings,
+        let guest = match self.pre.instantiate(&mut store) {
+            Ok(guest) => guest,
             Err(e) => {
                 let memory = store.data().memory_refused;
                 return Err(PolicyError::trap("instantiate", &e, memory));
@@ -221,7 +234,7 @@ impl InstancePool {
         self.lock().stats.instantiations += 1;
         Ok(Warm {
             store,
-            bindings,
+            guest,
             generation,
         })
     }

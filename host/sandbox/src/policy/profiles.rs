@@ -4,8 +4,7 @@
 
 use std::collections::HashSet;
 
-use policy_types::Mirror;
-
+use super::bindings::on_guest;
 use super::error::PolicyError;
 use super::module::Policy;
 use policy_types::{
@@ -22,14 +21,11 @@ impl Policy {
         &self,
         request: &OrderRequest,
     ) -> Result<Vec<RankedProfile>, PolicyError> {
-        let input = request.clone().mirror();
-        let ranked: Vec<RankedProfile> = self
-            .call("order-profiles", |store, guest| {
-                guest
-                    .failover_policy_profiles()
-                    .call_order_profiles(store, &input)
-            })?
-            .mirror();
+        let ranked: Vec<RankedProfile> = self.call("order-profiles", |store, guest| {
+            on_guest!(guest, g => g
+                .failover_policy_profiles()
+                .call_order_profiles(store, &request.clone().mirror()))
+        })?;
         let invalid = |problem: String| PolicyError::InvalidOutput {
             call: "order-profiles",
             problem,
@@ -58,14 +54,11 @@ impl Policy {
 
     /// The profile a session should use next.
     pub fn pin_profile(&self, request: &PinRequest) -> Result<PinDecision, PolicyError> {
-        let input = request.clone().mirror();
-        let decision: PinDecision = self
-            .call("pin-profile", |store, guest| {
-                guest
-                    .failover_policy_profiles()
-                    .call_pin_profile(store, &input)
-            })?
-            .mirror();
+        let decision: PinDecision = self.call("pin-profile", |store, guest| {
+            on_guest!(guest, g => g
+                .failover_policy_profiles()
+                .call_pin_profile(store, &request.clone().mirror()))
+        })?;
         let listed = |id: &str| request.ranked.iter().any(|r| r.id == id);
         match decision.profile.as_deref() {
             Some(id) if !listed(id) => {
@@ -92,20 +85,15 @@ impl Policy {
         event: &FailureEvent,
         config: &CooldownConfig,
     ) -> Result<Usage, PolicyError> {
-        let (input, wit_event, wit_config) = (
-            usage.clone().mirror(),
-            event.clone().mirror(),
-            config.clone().mirror(),
-        );
-        let next = self.call("record-failure", |store, guest| {
-            guest.failover_policy_profiles().call_record_failure(
+        let next: Usage = self.call("record-failure", |store, guest| {
+            on_guest!(guest, g => g.failover_policy_profiles().call_record_failure(
                 store,
-                &input,
-                &wit_event,
-                &wit_config,
-            )
+                &usage.clone().mirror(),
+                &event.clone().mirror(),
+                &config.clone().mirror(),
+            ))
         })?;
-        checked_usage("record-failure", usage, next.mirror(), event.now_ms)
+        checked_usage("record-failure", usage, next, event.now_ms)
     }
 
     /// A profile's state after a successful call on `model`.
@@ -115,17 +103,15 @@ impl Policy {
         model: Option<&str>,
         now_ms: u64,
     ) -> Result<Usage, PolicyError> {
-        let input = usage.clone().mirror();
-        let model = model.map(str::to_owned);
-        let next = self.call("record-success", |store, guest| {
-            guest.failover_policy_profiles().call_record_success(
+        let next: Usage = self.call("record-success", |store, guest| {
+            on_guest!(guest, g => g.failover_policy_profiles().call_record_success(
                 store,
-                &input,
-                model.as_deref(),
+                &usage.clone().mirror(),
+                model,
                 now_ms,
-            )
+            ))
         })?;
-        checked_usage("record-success", usage, next.mirror(), now_ms)
+        checked_usage("record-success", usage, next, now_ms)
     }
 }
 

@@ -1,8 +1,7 @@
 //! The policy's runner decisions (spec §3, §7, §8, §10), called through the
 //! component and checked before the host acts on them.
 
-use policy_types::Mirror;
-
+use super::bindings::on_guest;
 use super::error::PolicyError;
 use super::module::Policy;
 use policy_types::{
@@ -18,14 +17,11 @@ pub const MAX_CHAIN: usize = 64;
 impl Policy {
     /// The model a run starts with and why.
     pub fn resolve_selection(&self, request: &SelectionRequest) -> Result<Selection, PolicyError> {
-        let input = request.clone().mirror();
-        let selection: Selection = self
-            .call("resolve-selection", |store, guest| {
-                guest
-                    .failover_policy_runner()
-                    .call_resolve_selection(store, &input)
-            })?
-            .mirror();
+        let selection: Selection = self.call("resolve-selection", |store, guest| {
+            on_guest!(guest, g => g
+                .failover_policy_runner()
+                .call_resolve_selection(store, &request.clone().mirror()))
+        })?;
         let offered = [
             &request.configured_primary,
             &request.agent_primary,
@@ -61,14 +57,11 @@ impl Policy {
 
     /// The candidates of a run, requested model first.
     pub fn candidate_chain(&self, request: &ChainRequest) -> Result<FallbackChain, PolicyError> {
-        let input = request.clone().mirror();
-        let chain: FallbackChain = self
-            .call("candidate-chain", |store, guest| {
-                guest
-                    .failover_policy_runner()
-                    .call_candidate_chain(store, &input)
-            })?
-            .mirror();
+        let chain: FallbackChain = self.call("candidate-chain", |store, guest| {
+            on_guest!(guest, g => g
+                .failover_policy_runner()
+                .call_candidate_chain(store, &request.clone().mirror()))
+        })?;
         let invalid = |problem: String| PolicyError::InvalidOutput {
             call: "candidate-chain",
             problem,
@@ -109,14 +102,11 @@ impl Policy {
         &self,
         request: &CandidateRequest,
     ) -> Result<CandidateDecision, PolicyError> {
-        let input = request.clone().mirror();
-        let decision: CandidateDecision = self
-            .call("decide-candidate", |store, guest| {
-                guest
-                    .failover_policy_runner()
-                    .call_decide_candidate(store, &input)
-            })?
-            .mirror();
+        let decision: CandidateDecision = self.call("decide-candidate", |store, guest| {
+            on_guest!(guest, g => g
+                .failover_policy_runner()
+                .call_decide_candidate(store, &request.clone().mirror()))
+        })?;
         let offered = |id: &str| request.ranked.iter().any(|r| r.id == id);
         let named: Vec<&str> = match &decision {
             CandidateDecision::Attempt(profiles) => profiles.iter().map(String::as_str).collect(),
@@ -144,15 +134,11 @@ impl Policy {
         attempt: &FailedAttempt,
         config: &RotationConfig,
     ) -> Result<RunStep, PolicyError> {
-        let input = attempt.clone().mirror();
-        let wit_config = (*config).mirror();
-        let step: RunStep = self
-            .call("next-step", |store, guest| {
-                guest
-                    .failover_policy_runner()
-                    .call_next_step(store, &input, wit_config)
-            })?
-            .mirror();
+        let step: RunStep = self.call("next-step", |store, guest| {
+            on_guest!(guest, g => g
+                .failover_policy_runner()
+                .call_next_step(store, &attempt.clone().mirror(), (*config).mirror()))
+        })?;
         let invalid = |problem: String| PolicyError::InvalidOutput {
             call: "next-step",
             problem,
@@ -188,14 +174,11 @@ impl Policy {
         others_remain: bool,
         now_ms: u64,
     ) -> Result<GateDecision, PolicyError> {
-        let input = health.mirror();
-        let decision: GateDecision = self
-            .call("model-gate", |store, guest| {
-                guest
-                    .failover_policy_runner()
-                    .call_model_gate(store, input, others_remain, now_ms)
-            })?
-            .mirror();
+        let decision: GateDecision = self.call("model-gate", |store, guest| {
+            on_guest!(guest, g => g
+                .failover_policy_runner()
+                .call_model_gate(store, health.mirror(), others_remain, now_ms))
+        })?;
         checked_health("model-gate", &decision.health, now_ms)?;
         Ok(decision)
     }
@@ -207,26 +190,22 @@ impl Policy {
         hung: bool,
         now_ms: u64,
     ) -> Result<ModelHealth, PolicyError> {
-        let input = health.mirror();
-        let health: ModelHealth = self
-            .call("record-attempt-end", |store, guest| {
-                guest
-                    .failover_policy_runner()
-                    .call_record_attempt_end(store, input, hung, now_ms)
-            })?
-            .mirror();
+        let health: ModelHealth = self.call("record-attempt-end", |store, guest| {
+            on_guest!(guest, g => g
+                .failover_policy_runner()
+                .call_record_attempt_end(store, health.mirror(), hung, now_ms))
+        })?;
         checked_health("record-attempt-end", &health, now_ms)?;
         Ok(health)
     }
 
     /// The summary of an exhausted chain.
     pub fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError> {
-        let input = request.clone().mirror();
-        let summary: RunSummary = self
-            .call("summarise", |store, guest| {
-                guest.failover_policy_runner().call_summarise(store, &input)
-            })?
-            .mirror();
+        let summary: RunSummary = self.call("summarise", |store, guest| {
+            on_guest!(guest, g => g
+                .failover_policy_runner()
+                .call_summarise(store, &request.clone().mirror()))
+        })?;
         if summary.ready_at.is_some_and(|at| {
             at <= request.now_ms || at > request.now_ms.saturating_add(super::MAX_WINDOW_MS)
         }) {
