@@ -129,6 +129,16 @@ fn bench(c: &mut Criterion, policy: &Policy, inputs: &[Inputs]) {
                 }
             })
         });
+        // The same errors through `classify-batch` (flattened in the
+        // loop, as for single calls): what `failover classify` over a
+        // file pays per line for the policy.
+        group.bench_function("batch", |b| {
+            b.iter(|| {
+                for verdict in policy.classify_many(black_box(&input.errors), NOW_MS) {
+                    black_box(verdict.expect("classifies"));
+                }
+            })
+        });
         group.bench_function("native", |b| {
             b.iter(|| {
                 for report in &input.native {
@@ -155,14 +165,16 @@ fn mean_ns(group: &str, function: &str) -> Option<f64> {
 fn summarise(inputs: &[Inputs]) {
     println!("\nsummary (this run; per classification):");
     println!(
-        "{:<12} {:>6} {:>11} {:>11} {:>7} {:>13} {:>10}",
-        "input", "cases", "component", "native", "ratio", "component/s", "avg bytes"
+        "{:<12} {:>6} {:>11} {:>11} {:>11} {:>7} {:>13} {:>10}",
+        "input", "cases", "component", "batch", "native", "ratio", "component/s", "avg bytes"
     );
     for input in inputs {
         let group = input.group();
-        let (Some(component), Some(native)) =
-            (mean_ns(&group, "component"), mean_ns(&group, "native"))
-        else {
+        let (Some(component), Some(batch), Some(native)) = (
+            mean_ns(&group, "component"),
+            mean_ns(&group, "batch"),
+            mean_ns(&group, "native"),
+        ) else {
             println!(
                 "{:<12} (no criterion estimates: filtered out?)",
                 input.label
@@ -170,19 +182,20 @@ fn summarise(inputs: &[Inputs]) {
             continue;
         };
         let cases = input.errors.len() as f64;
-        let (component, native) = (component / cases, native / cases);
+        let (component, batch, native) = (component / cases, batch / cases, native / cases);
         println!(
-            "{:<12} {:>6} {:>8.0} ns {:>8.0} ns {:>6.2}x {:>13.0} {:>10.0}",
+            "{:<12} {:>6} {:>8.0} ns {:>8.0} ns {:>8.0} ns {:>6.2}x {:>13.0} {:>10.0}",
             input.label,
             cases,
             component,
+            batch,
             native,
             component / native,
             1e9 / component,
             input.average_text_bytes()
         );
     }
-    println!("(per-byte cost: difference of the padded rows over the difference of their bytes)");
+    println!("(ratio: component over native; per-byte cost: difference of the padded rows over the difference of their bytes)");
 }
 
 fn main() {

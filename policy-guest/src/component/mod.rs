@@ -8,6 +8,12 @@
 //! with `policy_guest::component::export_policy!(ItsType)`. The default component
 //! (feature `component`) exports `DefaultPolicy` itself.
 
+mod arena;
+
+/// Every build with the glue allocates from the arena (see `arena`).
+#[global_allocator]
+static ALLOCATOR: arena::Arena = arena::Arena::new();
+
 wit_bindgen::generate!({
     world: "policy",
     path: "../wit",
