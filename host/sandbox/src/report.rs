@@ -14,7 +14,7 @@ use crate::provider_error::ProviderError;
 /// A whole error, flattened and cut: the contract's [`ErrorReport`] and
 /// whether anything was cut or dropped to fit the limits. It reads as the
 /// report it holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FlatReport {
     /// The report the policy reads.
     pub report: ErrorReport,

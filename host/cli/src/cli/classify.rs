@@ -19,7 +19,8 @@ use serde_json::json;
 use super::lines::{Line, LineReader};
 use super::timefmt::now_ms;
 use super::EXIT_SOME_FAILED;
-use crate::policy::{Policy, MAX_BATCH_REPORTS};
+use crate::policy::{Limits, Policy, MAX_BATCH_REPORTS};
+use crate::report::{flatten, FlatReport};
 use crate::provider_error::ProviderError;
 
 /// Longest input line accepted. Messages themselves are cut to
@@ -153,10 +154,10 @@ const READ_BUFFER_BYTES: usize = 256 * 1024;
 /// most [`MAX_LINE_BYTES`], but real lines are a few hundred bytes).
 const READ_AHEAD_LINES: usize = 2 * MAX_BATCH_REPORTS;
 
-/// One input line, read and parsed.
+/// One input line, read, parsed, flattened and cut for the policy.
 struct ReadLine {
     number: usize,
-    parsed: Result<ProviderError, String>,
+    parsed: Result<FlatReport, String>,
 }
 
 /// Classifies every line; returns how many failed.
@@ -174,8 +175,9 @@ fn classify_lines(
     now_ms: u64,
 ) -> io::Result<usize> {
     let (sender, lines) = mpsc::sync_channel::<io::Result<ReadLine>>(READ_AHEAD_LINES);
+    let limits = policy.limits();
     std::thread::scope(|scope| {
-        scope.spawn(move || read_lines(input, &sender));
+        scope.spawn(move || read_lines(input, &sender, now_ms, &limits));
         let mut failed = 0;
         let mut batch = Vec::with_capacity(MAX_BATCH_REPORTS);
         // Ends when the reader is done and every line was received.
@@ -187,7 +189,7 @@ fn classify_lines(
                     Err(_) => break,
                 }
             }
-            failed += classify_batch(policy, &mut batch, out, now_ms)?;
+            failed += classify_batch(policy, &mut batch, out)?;
             out.flush()?;
         }
         // On an early return the receiver is dropped first, so a reader
@@ -196,9 +198,15 @@ fn classify_lines(
     })
 }
 
-/// Reads and parses every line into `sender`; stops at the end of the
-/// input, on a read error (sent on), or when no one receives any more.
-fn read_lines(input: Input, sender: &mpsc::SyncSender<io::Result<ReadLine>>) {
+/// Reads, parses and flattens every line into `sender`; stops at the end
+/// of the input, on a read error (sent on), or when no one receives any
+/// more.
+fn read_lines(
+    input: Input,
+    sender: &mpsc::SyncSender<io::Result<ReadLine>>,
+    now_ms: u64,
+    limits: &Limits,
+) {
     let mut reader = LineReader::new(input.reader(), MAX_LINE_BYTES);
     let mut buf = Vec::new();
     loop {
@@ -215,7 +223,7 @@ fn read_lines(input: Input, sender: &mpsc::SyncSender<io::Result<ReadLine>>) {
             Line::TooLong => Err(format!("line is longer than {MAX_LINE_BYTES} bytes")),
             Line::Bytes => match parse_line(&buf, number) {
                 Ok(None) => continue,
-                Ok(Some(error)) => Ok(error),
+                Ok(Some(error)) => Ok(flatten(&error, now_ms, limits)),
                 Err(message) => Err(message),
             },
         };
@@ -231,13 +239,12 @@ fn classify_batch(
     policy: &Policy,
     batch: &mut Vec<ReadLine>,
     out: &mut impl Write,
-    now_ms: u64,
 ) -> io::Result<usize> {
-    let errors: Vec<ProviderError> = batch
+    let reports: Vec<FlatReport> = batch
         .iter_mut()
         .filter_map(|line| line.parsed.as_mut().ok().map(std::mem::take))
         .collect();
-    let mut verdicts = policy.classify_many(&errors, now_ms).into_iter();
+    let mut verdicts = policy.classify_reports(reports).into_iter();
     let mut failed = 0;
     for line in batch.drain(..) {
         let result = match line.parsed {
