@@ -302,9 +302,16 @@ impl SessionStore {
 
     /// One session (empty if it has never been written).
     pub fn get(&self, id: &str) -> Result<SessionEntry, StateError> {
-        let entry = match &self.shared {
-            Some(shared) => shared.session(id),
-            None => self.read()?.sessions.remove(id),
+        let entry = match (&self.shared, &self.memory) {
+            (Some(shared), _) => shared.session(id),
+            // One entry, not a copy of every session.
+            (None, Some(memory)) => memory
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .sessions
+                .get(id)
+                .cloned(),
+            (None, None) => self.read()?.sessions.remove(id),
         };
         if let (Some(watch), Some(entry)) = (&self.watch, &entry) {
             watch.session_seen(id, entry);

@@ -53,6 +53,10 @@ struct Cached {
 #[derive(Debug, Default)]
 struct Memory {
     profiles: ProfilesFile,
+    /// `profiles`' summaries (their fingerprints hash every secret), made
+    /// on first use after a change of the profiles: replay reads them for
+    /// every candidate of every request.
+    summaries: Option<Vec<ProfileSummary>>,
     usage: UsageFile,
 }
 
@@ -177,12 +181,17 @@ impl AuthStore {
 
     /// Profiles without secrets.
     pub fn summaries(&self) -> Result<Vec<ProfileSummary>, StateError> {
-        if self.memory.is_none() {
-            let read =
-                |path: &std::path::Path| Ok(ProfilesFile::read(path)?.map(|file| file.summaries()));
-            if let Some(summaries) = self.cache.summaries.get(&self.paths.profiles, read)? {
-                return Ok(summaries);
-            }
+        if let Some(mut memory) = self.memory() {
+            let memory = &mut *memory;
+            let summaries = memory
+                .summaries
+                .get_or_insert_with(|| memory.profiles.summaries());
+            return Ok(summaries.clone());
+        }
+        let read =
+            |path: &std::path::Path| Ok(ProfilesFile::read(path)?.map(|file| file.summaries()));
+        if let Some(summaries) = self.cache.summaries.get(&self.paths.profiles, read)? {
+            return Ok(summaries);
         }
         Ok(self.profiles()?.summaries())
     }
@@ -198,6 +207,7 @@ impl AuthStore {
             let mut file = memory.profiles.clone();
             let result = change(&mut file)?;
             memory.profiles = file;
+            memory.summaries = None;
             return Ok(result);
         }
         let _lock = self.lock()?;

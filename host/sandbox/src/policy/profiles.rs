@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use super::bindings::on_guest;
+use super::bindings::{on_guest, ContractVersion};
 use super::error::PolicyError;
 use super::module::Policy;
 use policy_types::{
@@ -17,10 +17,33 @@ pub const MAX_WINDOW_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 
 impl Policy {
     /// The profiles to try for a provider, best first.
+    ///
+    /// A module of the current contract is sent only the provider's
+    /// configured and stored profiles (it would pick those anyway; the rest
+    /// cost lowering, a string at a time, on every candidate). A 0.4.0
+    /// module gets every profile, as its contract says.
     pub fn order_profiles(
         &self,
         request: &OrderRequest,
     ) -> Result<Vec<RankedProfile>, PolicyError> {
+        let provider_only;
+        let request = match self.contract() {
+            ContractVersion::Current => {
+                provider_only = OrderRequest {
+                    configured: (request.configured.iter())
+                        .filter(|c| c.provider == request.provider)
+                        .cloned()
+                        .collect(),
+                    stored: (request.stored.iter())
+                        .filter(|p| p.provider == request.provider)
+                        .cloned()
+                        .collect(),
+                    ..request.clone()
+                };
+                &provider_only
+            }
+            ContractVersion::Legacy => request,
+        };
         let ranked: Vec<RankedProfile> = self.call("order-profiles", |store, guest| {
             on_guest!(guest, g => g
                 .failover_policy_profiles()
