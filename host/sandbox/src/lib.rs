@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod classification;
+mod flat_json;
 pub mod policy;
 pub mod provider_error;
 pub mod report;

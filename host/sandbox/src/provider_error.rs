@@ -122,6 +122,10 @@ impl ProviderError {
 
     /// Parses one line of JSON text.
     pub fn from_json_str(text: &str) -> Result<Self, InputError> {
+        // Most lines are one flat object: read without a JSON tree.
+        if let Some(error) = crate::flat_json::read(text) {
+            return Ok(error);
+        }
         let value: Value = serde_json::from_str(text).map_err(|e| {
             // The position inside a one-line document is its column; saying
             // "line 1" would be confused with the input's own line numbers.

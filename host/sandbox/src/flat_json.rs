@@ -1,0 +1,174 @@
+//! A fast reader for the common line of `failover classify`'s input: one
+//! flat error object (`provider`, `status`, `code`, `message`, `headers`,
+//! no nested `error` or `cause`, the message a string).
+//!
+//! The general reader parses a line into a `serde_json::Value` tree and
+//! then walks it, an allocation per key and value; on a file of errors
+//! that was most of the reading thread's time. This one reads the fields
+//! straight into their types, borrowing from the line. It answers only
+//! when its answer is the one the general reader gives: anything else
+//! (a nested error, a message given as an object, a status out of range,
+//! a duplicate field, a type error, invalid JSON) is left to the general
+//! reader, which also words the errors.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::provider_error::ProviderError;
+
+#[derive(Deserialize)]
+struct Flat<'a> {
+    #[serde(default, borrow)]
+    provider: Option<Cow<'a, str>>,
+    #[serde(default)]
+    status: Option<u64>,
+    #[serde(default, borrow)]
+    code: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    message: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    headers: Option<BTreeMap<Cow<'a, str>, &'a RawValue>>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    cause: Option<&'a RawValue>,
+}
+
+/// `text` read as a flat error, or `None` when the general reader must
+/// decide (see the module docs).
+pub(crate) fn read(text: &str) -> Option<ProviderError> {
+    let flat: Flat<'_> = serde_json::from_str(text).ok()?;
+    if flat.error.is_some() || flat.cause.is_some() {
+        return None;
+    }
+    let status = match flat.status {
+        None => None,
+        Some(status @ 100..=599) => Some(u16::try_from(status).ok()?),
+        Some(_) => return None,
+    };
+    let code = match flat.code {
+        None => None,
+        Some(raw) => match serde_json::from_str::<serde_json::Value>(raw.get()).ok()? {
+            serde_json::Value::String(code) if code.trim().is_empty() => None,
+            serde_json::Value::String(code) => Some(code),
+            serde_json::Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+            _ => return None,
+        },
+    };
+    let headers = match flat.headers {
+        None => Vec::new(),
+        Some(headers) => headers
+            .into_iter()
+            .map(|(name, raw)| Some((name.into_owned(), header_value(raw)?)))
+            .collect::<Option<_>>()?,
+    };
+    Some(ProviderError {
+        provider: flat
+            .provider
+            .filter(|p| !p.trim().is_empty())
+            .map(Cow::into_owned),
+        status,
+        code,
+        message: flat.message.map(Cow::into_owned).unwrap_or_default(),
+        headers,
+        error: None,
+        cause: None,
+    })
+}
+
+/// A header's value: a string, or a number written as JSON writes it.
+fn header_value(raw: &RawValue) -> Option<String> {
+    let text = raw.get();
+    if text.starts_with('"') {
+        serde_json::from_str::<String>(text).ok()
+    } else {
+        serde_json::from_str::<serde_json::Number>(text)
+            .ok()
+            .map(|n| n.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line of the case corpora, and variants of them: where the fast
+    /// reader answers, it answers as the general one.
+    #[test]
+    fn it_answers_as_the_general_reader_or_not_at_all() {
+        let corpora = [
+            include_str!("../../../tests/cases/classify.jsonl"),
+            include_str!("../../../tests/cases/classify-real.jsonl"),
+            include_str!("../../../tests/cases/classify-reference.jsonl"),
+        ];
+        let mut answered = 0;
+        let mut lines = 0;
+        for line in corpora.iter().flat_map(|c| c.lines()) {
+            let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let input = value.get("input").unwrap_or(&value).to_string();
+            for variant in variants(&input) {
+                lines += 1;
+                let general = ProviderError::from_json(
+                    &serde_json::from_str(&variant).unwrap_or(serde_json::Value::Null),
+                );
+                if let Some(fast) = read(&variant) {
+                    answered += 1;
+                    assert_eq!(Ok(fast), general, "{variant}");
+                }
+            }
+        }
+        assert!(answered > lines / 4, "{answered} of {lines} lines");
+    }
+
+    /// The line, and the line with each of a few edits that the two
+    /// readers must judge alike.
+    fn variants(line: &str) -> Vec<String> {
+        let mut out = vec![line.to_owned()];
+        for (from, to) in [
+            ("\"status\":", "\"status\": 1e2, \"x\":"),
+            ("\"status\":", "\"status\":null,\"status\":"),
+            ("\"message\":", "\"message\":null,\"y\":"),
+            ("\"headers\":{", "\"headers\":{\"retry-after\":2.5,"),
+            ("\"headers\":{", "\"headers\":{\"a\":true,"),
+            ("\"provider\":", "\"code\":\" \",\"provider\":"),
+            ("\"provider\":", "\"code\":429,\"provider\":"),
+            ("\"provider\":", "\"code\":-1.5,\"provider\":"),
+            ("\"provider\":", "\"cause\":null,\"provider\":"),
+            ("\"provider\":", "\"error\":\"inner\",\"provider\":"),
+        ] {
+            if line.contains(from) {
+                out.push(line.replacen(from, to, 1));
+            }
+        }
+        for status in ["99", "600", "-429", "429.0"] {
+            out.push(format!("{{\"status\": {status}, \"message\": \"m\"}}"));
+        }
+        out.push("{\"message\": \"m\"} trailing".into());
+        out.push("[1]".into());
+        out
+    }
+
+    #[test]
+    fn a_flat_line_is_read_whole() {
+        let error = read(
+            r#"{"provider":"openai","status":429,"code":42,"message":"slow",
+                "headers":{"retry-after":"2","x-n":7},"extra":[1]}"#,
+        )
+        .unwrap();
+        assert_eq!(error.provider.as_deref(), Some("openai"));
+        assert_eq!(error.status, Some(429));
+        assert_eq!(error.code.as_deref(), Some("42"));
+        assert_eq!(error.message, "slow");
+        assert_eq!(
+            error.headers,
+            [("retry-after".into(), "2".into()), ("x-n".into(), "7".into())]
+        );
+        assert!(read(r#"{"message":{"error":"x"}}"#).is_none());
+        assert!(read(r#"{"cause":{"message":"x"}}"#).is_none());
+    }
+}
