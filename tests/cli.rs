@@ -315,7 +315,10 @@ fn each_line_from_a_slow_producer_is_answered_before_the_next_arrives() {
         }
     });
     for (line, reason) in [
-        (r#"{"status": 429, "message": "Too many requests"}"#, "rate_limit"),
+        (
+            r#"{"status": 429, "message": "Too many requests"}"#,
+            "rate_limit",
+        ),
         (r#"{"status": 529, "message": "Overloaded"}"#, "overloaded"),
     ] {
         writeln!(input, "{line}").unwrap();

@@ -111,7 +111,10 @@ fn a_batch_answered_short_is_refused_at_the_gate_and_redone_singly() {
     assert_eq!(failures.len(), 1, "{}", report.render());
     assert_eq!(failures[0].0, gate::BATCH_CASE);
     assert!(
-        failures[0].1.to_string().contains("7 verdicts for 8 reports"),
+        failures[0]
+            .1
+            .to_string()
+            .contains("7 verdicts for 8 reports"),
         "{}",
         failures[0].1
     );
@@ -128,7 +131,10 @@ fn a_batch_answered_short_is_refused_at_the_gate_and_redone_singly() {
         .collect();
     assert_eq!(
         verdicts,
-        [Some(failover::Reason::RateLimit), Some(failover::Reason::Overloaded)]
+        [
+            Some(failover::Reason::RateLimit),
+            Some(failover::Reason::Overloaded)
+        ]
     );
 }
 

@@ -70,10 +70,10 @@ pub mod component;
 
 pub use body::MAX_JSON_BODY_BYTES;
 pub use classify::classify;
-pub use policy_types::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
 /// The data types, for the glue macro's users.
 #[doc(hidden)]
 pub use policy_types;
+pub use policy_types::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
 pub use retry_after::MAX_RETRY_AFTER_MS;
 
 /// The policy's name, as a host reports it.

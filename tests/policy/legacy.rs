@@ -34,7 +34,10 @@ fn a_module_built_for_0_4_0_passes_the_gate_and_says_so() {
     assert_eq!(policy.version().contract, "failover:policy@0.4.0");
     // Every conformance case, but no batch case: it has no classify-batch.
     assert_eq!(report.cases.len(), 115);
-    assert!(report.cases.iter().all(|(name, _)| name != gate::BATCH_CASE));
+    assert!(report
+        .cases
+        .iter()
+        .all(|(name, _)| name != gate::BATCH_CASE));
     let current = Policy::load(engine(), DEFAULT_POLICY, Limits::default()).unwrap();
     assert_eq!(current.contract(), ContractVersion::Current);
 }

@@ -166,7 +166,10 @@ mod tests {
         assert_eq!(error.message, "slow");
         assert_eq!(
             error.headers,
-            [("retry-after".into(), "2".into()), ("x-n".into(), "7".into())]
+            [
+                ("retry-after".into(), "2".into()),
+                ("x-n".into(), "7".into())
+            ]
         );
         assert!(read(r#"{"message":{"error":"x"}}"#).is_none());
         assert!(read(r#"{"cause":{"message":"x"}}"#).is_none());

@@ -122,11 +122,7 @@ impl Policy {
         if verdicts.len() != batch.len() {
             return Err(PolicyError::InvalidOutput {
                 call: "classify-batch",
-                problem: format!(
-                    "{} verdicts for {} reports",
-                    verdicts.len(),
-                    batch.len()
-                ),
+                problem: format!("{} verdicts for {} reports", verdicts.len(), batch.len()),
             });
         }
         verdicts

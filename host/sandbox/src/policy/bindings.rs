@@ -120,8 +120,12 @@ impl GuestPre {
     ) -> Result<Self, PolicyError> {
         let missing = |e: wasmtime::Error| PolicyError::MissingExport(format!("{e:#}"));
         Ok(match version {
-            ContractVersion::Current => GuestPre::Current(current::PolicyPre::new(pre).map_err(missing)?),
-            ContractVersion::Legacy => GuestPre::Legacy(legacy::PolicyPre::new(pre).map_err(missing)?),
+            ContractVersion::Current => {
+                GuestPre::Current(current::PolicyPre::new(pre).map_err(missing)?)
+            }
+            ContractVersion::Legacy => {
+                GuestPre::Legacy(legacy::PolicyPre::new(pre).map_err(missing)?)
+            }
         })
     }
 
@@ -148,12 +152,8 @@ macro_rules! on_guest {
         #[allow(unused_imports)]
         use policy_types::Mirror as _;
         match $guest {
-            $crate::policy::bindings::Guest::Current($g) => {
-                $call.map(policy_types::Mirror::mirror)
-            }
-            $crate::policy::bindings::Guest::Legacy($g) => {
-                $call.map(policy_types::Mirror::mirror)
-            }
+            $crate::policy::bindings::Guest::Current($g) => $call.map(policy_types::Mirror::mirror),
+            $crate::policy::bindings::Guest::Legacy($g) => $call.map(policy_types::Mirror::mirror),
         }
     }};
 }

@@ -105,7 +105,8 @@ pub fn check(engine: &PolicyEngine, bytes: &[u8], limits: Limits) -> (Option<Pol
 }
 
 /// The name of the gate's `classify-batch` case.
-pub const BATCH_CASE: &str = "classify-batch: the classify cases in one batch, each as classify answered it";
+pub const BATCH_CASE: &str =
+    "classify-batch: the classify cases in one batch, each as classify answered it";
 
 /// Whether one `classify-batch` of the corpus's classify cases answers
 /// each as `classify` does.
@@ -120,7 +121,11 @@ fn batch_agrees(policy: &Policy) -> Result<(), PolicyError> {
         .map(|report| policy.classify_report(report.clone()))
         .collect::<Result<Vec<_>, _>>()?;
     let batch = policy.classify_batch_strict(reports)?;
-    match singles.iter().zip(&batch).position(|(one, many)| one != many) {
+    match singles
+        .iter()
+        .zip(&batch)
+        .position(|(one, many)| one != many)
+    {
         Some(index) => Err(PolicyError::InvalidOutput {
             call: "classify-batch",
             problem: format!(

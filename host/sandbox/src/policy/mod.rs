@@ -13,6 +13,7 @@ mod engine;
 mod error;
 pub mod gate;
 mod limits;
+mod memo;
 mod module;
 mod pool;
 mod profiles;

@@ -5,7 +5,8 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 
 use super::bindings::{
-    self, on_guest, ContractVersion, Described, GuestPre, CONTRACTS_RUN, CONTRACT_PACKAGE, CONTRACT_VERSION,
+    self, on_guest, ContractVersion, Described, GuestPre, CONTRACTS_RUN, CONTRACT_PACKAGE,
+    CONTRACT_VERSION,
 };
 use super::engine::PolicyEngine;
 use super::error::PolicyError;
@@ -53,6 +54,9 @@ pub struct Policy {
     version: PolicyVersion,
     contract: ContractVersion,
     pool: InstancePool,
+    /// Answers of `candidate-chain`, which carries no clock: see
+    /// [`super::memo`].
+    pub(crate) chains: super::memo::Memo<policy_types::ChainRequest, policy_types::FallbackChain>,
 }
 
 impl Policy {
@@ -74,9 +78,10 @@ impl Policy {
             .map_err(|e| PolicyError::Compile(format!("{e:#}")))?;
         let pre = GuestPre::new(contract, instance_pre)?;
         let pool = InstancePool::new(engine, pre, limits);
-        let info: Described = pool.call("describe", |store, guest| {
-            on_guest!(guest, g => g.failover_policy_meta().call_describe(store))
-        })?;
+        let info: Described = pool.call(
+            "describe",
+            |store, guest| on_guest!(guest, g => g.failover_policy_meta().call_describe(store)),
+        )?;
         let version = PolicyVersion {
             name: bounded("name", info.name)?,
             version: bounded("version", info.version)?,
@@ -93,6 +98,7 @@ impl Policy {
             version,
             contract,
             pool,
+            chains: super::memo::Memo::default(),
         })
     }
 
@@ -198,7 +204,9 @@ pub(crate) fn checked_verdict(
     match verdict.retry_after_ms.filter(|ms| *ms > MAX_RETRY_AFTER_MS) {
         Some(ms) => Err(PolicyError::InvalidOutput {
             call,
-            problem: format!("a retry-after of {ms} ms is beyond the {MAX_RETRY_AFTER_MS} ms bound"),
+            problem: format!(
+                "a retry-after of {ms} ms is beyond the {MAX_RETRY_AFTER_MS} ms bound"
+            ),
         }),
         None => Ok(verdict),
     }

@@ -55,8 +55,14 @@ impl Policy {
         Ok(selection)
     }
 
-    /// The candidates of a run, requested model first.
+    /// The candidates of a run, requested model first. The module is asked
+    /// once per distinct request (see [`super::memo`]).
     pub fn candidate_chain(&self, request: &ChainRequest) -> Result<FallbackChain, PolicyError> {
+        self.chains
+            .get_or_try(request, || self.ask_candidate_chain(request))
+    }
+
+    fn ask_candidate_chain(&self, request: &ChainRequest) -> Result<FallbackChain, PolicyError> {
         let chain: FallbackChain = self.call("candidate-chain", |store, guest| {
             on_guest!(guest, g => g
                 .failover_policy_runner()
