@@ -238,14 +238,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_corrupted_entry_is_compiled_again_not_run() {
+    /// A cache in a fresh directory holding the empty component's entry,
+    /// and that entry's path.
+    fn cache_with_entry() -> (tempfile::TempDir, CompileCache, wasmtime::Engine, PathBuf) {
         let temp = tempfile::tempdir().unwrap();
         let cache = CompileCache::new(temp.path());
         let engine = engine();
-        let bytes = empty_component();
-        cache.component(&engine, &bytes).unwrap();
+        cache.component(&engine, &empty_component()).unwrap();
         let path = entries(cache.dir()).remove(0);
+        (temp, cache, engine, path)
+    }
+
+    #[test]
+    fn a_corrupted_entry_is_compiled_again_not_run() {
+        let (_temp, cache, engine, path) = cache_with_entry();
         let mut file = fs::read(&path).unwrap();
         let last = file.len() - 1;
         file[last] ^= 0xff;
@@ -255,7 +261,7 @@ mod tests {
             "digest must not match"
         );
         // Compiling again replaces the bad entry.
-        cache.component(&engine, &bytes).unwrap();
+        cache.component(&engine, &empty_component()).unwrap();
         assert!(cache.load(&engine, &path).is_some());
         // A file too short to hold a digest is no entry either.
         fs::write(&path, b"short").unwrap();
@@ -266,12 +272,7 @@ mod tests {
     #[test]
     fn a_directory_others_can_write_is_not_used() {
         use std::os::unix::fs::PermissionsExt;
-        let temp = tempfile::tempdir().unwrap();
-        let cache = CompileCache::new(temp.path());
-        let engine = engine();
-        let bytes = empty_component();
-        cache.component(&engine, &bytes).unwrap();
-        let path = entries(cache.dir()).remove(0);
+        let (temp, cache, engine, path) = cache_with_entry();
         fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o777)).unwrap();
         assert!(cache.load(&engine, &path).is_none());
     }
