@@ -10,8 +10,9 @@
 //! empty again.
 //!
 //! What does not fit — a large input, or a call that keeps allocating past
-//! [`ARENA_BYTES`] — goes to the system allocator as before, so memory use
-//! and the sandbox's memory cap behave as they did. An allocation that
+//! [`ARENA_BYTES`] — goes to the system allocator as before. The arena
+//! itself takes 1 MiB of the module's memory (capped by the host at
+//! 16 MiB) on the first allocation. An allocation that
 //! outlives every call only keeps the arena from starting over: the guest
 //! is then as fast as with dlmalloc, never wrong.
 //!

@@ -10,9 +10,14 @@
 
 mod arena;
 
-/// Every build with the glue allocates from the arena (see `arena`).
+/// The guest allocator the default component uses; another guest built on
+/// this crate may install it too (`#[global_allocator]`) or keep its own.
+pub use arena::Arena;
+
+/// The default component allocates from the arena (see `arena`).
+#[cfg(feature = "component")]
 #[global_allocator]
-static ALLOCATOR: arena::Arena = arena::Arena::new();
+static ALLOCATOR: Arena = Arena::new();
 
 wit_bindgen::generate!({
     world: "policy",

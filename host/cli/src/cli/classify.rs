@@ -162,8 +162,8 @@ struct ReadLine {
 
 /// Classifies every line; returns how many failed.
 ///
-/// A thread reads and parses lines while this one classifies and writes,
-/// so a file keeps both cores busy. Lines go to the policy in batches of
+/// A thread reads, parses and flattens lines while this one classifies
+/// and writes, so a file keeps two cores busy. Lines go to the policy in batches of
 /// whatever has been read (at most [`MAX_BATCH_REPORTS`]), and the
 /// verdicts are written and flushed after each batch: a file is classified
 /// in large batches, while each line of a slow producer (a person typing,
@@ -176,26 +176,38 @@ fn classify_lines(
 ) -> io::Result<usize> {
     let (sender, lines) = mpsc::sync_channel::<io::Result<ReadLine>>(READ_AHEAD_LINES);
     let limits = policy.limits();
-    std::thread::scope(|scope| {
-        scope.spawn(move || read_lines(input, &sender, now_ms, &limits));
-        let mut failed = 0;
-        let mut batch = Vec::with_capacity(MAX_BATCH_REPORTS);
-        // Ends when the reader is done and every line was received.
-        while let Ok(first) = lines.recv() {
-            batch.push(first?);
-            while batch.len() < MAX_BATCH_REPORTS {
-                match lines.try_recv() {
-                    Ok(line) => batch.push(line?),
-                    Err(_) => break,
+    // Not joined: a reader waiting on a slow input must not keep the
+    // command from ending when writing fails. Once `lines` is dropped (when
+    // this returns), its next send fails and it ends.
+    std::thread::Builder::new()
+        .name("classify-read".into())
+        .spawn(move || read_lines(input, &sender, now_ms, &limits))?;
+    let mut failed = 0;
+    let mut batch = Vec::with_capacity(MAX_BATCH_REPORTS);
+    // Ends when the reader is done and every line was received.
+    while let Ok(first) = lines.recv() {
+        let mut next = Some(first);
+        let mut read_error = None;
+        while let Some(read) = next.take() {
+            match read {
+                Ok(line) => batch.push(line),
+                Err(error) => {
+                    read_error = Some(error);
+                    break;
                 }
             }
-            failed += classify_batch(policy, &mut batch, out)?;
-            out.flush()?;
+            if batch.len() < MAX_BATCH_REPORTS {
+                next = lines.try_recv().ok();
+            }
         }
-        // On an early return the receiver is dropped first, so a reader
-        // blocked on a full channel wakes up and ends before the scope joins it.
-        Ok(failed)
-    })
+        // The lines read before a read error are still answered.
+        failed += classify_batch(policy, &mut batch, out)?;
+        out.flush()?;
+        if let Some(error) = read_error {
+            return Err(error);
+        }
+    }
+    Ok(failed)
 }
 
 /// Reads, parses and flattens every line into `sender`; stops at the end

@@ -90,18 +90,20 @@ impl Policy {
         self.try_batch(&batch)
     }
 
-    /// One `classify-batch` call, or single calls when it fails.
+    /// One `classify-batch` call, or single calls when it fails. (A batch
+    /// of one that trapped would only trap again alone; one the module
+    /// answered wrongly gets its `classify` answer.)
     fn classify_batch(
         &self,
         batch: &[current::ErrorReport],
     ) -> Vec<Result<Classification, PolicyError>> {
         match self.try_batch(batch) {
             Ok(verdicts) => verdicts.into_iter().map(Ok).collect(),
-            Err(_) if batch.len() > 1 => batch
+            Err(error @ PolicyError::Trap { .. }) if batch.len() == 1 => vec![Err(error)],
+            Err(_) => batch
                 .iter()
                 .map(|report| self.classify_plain(report.clone().mirror()))
                 .collect(),
-            Err(error) => vec![Err(error)],
         }
     }
 
@@ -110,7 +112,7 @@ impl Policy {
         batch: &[current::ErrorReport],
     ) -> Result<Vec<Classification>, PolicyError> {
         let verdicts: Vec<Classification> =
-            self.call_for("classify-batch", batch.len(), |store, guest| match guest {
+            self.call("classify-batch", |store, guest| match guest {
                 Guest::Current(g) => g
                     .failover_policy_classifier()
                     .call_classify_batch(store, batch)

@@ -10,11 +10,14 @@
 //!
 //! Loading compiled code runs it, so a cache entry is only trusted when:
 //!
-//! - the directory is the user's own and no one else can write it (mode
-//!   0700 when created; an existing directory that others can write or
-//!   that belongs to someone else is not used);
+//! - the directory and the entry are the user's own and no one else can
+//!   write them (the directory is made 0700, entries 0600; a directory or
+//!   entry that others can write or that belongs to someone else is not
+//!   used);
 //! - its content hashes to the SHA-256 written at its start (a torn or
-//!   corrupted file is recompiled, never run);
+//!   corrupted file is recompiled, never run; this detects damage, it does
+//!   not authenticate: whoever can write as this user can replace the
+//!   entry, as they could the `failover` binary itself);
 //! - wasmtime accepts it for this engine (it checks its own version and
 //!   settings and refuses an artifact built for another).
 //!
@@ -96,7 +99,14 @@ impl CompileCache {
         if !trusted_dir(&self.dir) {
             return None;
         }
-        let file = fs::read(path).ok()?;
+        let mut opened = fs::File::open(path).ok()?;
+        // The entry itself, as opened (not as named): ours, and only ours
+        // to write.
+        if !owned_by_me(&opened.metadata().ok()?) {
+            return None;
+        }
+        let mut file = Vec::new();
+        std::io::Read::read_to_end(&mut opened, &mut file).ok()?;
         let (digest, compiled) = file.split_at_checked(DIGEST_LEN)?;
         if Sha256::digest(compiled).as_slice() != digest {
             return None;
@@ -185,20 +195,22 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Whether only this user can put files in `dir`.
-#[cfg(unix)]
 fn trusted_dir(dir: &Path) -> bool {
+    fs::metadata(dir).is_ok_and(|meta| meta.is_dir() && owned_by_me(&meta))
+}
+
+/// Whether this user owns the file and no one else may write it.
+#[cfg(unix)]
+fn owned_by_me(meta: &fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let Ok(meta) = fs::metadata(dir) else {
-        return false;
-    };
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
-    meta.is_dir() && meta.uid() == me && meta.mode() & 0o022 == 0
+    meta.uid() == me && meta.mode() & 0o022 == 0
 }
 
 #[cfg(not(unix))]
-fn trusted_dir(dir: &Path) -> bool {
-    dir.is_dir()
+fn owned_by_me(_meta: &fs::Metadata) -> bool {
+    true
 }
 
 #[cfg(test)]

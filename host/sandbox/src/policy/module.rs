@@ -145,20 +145,6 @@ impl Policy {
         self.pool.call(name, f)
     }
 
-    /// Runs `f`, the work of `calls` calls, on a warm instance (see
-    /// [`InstancePool::call_for`]).
-    pub(crate) fn call_for<T>(
-        &self,
-        name: &'static str,
-        calls: usize,
-        f: impl FnOnce(
-            &mut wasmtime::Store<super::pool::StoreState>,
-            &bindings::Guest,
-        ) -> wasmtime::Result<T>,
-    ) -> Result<T, PolicyError> {
-        self.pool.call_for(name, calls, f)
-    }
-
     /// Classifies a failed provider call. The error is flattened and cut to
     /// the input limits before it reaches the module.
     pub fn classify(

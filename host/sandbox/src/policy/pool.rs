@@ -153,22 +153,9 @@ impl InstancePool {
         name: &'static str,
         f: impl FnOnce(&mut Store<StoreState>, &Guest) -> wasmtime::Result<T>,
     ) -> Result<T, PolicyError> {
-        self.call_for(name, 1, f)
-    }
-
-    /// Runs `f`, which does the work of `calls` calls (a batch), on a warm
-    /// instance with `calls` times one call's fuel and deadline. Counted
-    /// as `calls` calls, each using an equal share of the fuel.
-    pub(crate) fn call_for<T>(
-        &self,
-        name: &'static str,
-        calls: usize,
-        f: impl FnOnce(&mut Store<StoreState>, &Guest) -> wasmtime::Result<T>,
-    ) -> Result<T, PolicyError> {
-        let calls = u64::try_from(calls.max(1)).unwrap_or(u64::MAX);
         let (idle, limits, generation) = {
             let mut state = self.lock();
-            state.stats.calls += calls;
+            state.stats.calls += 1;
             let idle = state.idle.pop();
             (idle, state.limits, state.generation)
         };
@@ -176,11 +163,10 @@ impl InstancePool {
             Some(warm) if warm.generation == generation => warm,
             _ => self.instantiate(&limits, generation)?,
         };
-        let fuel = limits.fuel_per_call.saturating_mul(calls);
+        let fuel = limits.fuel_per_call;
         if self.engine.metered() {
             warm.store.set_fuel(fuel).map_err(PolicyError::engine)?;
-            warm.store
-                .set_epoch_deadline(limits.deadline_ticks().saturating_mul(calls));
+            warm.store.set_epoch_deadline(limits.deadline_ticks());
         }
         let result = f(&mut warm.store, &warm.guest);
         let mut state = self.lock();
@@ -188,7 +174,7 @@ impl InstancePool {
             Ok(value) => {
                 let left = warm.store.get_fuel().unwrap_or(fuel);
                 let used = fuel.saturating_sub(left);
-                state.stats.max_fuel_used = state.stats.max_fuel_used.max(used / calls);
+                state.stats.max_fuel_used = state.stats.max_fuel_used.max(used);
                 state.stats.total_fuel_used = state.stats.total_fuel_used.saturating_add(used);
                 if warm.generation == state.generation && state.idle.len() < MAX_WARM_INSTANCES {
                     state.idle.push(warm);

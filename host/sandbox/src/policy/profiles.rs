@@ -18,29 +18,18 @@ pub const MAX_WINDOW_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 impl Policy {
     /// The profiles to try for a provider, best first.
     ///
-    /// A module of the current contract is sent only the provider's
-    /// configured and stored profiles (it would pick those anyway; the rest
-    /// cost lowering, a string at a time, on every candidate). A 0.4.0
-    /// module gets every profile, as its contract says.
+    /// A module of the current contract is sent only the profiles an
+    /// answer can depend on (see [`for_provider`]); a 0.4.0 module gets
+    /// every profile, as its contract says.
     pub fn order_profiles(
         &self,
         request: &OrderRequest,
     ) -> Result<Vec<RankedProfile>, PolicyError> {
-        let provider_only;
+        let narrowed;
         let request = match self.contract() {
             ContractVersion::Current => {
-                provider_only = OrderRequest {
-                    configured: (request.configured.iter())
-                        .filter(|c| c.provider == request.provider)
-                        .cloned()
-                        .collect(),
-                    stored: (request.stored.iter())
-                        .filter(|p| p.provider == request.provider)
-                        .cloned()
-                        .collect(),
-                    ..request.clone()
-                };
-                &provider_only
+                narrowed = for_provider(request);
+                &narrowed
             }
             ContractVersion::Legacy => request,
         };
@@ -135,6 +124,41 @@ impl Policy {
             ))
         })?;
         checked_usage("record-success", usage, next, now_ms)
+    }
+}
+
+/// `request` with only what concerns its provider: its stored profiles and
+/// any stored profile its explicit order or its configured entries name (an
+/// order that lists only other providers' profiles must still see them
+/// stored, to drop them), and the configured entries of the provider or of
+/// an id of its profiles (an entry's mode applies by id). Every other
+/// profile costs lowering, a string at a time, on every candidate, and
+/// changes no answer of a policy that picks the provider's profiles.
+fn for_provider(request: &OrderRequest) -> OrderRequest {
+    let provider = request.provider.as_str();
+    let named: HashSet<&str> = (request.explicit_order.iter().flatten().map(String::as_str))
+        .chain(
+            (request.configured.iter())
+                .filter(|c| c.provider == provider)
+                .map(|c| c.id.as_str()),
+        )
+        .collect();
+    let stored: Vec<_> = (request.stored.iter())
+        .filter(|p| p.provider == provider || named.contains(p.id.as_str()))
+        .cloned()
+        .collect();
+    let own: HashSet<&str> = (request.stored.iter())
+        .filter(|p| p.provider == provider)
+        .map(|p| p.id.as_str())
+        .collect();
+    let configured = (request.configured.iter())
+        .filter(|c| c.provider == provider || own.contains(c.id.as_str()))
+        .cloned()
+        .collect();
+    OrderRequest {
+        configured,
+        stored,
+        ..request.clone()
     }
 }
 
