@@ -117,7 +117,9 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         &self,
     ) -> Result<(Vec<StoredProfile>, BTreeMap<String, Usage>), RunError> {
         let usage = self.store.usage()?;
-        let mut stored = stored_profiles(&self.store.summaries()?, &usage);
+        let mut stored = self
+            .store
+            .with_summaries(|summaries| stored_profiles(summaries, &usage))?;
         let recent = self.recent_use.lock().unwrap_or_else(|e| e.into_inner());
         for profile in &mut stored {
             if let Some(at) = recent.get(&profile.id) {

@@ -181,19 +181,28 @@ impl AuthStore {
 
     /// Profiles without secrets.
     pub fn summaries(&self) -> Result<Vec<ProfileSummary>, StateError> {
+        self.with_summaries(<[ProfileSummary]>::to_vec)
+    }
+
+    /// `read` of the profiles without secrets, without copying them first
+    /// when they are held (in memory, or parsed from an unchanged file).
+    pub fn with_summaries<T>(
+        &self,
+        read: impl FnOnce(&[ProfileSummary]) -> T,
+    ) -> Result<T, StateError> {
         if let Some(mut memory) = self.memory() {
             let memory = &mut *memory;
             let summaries = memory
                 .summaries
                 .get_or_insert_with(|| memory.profiles.summaries());
-            return Ok(summaries.clone());
+            return Ok(read(summaries));
         }
-        let read =
+        let parse =
             |path: &std::path::Path| Ok(ProfilesFile::read(path)?.map(|file| file.summaries()));
-        if let Some(summaries) = self.cache.summaries.get(&self.paths.profiles, read)? {
-            return Ok(summaries);
+        if let Some(summaries) = self.cache.summaries.get(&self.paths.profiles, parse)? {
+            return Ok(read(&summaries));
         }
-        Ok(self.profiles()?.summaries())
+        Ok(read(&self.profiles()?.summaries()))
     }
 
     /// Changes the profiles under the lock: re-reads the file, applies
@@ -353,6 +362,18 @@ impl AuthStore {
         id: &str,
         mut next: impl FnMut(&Usage) -> Result<Usage, E>,
     ) -> Result<Usage, UpdateError<E>> {
+        if let (None, Some(mut memory)) = (&self.shared, self.memory()) {
+            // One entry changes: copy it, not every profile's.
+            let usage = &mut memory.usage.usage_stats;
+            self.report_change(usage, None);
+            let stored = usage.get(id);
+            let after = next(&stored.cloned().unwrap_or_default()).map_err(UpdateError::Refused)?;
+            if let Some(watch) = self.watch.as_ref().filter(|_| stored != Some(&after)) {
+                watch.usage_written(id, &after);
+            }
+            usage.insert(id.to_owned(), after.clone());
+            return Ok(after);
+        }
         let mut refused = None;
         let ids = [id.to_owned()];
         let updated = self.update_usage_of(Some(&ids), |usage| {
