@@ -1,6 +1,8 @@
 //! A provider error as JSON → `ProviderError` → flattened → classified, by
 //! the native core and by the embedded component: both must agree, and a
-//! verdict's `failover` flag must follow from its reason.
+//! verdict's `failover` flag must follow from its reason. The line reader
+//! (which tries a fast path for flat objects first) must read the text as
+//! the general reader over a JSON tree does.
 
 #![no_main]
 
@@ -27,7 +29,17 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(error) = ProviderError::from_json_str(text) else {
+    let general = serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .map(|value| ProviderError::from_json(&value));
+    let read = ProviderError::from_json_str(text);
+    match (&read, &general) {
+        (Ok(error), Some(Ok(expected))) => assert_eq!(error, expected, "the readers disagree"),
+        (Ok(_), _) => panic!("the line reader accepts what the general reader refuses"),
+        (Err(_), Some(Ok(_))) => panic!("the line reader refuses what the general reader accepts"),
+        (Err(_), _) => {}
+    }
+    let Ok(error) = read else {
         return;
     };
     let policy = policy();

@@ -12,29 +12,69 @@
 //! reader, which also words the errors.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
-use serde::Deserialize;
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::provider_error::ProviderError;
 
-#[derive(Deserialize)]
+/// The fields of a flat error line, as they were written.
+#[derive(Default)]
 struct Flat<'a> {
-    #[serde(default, borrow)]
     provider: Option<Cow<'a, str>>,
-    #[serde(default)]
     status: Option<u64>,
-    #[serde(default, borrow)]
     code: Option<&'a RawValue>,
-    #[serde(default, borrow)]
     message: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    headers: Option<BTreeMap<Cow<'a, str>, &'a RawValue>>,
-    #[serde(default, borrow)]
+    /// Read whole, as the general reader does: a header given twice keeps
+    /// its last value, and the first must still be valid JSON.
+    headers: Option<serde_json::Value>,
     error: Option<&'a RawValue>,
-    #[serde(default, borrow)]
     cause: Option<&'a RawValue>,
+}
+
+impl<'de> Deserialize<'de> for Flat<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(FlatVisitor)
+    }
+}
+
+/// Reads an object's fields: the known ones into their types, every other
+/// one into a `serde_json::Value`, so that it is checked exactly as the
+/// general reader checks it (skipping it unread would accept numbers and
+/// escapes the general reader refuses). A field given twice is refused
+/// here, and left to the general reader.
+struct FlatVisitor;
+
+impl<'de> Visitor<'de> for FlatVisitor {
+    type Value = Flat<'de>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("an error object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Flat<'de>, A::Error> {
+        let mut flat = Flat::default();
+        let mut seen = BTreeSet::new();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if !seen.insert(key.clone()) {
+                return Err(de::Error::custom("a field given twice"));
+            }
+            match key.as_ref() {
+                "provider" => flat.provider = map.next_value()?,
+                "status" => flat.status = map.next_value()?,
+                "code" => flat.code = map.next_value()?,
+                "message" => flat.message = map.next_value()?,
+                "headers" => flat.headers = map.next_value()?,
+                "error" => flat.error = map.next_value()?,
+                "cause" => flat.cause = map.next_value()?,
+                _ => {
+                    map.next_value::<serde_json::Value>()?;
+                }
+            }
+        }
+        Ok(flat)
+    }
 }
 
 /// `text` read as a flat error, or `None` when the general reader must
@@ -64,11 +104,16 @@ pub(crate) fn read(text: &str) -> Option<ProviderError> {
         },
     };
     let headers = match flat.headers {
-        None => Vec::new(),
-        Some(headers) => headers
+        None | Some(serde_json::Value::Null) => Vec::new(),
+        Some(serde_json::Value::Object(headers)) => headers
             .into_iter()
-            .map(|(name, raw)| Some((name.into_owned(), header_value(raw)?)))
+            .map(|(name, value)| match value {
+                serde_json::Value::String(text) => Some((name, text)),
+                serde_json::Value::Number(number) => Some((name, number.to_string())),
+                _ => None,
+            })
             .collect::<Option<_>>()?,
+        Some(_) => return None,
     };
     Some(ProviderError {
         provider: flat
@@ -82,18 +127,6 @@ pub(crate) fn read(text: &str) -> Option<ProviderError> {
         error: None,
         cause: None,
     })
-}
-
-/// A header's value: a string, or a number written as JSON writes it.
-fn header_value(raw: &RawValue) -> Option<String> {
-    let text = raw.get();
-    if text.starts_with('"') {
-        serde_json::from_str::<String>(text).ok()
-    } else {
-        serde_json::from_str::<serde_json::Number>(text)
-            .ok()
-            .map(|n| n.to_string())
-    }
 }
 
 #[cfg(test)]
@@ -130,6 +163,13 @@ mod tests {
                 r#"{"headers": {"a": 1, "a": "2"}}"#,
                 r#"{"code": 18446744073709551615}"#,
                 r#"{"code": -9223372036854775808}"#,
+                // Found by the fuzzer: an unknown field the general reader
+                // refuses (a number beyond f64, a lone surrogate).
+                r#"{"-status": 405e030000000001}"#,
+                r#"{"x": "\ud800", "message": "m"}"#,
+                r#"{"x": [1, {"y": 1e999}]}"#,
+                r#"{"headers": {"a": 1e999, "a": "2"}}"#,
+                r#"{"headers": {"a": "\udc00"}}"#,
                 "null",
                 "",
             ]
