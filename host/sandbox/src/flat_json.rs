@@ -12,9 +12,9 @@
 //! reader, which also words the errors.
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::provider_error::ProviderError;
@@ -26,9 +26,8 @@ struct Flat<'a> {
     status: Option<u64>,
     code: Option<&'a RawValue>,
     message: Option<Cow<'a, str>>,
-    /// Read whole, as the general reader does: a header given twice keeps
-    /// its last value, and the first must still be valid JSON.
-    headers: Option<serde_json::Value>,
+    /// A header given twice keeps its last value, as in the general reader.
+    headers: Option<BTreeMap<String, HeaderValue>>,
     error: Option<&'a RawValue>,
     cause: Option<&'a RawValue>,
 }
@@ -69,11 +68,79 @@ impl<'de> Visitor<'de> for FlatVisitor {
                 "error" => flat.error = map.next_value()?,
                 "cause" => flat.cause = map.next_value()?,
                 _ => {
-                    map.next_value::<serde_json::Value>()?;
+                    map.next_value::<Checked>()?;
                 }
             }
         }
         Ok(flat)
+    }
+}
+
+/// Any JSON value, read and checked as `serde_json::Value` reads it (every
+/// number parsed, every escape decoded) but kept nowhere.
+struct Checked;
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(CheckedVisitor)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> Visitor<'de> for CheckedVisitor {
+    type Value = Checked;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_unit<E>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+        while map.next_entry::<Checked, Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+}
+
+/// A header's value as the general reader takes it: a string, or a number
+/// as JSON writes it; anything else refuses the line.
+struct HeaderValue(String);
+
+impl<'de> Deserialize<'de> for HeaderValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match serde_json::Value::deserialize(deserializer)? {
+            serde_json::Value::String(text) => Ok(HeaderValue(text)),
+            serde_json::Value::Number(number) => Ok(HeaderValue(number.to_string())),
+            _ => Err(de::Error::custom("a header is a string or a number")),
+        }
     }
 }
 
@@ -103,18 +170,10 @@ pub(crate) fn read(text: &str) -> Option<ProviderError> {
             _ => return None,
         },
     };
-    let headers = match flat.headers {
-        None | Some(serde_json::Value::Null) => Vec::new(),
-        Some(serde_json::Value::Object(headers)) => headers
-            .into_iter()
-            .map(|(name, value)| match value {
-                serde_json::Value::String(text) => Some((name, text)),
-                serde_json::Value::Number(number) => Some((name, number.to_string())),
-                _ => None,
-            })
-            .collect::<Option<_>>()?,
-        Some(_) => return None,
-    };
+    let headers = flat
+        .headers
+        .map(|headers| headers.into_iter().map(|(name, v)| (name, v.0)).collect())
+        .unwrap_or_default();
     Some(ProviderError {
         provider: flat
             .provider
