@@ -63,14 +63,16 @@ impl CompileCache {
         &self.dir
     }
 
-    /// The module `bytes` compiled for `engine`: from the cache when a
-    /// sound entry is there, else compiled and (best effort) stored.
+    /// The module `bytes` (whose SHA-256, lowercase hex, is `sha256`)
+    /// compiled for `engine`: from the cache when a sound entry is there,
+    /// else compiled and (best effort) stored.
     pub(crate) fn component(
         &self,
         engine: &wasmtime::Engine,
         bytes: &[u8],
+        sha256: &str,
     ) -> wasmtime::Result<Component> {
-        let path = self.entry_path(engine, bytes);
+        let path = self.entry_path(engine, sha256);
         if let Some(component) = self.load(engine, &path) {
             return Ok(component);
         }
@@ -84,11 +86,7 @@ impl CompileCache {
     }
 
     /// `<sha256 of the module>-<engine hash>.cwasm`.
-    fn entry_path(&self, engine: &wasmtime::Engine, bytes: &[u8]) -> PathBuf {
-        let module: String = Sha256::digest(bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+    fn entry_path(&self, engine: &wasmtime::Engine, module: &str) -> PathBuf {
         let mut hasher = std::hash::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         self.dir
@@ -237,7 +235,7 @@ mod tests {
         let cache = CompileCache::new(temp.path().join("compiled"));
         let engine = engine();
         let bytes = empty_component();
-        cache.component(&engine, &bytes).unwrap();
+        cache.component(&engine, &bytes, EMPTY_SHA256).unwrap();
         let stored = entries(cache.dir());
         assert_eq!(stored.len(), 1);
         assert!(cache.load(&engine, &stored[0]).is_some());
@@ -256,7 +254,9 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let cache = CompileCache::new(temp.path());
         let engine = engine();
-        cache.component(&engine, &empty_component()).unwrap();
+        cache
+            .component(&engine, &empty_component(), EMPTY_SHA256)
+            .unwrap();
         let path = entries(cache.dir()).remove(0);
         (temp, cache, engine, path)
     }
@@ -273,7 +273,9 @@ mod tests {
             "digest must not match"
         );
         // Compiling again replaces the bad entry.
-        cache.component(&engine, &empty_component()).unwrap();
+        cache
+            .component(&engine, &empty_component(), EMPTY_SHA256)
+            .unwrap();
         assert!(cache.load(&engine, &path).is_some());
         // A file too short to hold a digest is no entry either.
         fs::write(&path, b"short").unwrap();
@@ -304,11 +306,17 @@ mod tests {
             let file = fs::File::options().write(true).open(path).unwrap();
             file.set_modified(long_ago).unwrap();
         }
-        cache.component(&engine(), &empty_component()).unwrap();
+        cache
+            .component(&engine(), &empty_component(), EMPTY_SHA256)
+            .unwrap();
         assert!(!old.exists());
         assert!(recent.exists());
         assert!(other.exists(), "only cache entries are removed");
     }
+
+    /// A name for the empty component's entry (the cache takes the digest
+    /// as given).
+    const EMPTY_SHA256: &str = "empty";
 
     /// The smallest component: the preamble alone (`\0asm`, version 0x0d,
     /// layer 1). It compiles and serialises like any other.

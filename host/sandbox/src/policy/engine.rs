@@ -102,10 +102,11 @@ impl PolicyEngine {
         self
     }
 
-    /// Compiles a component, through the cache when there is one.
-    pub(crate) fn compile(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
+    /// Compiles a component whose SHA-256 (lowercase hex) is `sha256`,
+    /// through the cache when there is one.
+    pub(crate) fn compile(&self, bytes: &[u8], sha256: &str) -> wasmtime::Result<Component> {
         match &self.cache {
-            Some(cache) => cache.component(self.wasmtime(), bytes),
+            Some(cache) => cache.component(self.wasmtime(), bytes, sha256),
             None => Component::new(self.wasmtime(), bytes),
         }
     }

@@ -68,8 +68,10 @@ impl Policy {
         limits: Limits,
     ) -> Result<Policy, PolicyError> {
         let wasmtime = engine.wasmtime();
+        // Hashed once: the version operators see, and the compile cache's key.
+        let sha256 = hex_sha256(bytes);
         let component = engine
-            .compile(bytes)
+            .compile(bytes, &sha256)
             .map_err(|e| PolicyError::Compile(format!("{e:#}")))?;
         let contract = check_contract(wasmtime, &component)?;
         let linker = Linker::new(wasmtime);
@@ -86,7 +88,7 @@ impl Policy {
             name: bounded("name", info.name)?,
             version: bounded("version", info.version)?,
             contract: bounded("contract", info.contract)?,
-            sha256: hex_sha256(bytes),
+            sha256,
         };
         if version.contract != contract.contract() {
             return Err(PolicyError::ContractMismatch {
