@@ -100,7 +100,8 @@ impl CompileCache {
         let mut opened = fs::File::open(path).ok()?;
         // The entry itself, as opened (not as named): ours, and only ours
         // to write.
-        if !owned_by_me(&opened.metadata().ok()?) {
+        let meta = opened.metadata().ok()?;
+        if !owned_by_me(&meta) {
             return None;
         }
         let mut file = Vec::new();
@@ -114,7 +115,7 @@ impl CompileCache {
         // from a directory only this user can write; wasmtime itself
         // refuses an artifact made by another version or configuration.
         let component = unsafe { Component::deserialize(engine, compiled) }.ok()?;
-        mark_used(path);
+        mark_used(&opened, &meta);
         Some(component)
     }
 
@@ -163,18 +164,16 @@ impl CompileCache {
 /// on every use would cost a write per process start.
 const RENEW_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// Renews an entry's modification time, which [`CompileCache::remove_stale`]
-/// reads as its last use.
-fn mark_used(path: &Path) {
-    let stale = fs::metadata(path)
-        .and_then(|m| m.modified())
+/// Renews the modification time of an entry (opened, with its `meta`),
+/// which [`CompileCache::remove_stale`] reads as its last use.
+fn mark_used(entry: &fs::File, meta: &fs::Metadata) {
+    let stale = meta
+        .modified()
         .ok()
         .and_then(|at| at.elapsed().ok())
         .is_some_and(|age| age > RENEW_AFTER);
     if stale {
-        if let Ok(file) = fs::File::options().write(true).open(path) {
-            let _ = file.set_modified(SystemTime::now());
-        }
+        let _ = entry.set_modified(SystemTime::now());
     }
 }
 
@@ -289,6 +288,26 @@ mod tests {
         let (temp, cache, engine, path) = cache_with_entry();
         fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o777)).unwrap();
         assert!(cache.load(&engine, &path).is_none());
+    }
+
+    #[test]
+    fn a_use_renews_an_entry_last_used_long_ago() {
+        let (_temp, cache, engine, path) = cache_with_entry();
+        let long_ago = SystemTime::now() - RENEW_AFTER - Duration::from_secs(60);
+        fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        assert!(cache.load(&engine, &path).is_some());
+        let age = fs::metadata(&path)
+            .unwrap()
+            .modified()
+            .unwrap()
+            .elapsed()
+            .unwrap();
+        assert!(age < RENEW_AFTER, "not renewed: {age:?} old");
     }
 
     #[test]
