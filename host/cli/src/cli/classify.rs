@@ -163,11 +163,11 @@ struct ReadLine {
 /// Classifies every line; returns how many failed.
 ///
 /// A thread reads, parses and flattens lines while this one classifies
-/// and writes, so a file keeps two cores busy. Lines go to the policy in batches of
-/// whatever has been read (at most [`MAX_BATCH_REPORTS`]), and the
-/// verdicts are written and flushed after each batch: a file is classified
-/// in large batches, while each line of a slow producer (a person typing,
-/// a log being followed) is answered as soon as it arrives.
+/// and writes, so a file keeps two cores busy. Lines go to the policy in
+/// batches of whatever has been read (at most [`MAX_BATCH_REPORTS`]), and
+/// the verdicts are written and flushed after each batch: a file is
+/// classified in large batches, while each line of a slow producer (a
+/// person typing, a log being followed) is answered as soon as it arrives.
 fn classify_lines(
     policy: &Policy,
     input: Input,

@@ -21,10 +21,20 @@ pub(crate) struct Described {
     pub(crate) contract: String,
 }
 
-/// `policy-info` into [`Described`], for one version's bindings.
-macro_rules! mirror_policy_info {
-    ($wit:ident) => {
-        impl policy_types::Mirror<super::Described> for $wit::PolicyInfo {
+/// One contract version's generated bindings (from the WIT at `$path`),
+/// with the conversions between them and the host's types; the generated
+/// types module is `wit`.
+macro_rules! contract_bindings {
+    ($path:literal) => {
+        wasmtime::component::bindgen!({
+            world: "policy",
+            path: $path,
+        });
+
+        use self::exports::failover::policy::types as wit;
+        policy_types::mirror_contract!(wit);
+
+        impl policy_types::Mirror<super::Described> for wit::PolicyInfo {
             fn mirror(self) -> super::Described {
                 super::Described {
                     name: self.name,
@@ -35,32 +45,17 @@ macro_rules! mirror_policy_info {
         }
     };
 }
-use mirror_policy_info;
 
 /// The current contract: `wit/policy.wit`.
 pub(crate) mod current {
-    wasmtime::component::bindgen!({
-        world: "policy",
-        path: "../../wit",
-    });
-
-    use self::exports::failover::policy::types as wit;
-    policy_types::mirror_contract!(wit);
-    super::mirror_policy_info!(wit);
+    contract_bindings!("../../wit");
 
     pub(crate) use wit::ErrorReport;
 }
 
 /// Contract 0.4.0, frozen: modules built before `classify-batch`.
 pub(crate) mod legacy {
-    wasmtime::component::bindgen!({
-        world: "policy",
-        path: "../../wit/legacy/0.4.0",
-    });
-
-    use self::exports::failover::policy::types as wit;
-    policy_types::mirror_contract!(wit);
-    super::mirror_policy_info!(wit);
+    contract_bindings!("../../wit/legacy/0.4.0");
 }
 
 /// The WIT package this host speaks, with its version.

@@ -219,7 +219,7 @@ fn check_contract(
             contract: bindings::CONTRACT,
         });
     }
-    let mut found: Option<(ContractVersion, &str)> = None;
+    let mut found: Option<ContractVersion> = None;
     for (name, _) in ty.exports(engine) {
         let Some(rest) = name
             .strip_prefix(CONTRACT_PACKAGE)
@@ -236,18 +236,15 @@ fn check_contract(
             expected: CONTRACTS_RUN,
         };
         let contract = ContractVersion::from_export_version(version).ok_or_else(mismatch)?;
-        match found {
-            // Interfaces of two versions in one module: no contract is whole.
-            Some((_, first)) if first != version => return Err(mismatch()),
-            _ => found = Some((contract, version)),
+        // Interfaces of two versions in one module: no contract is whole.
+        if found.is_some_and(|first| first != contract) {
+            return Err(mismatch());
         }
+        found = Some(contract);
     }
-    match found {
-        Some((contract, _)) => Ok(contract),
-        None => Err(PolicyError::MissingExport(format!(
-            "{CONTRACT_PACKAGE}/classifier@{CONTRACT_VERSION}"
-        ))),
-    }
+    found.ok_or_else(|| {
+        PolicyError::MissingExport(format!("{CONTRACT_PACKAGE}/classifier@{CONTRACT_VERSION}"))
+    })
 }
 
 /// Longest name, version or contract string a module may report.

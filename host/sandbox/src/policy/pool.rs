@@ -163,17 +163,18 @@ impl InstancePool {
             Some(warm) if warm.generation == generation => warm,
             _ => self.instantiate(&limits, generation)?,
         };
-        let fuel = limits.fuel_per_call;
         if self.engine.metered() {
-            warm.store.set_fuel(fuel).map_err(PolicyError::engine)?;
+            warm.store
+                .set_fuel(limits.fuel_per_call)
+                .map_err(PolicyError::engine)?;
             warm.store.set_epoch_deadline(limits.deadline_ticks());
         }
         let result = f(&mut warm.store, &warm.guest);
         let mut state = self.lock();
         match result {
             Ok(value) => {
-                let left = warm.store.get_fuel().unwrap_or(fuel);
-                let used = fuel.saturating_sub(left);
+                let left = warm.store.get_fuel().unwrap_or(limits.fuel_per_call);
+                let used = limits.fuel_per_call.saturating_sub(left);
                 state.stats.max_fuel_used = state.stats.max_fuel_used.max(used);
                 state.stats.total_fuel_used = state.stats.total_fuel_used.saturating_add(used);
                 if warm.generation == state.generation && state.idle.len() < MAX_WARM_INSTANCES {
