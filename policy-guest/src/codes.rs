@@ -263,6 +263,43 @@ const EXACT: &[(&str, Option<Reason>, Weight)] = &[
     ),
 ];
 
+/// [`EXACT`] sorted by code at build time, so a lookup is a binary search
+/// rather than a walk through every entry (a code is looked up for each
+/// rule that asks about it).
+const EXACT_SORTED: [(&str, Option<Reason>, Weight); EXACT.len()] = {
+    let mut sorted = [EXACT[0]; EXACT.len()];
+    let mut i = 0;
+    while i < EXACT.len() {
+        sorted[i] = EXACT[i];
+        i += 1;
+    }
+    // Insertion sort: eighty entries, once, in the compiler.
+    let mut i = 1;
+    while i < sorted.len() {
+        let mut j = i;
+        while j > 0 && bytes_before(sorted[j].0.as_bytes(), sorted[j - 1].0.as_bytes()) {
+            let moved = sorted[j];
+            sorted[j] = sorted[j - 1];
+            sorted[j - 1] = moved;
+            j -= 1;
+        }
+        i += 1;
+    }
+    sorted
+};
+
+/// Whether `a` sorts strictly before `b`, byte by byte (`str`'s order).
+const fn bytes_before(a: &[u8], b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < a.len() && i < b.len() {
+        if a[i] != b[i] {
+            return a[i] < b[i];
+        }
+        i += 1;
+    }
+    a.len() < b.len()
+}
+
 /// `code` folded (letters and digits, lowercase) into `buffer`; `None`
 /// when it is too long to be a code or folds to nothing.
 fn fold<'a>(code: &str, buffer: &'a mut [u8; MAX_CODE_LEN]) -> Option<&'a str> {
@@ -289,8 +326,9 @@ pub fn folds_to(code: &str, folded: &str) -> bool {
 pub fn lookup(code: &str) -> Option<(Option<Reason>, Weight)> {
     let mut buffer = [0u8; MAX_CODE_LEN];
     let folded = fold(code, &mut buffer)?;
-    if let Some((_, reason, weight)) = EXACT.iter().find(|(code, _, _)| *code == folded) {
-        return Some((*reason, *weight));
+    if let Ok(at) = EXACT_SORTED.binary_search_by(|(code, _, _)| (*code).cmp(folded)) {
+        let (_, reason, weight) = EXACT_SORTED[at];
+        return Some((reason, weight));
     }
     PREFIXES
         .iter()
@@ -301,6 +339,21 @@ pub fn lookup(code: &str) -> Option<(Option<Reason>, Weight)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_codes_are_sorted_and_unique_for_the_search() {
+        for pair in EXACT_SORTED.windows(2) {
+            assert!(
+                pair[0].0 < pair[1].0,
+                "{:?} then {:?}",
+                pair[0].0,
+                pair[1].0
+            );
+        }
+        for (code, reason, weight) in EXACT {
+            assert_eq!(lookup(code), Some((*reason, *weight)), "{code}");
+        }
+    }
 
     #[test]
     fn spelling_does_not_matter() {

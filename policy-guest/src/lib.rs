@@ -46,9 +46,11 @@ pub mod fuzzing {
         wait
     }
 
-    /// Reads a message as a provider's JSON error body, and as a status
-    /// written as text (`"429"`).
+    /// Reads a message as a provider's JSON error body (checking the lean
+    /// reader against a whole `serde_json::Value`), and as a status written
+    /// as text (`"429"`).
     pub fn body(message: &str) {
+        crate::body::check_lean_reader(message);
         if let Some(facts) = crate::body::parse(message) {
             assert!(facts.status.is_none_or(|s| (100..=599).contains(&s)));
             assert!(facts.offset <= message.len());

@@ -15,10 +15,6 @@ use crate::phrases::{Edge, PHRASES};
 pub struct Signals(u128);
 
 impl Signals {
-    pub fn insert(&mut self, signal: Signal) {
-        self.0 |= 1 << signal as u8;
-    }
-
     pub fn has(self, signal: Signal) -> bool {
         self.0 & (1 << signal as u8) != 0
     }
@@ -29,10 +25,29 @@ impl Signals {
     }
 
     /// Whether every signal of `signals` is present.
+    #[cfg(test)]
     fn has_all(self, signals: &[Signal]) -> bool {
         signals.iter().all(|s| self.has(*s))
     }
 }
+
+/// The set of signals each phrase raises, by the phrase's index in
+/// [`PHRASES`]: computed at build time, so recording a match is two 128-bit
+/// operations (a shift by a variable amount is a library call in wasm).
+const PHRASE_SIGNALS: [u128; PHRASES.len()] = {
+    let mut sets = [0u128; PHRASES.len()];
+    let mut i = 0;
+    while i < PHRASES.len() {
+        let raised = PHRASES[i].1;
+        let mut j = 0;
+        while j < raised.len() {
+            sets[i] |= 1 << raised[j] as u8;
+            j += 1;
+        }
+        i += 1;
+    }
+    sets
+};
 
 // CLASS_COUNT, FIRST_MATCH_STATE, MATCH_FLAG, CLASSES, TRANSITION_MASK,
 // TRANSITIONS, OUTPUT_STARTS, OUTPUT_PATTERNS: the DFA that build.rs
@@ -194,8 +209,9 @@ fn record_matches(bytes: &[u8], state: u32, end: usize, signals: &mut Signals) {
     let slot = (state as usize & TRANSITION_MASK) / CLASS_COUNT - FIRST_MATCH_STATE;
     let outputs = usize::from(OUTPUT_STARTS[slot])..usize::from(OUTPUT_STARTS[slot + 1]);
     for &pattern in &OUTPUT_PATTERNS[outputs] {
-        let (phrase, raised, edge) = PHRASES[usize::from(pattern)];
-        if signals.has_all(raised) {
+        let (phrase, _, edge) = PHRASES[usize::from(pattern)];
+        let raised = PHRASE_SIGNALS[usize::from(pattern)];
+        if signals.0 & raised == raised {
             // Already known: a text that repeats a phrase costs nothing more.
             continue;
         }
@@ -210,9 +226,7 @@ fn record_matches(bytes: &[u8], state: u32, end: usize, signals: &mut Signals) {
             Edge::WordStart => start == 0 || !is_word_byte(bytes[start - 1]),
         };
         if stands {
-            for signal in raised {
-                signals.insert(*signal);
-            }
+            signals.0 |= raised;
         }
     }
 }

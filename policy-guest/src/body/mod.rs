@@ -10,7 +10,9 @@
 //! any message; this module adds what only the structure tells: symbolic
 //! codes, a status number and a retry delay.
 
-use serde_json::{Map, Value};
+mod lean;
+
+use lean::{Node, Object};
 
 /// Largest body parsed as JSON. Real error bodies are a few hundred bytes; a
 /// larger "body" is an echoed request or a page, whose text is still scanned
@@ -60,41 +62,41 @@ pub fn parse(message: &str) -> Option<BodyFacts> {
 
 /// Parses the first JSON object or array in `text`, allowing a short prefix
 /// and anything after the value.
-fn first_json_value(text: &str) -> Option<(usize, Value)> {
+fn first_json_value(text: &str) -> Option<(usize, Node)> {
     let head = &text.as_bytes()[..text.len().min(MAX_JSON_OFFSET)];
     let start = memchr::memchr2(b'{', b'[', head)?;
-    let mut values = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
+    let mut values = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Node>();
     match values.next()? {
-        Ok(value @ (Value::Object(_) | Value::Array(_))) => Some((start, value)),
+        Ok(value @ (Node::Object(_) | Node::Array(_))) => Some((start, value)),
         _ => None,
     }
 }
 
-fn read_body(value: &Value, facts: &mut BodyFacts, embedded: usize) {
+fn read_body(value: &Node, facts: &mut BodyFacts, embedded: usize) {
     let object = match value {
-        Value::Object(object) => object,
+        Node::Object(object) => object,
         // Google sometimes wraps the body in a one-element array.
-        Value::Array(items) => match items.first() {
-            Some(Value::Object(object)) => object,
+        Node::Array(items) => match items.first() {
+            Some(Node::Object(object)) => object,
             _ => return,
         },
         _ => return,
     };
     read_fields(object, facts);
     match object.get("error") {
-        Some(Value::Object(inner)) => {
+        Some(Node::Object(inner)) => {
             read_fields(inner, facts);
             read_details(inner, facts);
             read_embedded(inner, facts, embedded);
         }
         // Flat bodies: `{"error":"insufficient_balance","message":"…"}`.
-        Some(Value::String(code)) if object.contains_key("message") => push_code(facts, code),
+        Some(Node::Text(code)) if object.contains_key("message") => push_code(facts, code),
         _ => {}
     }
     read_details(object, facts);
 }
 
-fn read_fields(object: &Map<String, Value>, facts: &mut BodyFacts) {
+fn read_fields(object: &Object, facts: &mut BodyFacts) {
     for key in [
         "type",
         "code",
@@ -104,15 +106,15 @@ fn read_fields(object: &Map<String, Value>, facts: &mut BodyFacts) {
         "errorCode",
     ] {
         match object.get(key) {
-            Some(Value::String(text)) => {
+            Some(Node::Text(text)) => {
                 if let Some(status) = status_from_text(text) {
                     facts.status.get_or_insert(status);
                 } else if key != "type" || text != "error" {
                     push_code(facts, text);
                 }
             }
-            Some(Value::Number(number)) => {
-                if let Some(status) = number.as_u64().and_then(status_from_number) {
+            Some(Node::Number(number)) => {
+                if let Some(status) = number.and_then(status_from_number) {
                     facts.status.get_or_insert(status);
                 }
             }
@@ -121,18 +123,18 @@ fn read_fields(object: &Map<String, Value>, facts: &mut BodyFacts) {
     }
 }
 
-fn read_details(object: &Map<String, Value>, facts: &mut BodyFacts) {
-    let Some(Value::Array(details)) = object.get("details") else {
+fn read_details(object: &Object, facts: &mut BodyFacts) {
+    let Some(Node::Array(details)) = object.get("details") else {
         return;
     };
     for detail in details.iter().take(MAX_CODES) {
-        let Value::Object(detail) = detail else {
+        let Node::Object(detail) = detail else {
             continue;
         };
-        if let Some(Value::String(reason)) = detail.get("reason") {
+        if let Some(Node::Text(reason)) = detail.get("reason") {
             push_code(facts, reason);
         }
-        if let Some(Value::String(delay)) = detail.get("retryDelay") {
+        if let Some(Node::Text(delay)) = detail.get("retryDelay") {
             if facts.retry_delay_ms.is_none() {
                 facts.retry_delay_ms = parse_duration_seconds(delay);
             }
@@ -141,28 +143,30 @@ fn read_details(object: &Map<String, Value>, facts: &mut BodyFacts) {
 }
 
 /// OpenRouter passes the upstream provider's body through as a string.
-fn read_embedded(error: &Map<String, Value>, facts: &mut BodyFacts, embedded: usize) {
+fn read_embedded(error: &Object, facts: &mut BodyFacts, embedded: usize) {
     if embedded >= MAX_EMBEDDED_BODIES {
         return;
     }
-    let Some(Value::Object(metadata)) = error.get("metadata") else {
+    let Some(Node::Object(metadata)) = error.get("metadata") else {
         return;
     };
+    let parsed;
     let inner = match metadata.get("raw") {
-        Some(Value::String(raw)) => {
+        Some(Node::Text(raw)) => {
             facts.upstream |= !raw.trim().is_empty();
-            first_json_value(raw).map(|(_, inner)| inner)
+            parsed = first_json_value(raw);
+            parsed.as_ref().map(|(_, inner)| inner)
         }
-        Some(raw @ Value::Object(_)) => {
+        Some(raw @ Node::Object(_)) => {
             facts.upstream = true;
-            Some(raw.clone())
+            Some(raw)
         }
         _ => None,
     };
     if let Some(inner) = inner {
         // The outer body's status stands; the upstream's codes add to it.
         let status = facts.status;
-        read_body(&inner, facts, embedded + 1);
+        read_body(inner, facts, embedded + 1);
         if status.is_some() {
             facts.status = status;
         }
@@ -198,9 +202,87 @@ fn parse_duration_seconds(text: &str) -> Option<u64> {
     crate::retry_after::seconds_to_ms(seconds)
 }
 
+/// Checks that the lean reader reads `text` as a whole `serde_json::Value`
+/// would, kept to what the rules read: both refuse it, or both give the
+/// same value (tests and the fuzz target).
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn check_lean_reader(text: &str) {
+    let lean = serde_json::from_str::<Node>(text);
+    let whole = serde_json::from_str::<serde_json::Value>(text);
+    match (lean, whole) {
+        (Ok(lean), Ok(whole)) => assert_eq!(lean, Node::through_value(&whole), "{text:?}"),
+        (Err(_), Err(_)) => {}
+        (lean, whole) => panic!("{text:?}: lean {lean:?}, whole {whole:?}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lean_reader_reads_as_a_whole_value_would() {
+        let bodies = [
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            r#"{"error":{"code":429,"message":"Quota","status":"RESOURCE_EXHAUSTED","details":[{"@type":"x","retryDelay":"37s"},1,"a",[2],{"reason":"R"}]}}"#,
+            r#"{"error":{"message":"Provider returned error","code":429,"metadata":{"raw":"{\"error\":{\"type\":\"rate_limit_error\"}}","provider_name":"A"}}}"#,
+            r#"[{"error":{"code":"429"}},{"x":1},2,3,4,5,6,7,8,9,10]"#,
+            r#"{"code":"a","code":-1,"code":1.5,"code":-0,"code":null,"status":true,"\u0074ype":"escaped key"}"#,
+            r#"{"error":"insufficient_balance","message":null,"details":{"reason":"not an array"}}"#,
+            r#"{"metadata":{"raw":{"error":{"type":"x"}},"raw":7}}"#,
+            r#"{"error":{"type":1e400}}"#,
+            r#"{"error":{"type":"x"},}"#,
+            r#"{"a":[1,2,{"b":[}]}"#,
+            r#"{"code":18446744073709551616,"status":-9223372036854775809}"#,
+            "[]",
+            "{}",
+            "[[[[[[[[]]]]]]]]",
+        ];
+        for body in bodies {
+            check_lean_reader(body);
+            for cut in 0..body.len() {
+                if body.is_char_boundary(cut) {
+                    check_lean_reader(&body[..cut]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_lean_reader_reads_every_body_of_the_case_files_as_a_whole_value_would() {
+        let files = [
+            include_str!("../../../tests/cases/classify.jsonl"),
+            include_str!("../../../tests/cases/classify-real.jsonl"),
+            include_str!("../../../tests/cases/classify-reference.jsonl"),
+        ];
+        let mut bodies = 0;
+        for line in files.iter().flat_map(|file| file.lines()) {
+            // Every JSON text inside a case line (messages, headers,
+            // expectations), from each `{` or `[` on.
+            let Ok(case) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let mut texts = vec![&case];
+            while let Some(value) = texts.pop() {
+                match value {
+                    serde_json::Value::String(text) => {
+                        for (at, _) in text.match_indices(['{', '[']) {
+                            let mut values = serde_json::Deserializer::from_str(&text[at..])
+                                .into_iter::<serde_json::Value>();
+                            if let Some(Ok(whole)) = values.next() {
+                                bodies += 1;
+                                check_lean_reader(&whole.to_string());
+                            }
+                        }
+                    }
+                    serde_json::Value::Array(items) => texts.extend(items),
+                    serde_json::Value::Object(map) => texts.extend(map.values()),
+                    _ => {}
+                }
+            }
+        }
+        assert!(bodies > 50, "only {bodies} bodies found");
+    }
 
     #[test]
     fn reads_anthropic_body_with_sdk_prefix() {

@@ -1,0 +1,257 @@
+//! A JSON value that keeps only what the body rules read.
+//!
+//! A `serde_json::Value` tree allocates a string and a map entry for every
+//! key and value of a body, and the rules look at a dozen keys. [`Node`]
+//! keeps the values of those keys ([`KEYS`]) and the first items of arrays;
+//! everything else is still read and checked as JSON, but skipped. Where a
+//! key repeats, its last value wins, as in a parsed map.
+
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+/// The keys any rule reads, in any object of a body.
+const KEYS: [&str; 13] = [
+    "type",
+    "code",
+    "status",
+    "__type",
+    "error_code",
+    "errorCode",
+    "error",
+    "message",
+    "details",
+    "metadata",
+    "raw",
+    "reason",
+    "retryDelay",
+];
+
+/// Items of an array that are kept: `details` is read up to its first
+/// [`MAX_CODES`](super::MAX_CODES) items, a body wrapped in an array by its
+/// first.
+const KEPT_ITEMS: usize = super::MAX_CODES;
+
+/// A JSON value, as far as the rules read it.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Node {
+    Object(Box<Object>),
+    /// The first [`KEPT_ITEMS`] items.
+    Array(Vec<Node>),
+    Text(String),
+    /// A number: its value when it is a whole number that fits a `u64`.
+    Number(Option<u64>),
+    /// `null`, `true` or `false`.
+    Other,
+}
+
+/// An object's values for [`KEYS`].
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Object {
+    values: [Option<Node>; KEYS.len()],
+}
+
+impl Object {
+    /// The value of `key` (one of [`KEYS`]), if the object has it.
+    pub(super) fn get(&self, key: &str) -> Option<&Node> {
+        let index = KEYS.iter().position(|known| *known == key)?;
+        self.values[index].as_ref()
+    }
+
+    /// Whether the object has `key` (one of [`KEYS`]), whatever its value.
+    pub(super) fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+}
+
+impl Node {
+    /// What reading `text` as a whole `serde_json::Value` and then keeping
+    /// what the rules read gives: the reference [`Node`]'s own reader must
+    /// agree with (tests and the fuzz target check it).
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(super) fn through_value(value: &serde_json::Value) -> Node {
+        use serde_json::Value;
+        match value {
+            Value::Object(map) => {
+                let mut object = Object::default();
+                for (key, value) in map {
+                    if let Some(index) = key_index(key) {
+                        object.values[index] = Some(Node::through_value(value));
+                    }
+                }
+                Node::Object(Box::new(object))
+            }
+            Value::Array(items) => Node::Array(
+                items
+                    .iter()
+                    .take(KEPT_ITEMS)
+                    .map(Node::through_value)
+                    .collect(),
+            ),
+            Value::String(text) => Node::Text(text.clone()),
+            Value::Number(number) => Node::Number(number.as_u64()),
+            Value::Null | Value::Bool(_) => Node::Other,
+        }
+    }
+}
+
+/// Where a key sits in [`KEYS`]; `None` for a key no rule reads.
+fn key_index(key: &str) -> Option<usize> {
+    Some(match key {
+        "type" => 0,
+        "code" => 1,
+        "status" => 2,
+        "__type" => 3,
+        "error_code" => 4,
+        "errorCode" => 5,
+        "error" => 6,
+        "message" => 7,
+        "details" => 8,
+        "metadata" => 9,
+        "raw" => 10,
+        "reason" => 11,
+        "retryDelay" => 12,
+        _ => return None,
+    })
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(NodeVisitor)
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Node;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Node, E> {
+        Ok(Node::Other)
+    }
+
+    fn visit_unit<E>(self) -> Result<Node, E> {
+        Ok(Node::Other)
+    }
+
+    fn visit_none<E>(self) -> Result<Node, E> {
+        Ok(Node::Other)
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Node, E> {
+        Ok(Node::Number(Some(value)))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Node, E> {
+        Ok(Node::Number(u64::try_from(value).ok()))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Node, E> {
+        Ok(Node::Number(None))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Node, E> {
+        Ok(Node::Text(value.to_owned()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Node, E> {
+        Ok(Node::Text(value))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+        let mut items = Vec::new();
+        while items.len() < KEPT_ITEMS {
+            match seq.next_element::<Node>()? {
+                Some(item) => items.push(item),
+                None => return Ok(Node::Array(items)),
+            }
+        }
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Node::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut object = Object::default();
+        while let Some(key) = map.next_key::<Key>()? {
+            match key.0 {
+                Some(index) => object.values[index] = Some(map.next_value::<Node>()?),
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Node::Object(Box::new(object)))
+    }
+}
+
+/// An object key: its place in [`KEYS`], if a rule reads it.
+struct Key(Option<usize>);
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = Key;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<Key, E> {
+        Ok(Key(key_index(key)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_is_found_where_it_is_listed() {
+        for (index, key) in KEYS.iter().enumerate() {
+            assert_eq!(key_index(key), Some(index), "{key}");
+        }
+        assert_eq!(key_index("Type"), None);
+    }
+
+    #[test]
+    fn the_last_of_a_repeated_key_wins_and_other_keys_are_skipped() {
+        let node: Node =
+            serde_json::from_str(r#"{"code":"a","pad":{"x":[1,2,{"y":null}]},"code":429}"#)
+                .unwrap();
+        let Node::Object(object) = node else {
+            panic!("an object: {node:?}");
+        };
+        assert!(matches!(object.get("code"), Some(Node::Number(Some(429)))));
+        assert!(object.get("type").is_none());
+    }
+
+    #[test]
+    fn arrays_keep_their_first_items_and_still_check_the_rest() {
+        let node: Node = serde_json::from_str("[0,1,2,3,4,5,6,7,8,9]").unwrap();
+        assert!(matches!(&node, Node::Array(items) if items.len() == KEPT_ITEMS));
+        assert!(serde_json::from_str::<Node>("[0,1,2,3,4,5,6,7,8,}").is_err());
+    }
+
+    #[test]
+    fn numbers_are_whole_and_unsigned_or_nothing() {
+        let number = |text: &str| match serde_json::from_str::<Node>(text).unwrap() {
+            Node::Number(value) => value,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(number("429"), Some(429));
+        // serde_json reads `-0` as a float, as a whole `Value` does.
+        assert_eq!(number("-0"), None);
+        assert_eq!(number("-1"), None);
+        assert_eq!(number("429.0"), None);
+    }
+}
