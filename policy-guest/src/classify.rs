@@ -9,6 +9,7 @@
 //! implied.
 
 use crate::body::{self, BodyFacts};
+use crate::codes::Code;
 use crate::retry_after;
 use crate::rules::{self, Evidence, LevelFacts, ProviderScope};
 use crate::signals;
@@ -110,9 +111,9 @@ pub fn classify(report: &ErrorReport) -> Classification {
             }
         }
 
-        let mut codes: Vec<&str> = level.code.as_deref().into_iter().collect();
+        let mut codes: Vec<Code> = level.code.as_deref().map(Code::read).into_iter().collect();
         if let Some(body) = &body {
-            codes.extend(body.codes.iter().map(String::as_str));
+            codes.extend(body.codes.iter().map(|code| Code::read(code)));
         }
         let facts = LevelFacts {
             status: own_status.or(inherited),

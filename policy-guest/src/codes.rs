@@ -300,6 +300,44 @@ const fn bytes_before(a: &[u8], b: &[u8]) -> bool {
     a.len() < b.len()
 }
 
+/// One code of a level, folded and looked up once: the rules ask about the
+/// same code several times.
+#[derive(Debug, Clone, Copy)]
+pub struct Code {
+    folded: [u8; MAX_CODE_LEN],
+    /// Bytes of `folded` in use; 0 when the code does not fold to a code.
+    folded_len: usize,
+    known: Option<(Option<Reason>, Weight)>,
+}
+
+impl Code {
+    /// Reads `code`.
+    pub fn read(code: &str) -> Code {
+        let mut folded = [0u8; MAX_CODE_LEN];
+        let folded_len = fold(code, &mut folded).map_or(0, str::len);
+        let known = match &folded[..folded_len] {
+            [] => None,
+            bytes => lookup_folded(std::str::from_utf8(bytes).unwrap_or_default()),
+        };
+        Code {
+            folded,
+            folded_len,
+            known,
+        }
+    }
+
+    /// What the code says (see [`lookup`]).
+    pub fn known(&self) -> Option<(Option<Reason>, Weight)> {
+        self.known
+    }
+
+    /// Whether the code folds to `folded` (`"server_error"` →
+    /// `servererror`).
+    pub fn folds_to(&self, folded: &str) -> bool {
+        self.folded_len > 0 && &self.folded[..self.folded_len] == folded.as_bytes()
+    }
+}
+
 /// `code` folded (letters and digits, lowercase) into `buffer`; `None`
 /// when it is too long to be a code or folds to nothing.
 fn fold<'a>(code: &str, buffer: &'a mut [u8; MAX_CODE_LEN]) -> Option<&'a str> {
@@ -315,8 +353,9 @@ fn fold<'a>(code: &str, buffer: &'a mut [u8; MAX_CODE_LEN]) -> Option<&'a str> {
     (!folded.is_empty()).then_some(folded)
 }
 
-/// Whether `code` folds to `folded` (`"server_error"` → `servererror`).
-pub fn folds_to(code: &str, folded: &str) -> bool {
+/// Whether `code` folds to `folded`: what [`Code::folds_to`] answers.
+#[cfg(test)]
+fn folds_to(code: &str, folded: &str) -> bool {
     let mut buffer = [0u8; MAX_CODE_LEN];
     fold(code, &mut buffer) == Some(folded)
 }
@@ -325,7 +364,11 @@ pub fn folds_to(code: &str, folded: &str) -> bool {
 /// it is known to name no failure (an abort).
 pub fn lookup(code: &str) -> Option<(Option<Reason>, Weight)> {
     let mut buffer = [0u8; MAX_CODE_LEN];
-    let folded = fold(code, &mut buffer)?;
+    lookup_folded(fold(code, &mut buffer)?)
+}
+
+/// [`lookup`] of an already folded code.
+fn lookup_folded(folded: &str) -> Option<(Option<Reason>, Weight)> {
     if let Ok(at) = EXACT_SORTED.binary_search_by(|(code, _, _)| (*code).cmp(folded)) {
         let (_, reason, weight) = EXACT_SORTED[at];
         return Some((reason, weight));
@@ -352,6 +395,28 @@ mod tests {
         }
         for (code, reason, weight) in EXACT {
             assert_eq!(lookup(code), Some((*reason, *weight)), "{code}");
+        }
+    }
+
+    #[test]
+    fn a_read_code_answers_as_the_lookups_do() {
+        let long = "x".repeat(MAX_CODE_LEN + 1);
+        for code in [
+            "RATE_LIMIT_EXCEEDED",
+            "server_error",
+            "UND_ERR_ABORTED",
+            "throttled",
+            "not a code at all",
+            "___",
+            "",
+            "é_rate_limit",
+            long.as_str(),
+        ] {
+            let read = Code::read(code);
+            assert_eq!(read.known(), lookup(code), "{code:?}");
+            for folded in ["ratelimitexceeded", "servererror", "underraborted", "x"] {
+                assert_eq!(read.folds_to(folded), folds_to(code, folded), "{code:?}");
+            }
         }
     }
 

@@ -57,11 +57,17 @@ fn retry_header(line: &[u8]) -> Option<(bool, &str)> {
 }
 
 fn parse_milliseconds(value: &str) -> Option<u64> {
+    if let Some(ms) = whole_number(value) {
+        return Some(ms.min(MAX_RETRY_AFTER_MS));
+    }
     let ms: f64 = value.parse().ok()?;
     clamp_ms(ms)
 }
 
 fn parse_retry_after(value: &str, now_ms: u64) -> Option<u64> {
+    if let Some(seconds) = whole_number(value) {
+        return Some(seconds.saturating_mul(1000).min(MAX_RETRY_AFTER_MS));
+    }
     if let Ok(seconds) = value.parse::<f64>() {
         return seconds_to_ms(seconds);
     }
@@ -73,6 +79,24 @@ fn parse_retry_after(value: &str, now_ms: u64) -> Option<u64> {
             .unwrap_or(u64::MAX)
             .min(MAX_RETRY_AFTER_MS),
     )
+}
+
+/// Most digits a whole number read without a float parse may have: any
+/// such number fits a `u64`, and the float parse would read it exactly up
+/// to the clamp (a week is 604,800 s).
+const MAX_WHOLE_DIGITS: usize = 15;
+
+/// `value` when it is only digits (nearly every real header: `30`), read
+/// without the float parser, which costs far more in the sandbox. Gives
+/// what the float parse would after clamping.
+fn whole_number(value: &str) -> Option<u64> {
+    if value.is_empty() || value.len() > MAX_WHOLE_DIGITS {
+        return None;
+    }
+    value.bytes().try_fold(0u64, |number, byte| {
+        byte.is_ascii_digit()
+            .then(|| number * 10 + u64::from(byte - b'0'))
+    })
 }
 
 /// Seconds (possibly fractional) to whole milliseconds, rounded up so that a
@@ -92,6 +116,33 @@ fn clamp_ms(ms: f64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_numbers_read_as_the_float_parse_reads_them() {
+        for value in [
+            "0",
+            "7",
+            "007",
+            "30",
+            "604799",
+            "604800",
+            "604801",
+            "9007199254740993",
+            "999999999999999",
+            "1000000000000000",
+        ] {
+            let float: f64 = value.parse().unwrap();
+            assert_eq!(
+                parse_retry_after(value, 0),
+                seconds_to_ms(float),
+                "seconds {value}"
+            );
+            assert_eq!(parse_milliseconds(value), clamp_ms(float), "ms {value}");
+        }
+        assert_eq!(whole_number(""), None);
+        assert_eq!(whole_number("+5"), None);
+        assert_eq!(parse_retry_after("+5", 0), Some(5_000));
+    }
 
     #[test]
     fn seconds_milliseconds_and_dates() {

@@ -19,7 +19,7 @@ mod message;
 mod payment;
 mod status;
 
-use crate::codes::{self, Weight};
+use crate::codes::{self, Code, Weight};
 use crate::signals::{Signal, Signals};
 use crate::text::{self, Bare, LeadingStatus};
 use policy_types::Reason;
@@ -49,7 +49,7 @@ pub struct LevelFacts<'a> {
     /// The message is one of the bare messages that say nothing else.
     pub bare: Option<Bare>,
     /// The level's own code followed by its body's codes.
-    pub codes: &'a [&'a str],
+    pub codes: &'a [Code],
     pub signals: Signals,
     pub provider: ProviderScope,
     /// The level's body carries an upstream provider's own body
@@ -155,10 +155,10 @@ fn implied_by_status(status: u16) -> Option<Reason> {
 
 /// The first specific and the first generic code reason, in code order.
 /// The specific one is `Some(None)` for a known abort.
-fn code_reasons(codes: &[&str]) -> (Option<Option<Reason>>, Option<Reason>) {
+fn code_reasons(codes: &[Code]) -> (Option<Option<Reason>>, Option<Reason>) {
     let mut generic = None;
     for code in codes {
-        match codes::lookup(code) {
+        match code.known() {
             Some((reason, Weight::Specific)) => return (Some(reason), generic),
             Some((reason, Weight::Generic)) => {
                 generic = generic.or(reason);
@@ -179,11 +179,11 @@ fn code_is(facts: &LevelFacts, wanted: Reason) -> bool {
     facts
         .codes
         .iter()
-        .any(|code| matches!(codes::lookup(code), Some((Some(reason), _)) if reason == wanted))
+        .any(|code| matches!(code.known(), Some((Some(reason), _)) if reason == wanted))
 }
 
 /// Whether a code of the level, folded, is `folded` (`server_error`,
 /// `api_error`: the body's own type).
 fn has_code(facts: &LevelFacts, folded: &str) -> bool {
-    facts.codes.iter().any(|code| codes::folds_to(code, folded))
+    facts.codes.iter().any(|code| code.folds_to(folded))
 }
