@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 /// The keys any rule reads, in any object of a body.
 const KEYS: [&str; 13] = [
@@ -171,7 +171,7 @@ impl<'de> Visitor<'de> for NodeVisitor {
                 None => return Ok(Node::Array(items)),
             }
         }
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        while seq.next_element::<Skipped>()?.is_some() {}
         Ok(Node::Array(items))
     }
 
@@ -181,11 +181,74 @@ impl<'de> Visitor<'de> for NodeVisitor {
             match key.0 {
                 Some(index) => object.values[index] = Some(map.next_value::<Node>()?),
                 None => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<Skipped>()?;
                 }
             }
         }
         Ok(Node::Object(Box::new(object)))
+    }
+}
+
+/// A value no rule reads, read as a whole `Value` would be and dropped.
+/// Not `serde::de::IgnoredAny`: serde_json skips that without reading its
+/// numbers, so a body with `1e999` in a field no rule reads would become
+/// readable, where a whole `Value` (and every verdict before this reader)
+/// refuses it.
+struct Skipped;
+
+impl<'de> Deserialize<'de> for Skipped {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SkippedVisitor)
+    }
+}
+
+struct SkippedVisitor;
+
+impl<'de> Visitor<'de> for SkippedVisitor {
+    type Value = Skipped;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_unit<E>(self) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_none<E>(self) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skipped, A::Error> {
+        while seq.next_element::<Skipped>()?.is_some() {}
+        Ok(Skipped)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skipped, A::Error> {
+        while map.next_key::<Skipped>()?.is_some() {
+            map.next_value::<Skipped>()?;
+        }
+        Ok(Skipped)
     }
 }
 

@@ -234,6 +234,9 @@ mod tests {
             r#"{"error":{"type":"x"},}"#,
             r#"{"a":[1,2,{"b":[}]}"#,
             r#"{"code":18446744073709551616,"status":-9223372036854775809}"#,
+            // Found by the fuzzer: a number out of range where no rule reads.
+            r#"{"typ.e":22.2222222222e222222}"#,
+            r#"{"error":{"type":"x"},"pad":[1,{"a":-1e999}]}"#,
             "[]",
             "{}",
             "[[[[[[[[]]]]]]]]",
