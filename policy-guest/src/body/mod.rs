@@ -207,6 +207,13 @@ fn parse_duration_seconds(text: &str) -> Option<u64> {
 /// same value (tests and the fuzz target).
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn check_lean_reader(text: &str) {
+    // A key a whole `Value` treats as a marker when serde_json's
+    // `raw_value` feature is on, as it is in builds that link the host
+    // (the fuzzer's); the lean reader treats it as any key, as a whole
+    // `Value` does in the guest's own build.
+    if text.contains("$serde_json::private::RawValue") {
+        return;
+    }
     let lean = serde_json::from_str::<Node>(text);
     let whole = serde_json::from_str::<serde_json::Value>(text);
     match (lean, whole) {
