@@ -10,7 +10,7 @@ use std::fmt;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-/// The keys any rule reads, in any object of a body.
+/// The keys any rule reads, in any object of a body; [`CODE_KEYS`] first.
 const KEYS: [&str; 13] = [
     "type",
     "code",
@@ -26,6 +26,10 @@ const KEYS: [&str; 13] = [
     "reason",
     "retryDelay",
 ];
+
+/// The keys whose value is read as a code or a status, in the order they
+/// are read: the first six of [`KEYS`].
+pub(super) const CODE_KEYS: &[&str] = KEYS.split_at(6).0;
 
 /// Items of an array that are kept: `details` is read up to its first
 /// [`MAX_CODES`](super::MAX_CODES) items, a body wrapped in an array by its

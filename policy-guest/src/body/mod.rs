@@ -12,7 +12,7 @@
 
 mod lean;
 
-use lean::{Node, Object};
+use lean::{Node, Object, CODE_KEYS};
 
 /// Largest body parsed as JSON. Real error bodies are a few hundred bytes; a
 /// larger "body" is an echoed request or a page, whose text is still scanned
@@ -97,14 +97,7 @@ fn read_body(value: &Node, facts: &mut BodyFacts, embedded: usize) {
 }
 
 fn read_fields(object: &Object, facts: &mut BodyFacts) {
-    for key in [
-        "type",
-        "code",
-        "status",
-        "__type",
-        "error_code",
-        "errorCode",
-    ] {
+    for &key in CODE_KEYS {
         match object.get(key) {
             Some(Node::Text(text)) => {
                 if let Some(status) = status_from_text(text) {
