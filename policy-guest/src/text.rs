@@ -77,9 +77,11 @@ fn has_ascii_digit(bytes: &[u8]) -> bool {
     const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
     let mut words = bytes.chunks_exact(8);
     for word in &mut words {
-        // A byte is a digit when it XOR `0` is below 10: subtracting 10
-        // from every byte borrows into the high bit only from such a byte
-        // (a byte with its own high bit set is masked out by `!x`).
+        // A byte is a digit when it XOR `0` is below 10. Subtracting 10
+        // from every byte sets the high bit of the lowest such byte (`!x`
+        // drops bytes whose own high bit was set); a higher byte is set
+        // only by a borrow from a lower one that is, so the word's answer
+        // is exact.
         let x =
             u64::from_le_bytes(word.try_into().expect("eight bytes")) ^ (ONES * u64::from(b'0'));
         if x.wrapping_sub(ONES * 10) & !x & HIGHS != 0 {

@@ -60,6 +60,7 @@ impl Object {
     /// a constant key's place is found at build time.
     #[inline]
     pub(super) fn get(&self, key: &str) -> Option<&Node> {
+        debug_assert!(key_index(key).is_some(), "{key:?} is not kept");
         self.values[key_index(key)?].as_ref()
     }
 

@@ -8,7 +8,8 @@
 //! `{"message": "..."}` (Bedrock, Cohere). SDKs often prefix it with the
 //! status: `429 {"type":"error",...}`. The text of the body is scanned like
 //! any message; this module adds what only the structure tells: symbolic
-//! codes, a status number and a retry delay.
+//! codes, a status number and a retry delay. A body is read with [`lean`]'s
+//! reader, which keeps only the keys these rules read.
 
 mod lean;
 
