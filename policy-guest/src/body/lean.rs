@@ -144,10 +144,6 @@ impl<'de> Visitor<'de> for NodeVisitor {
         Ok(Node::Other)
     }
 
-    fn visit_none<E>(self) -> Result<Node, E> {
-        Ok(Node::Other)
-    }
-
     fn visit_u64<E>(self, value: u64) -> Result<Node, E> {
         Ok(Node::Number(Some(value)))
     }
@@ -224,10 +220,6 @@ impl<'de> Visitor<'de> for SkippedVisitor {
         Ok(Skipped)
     }
 
-    fn visit_none<E>(self) -> Result<Skipped, E> {
-        Ok(Skipped)
-    }
-
     fn visit_u64<E>(self, _: u64) -> Result<Skipped, E> {
         Ok(Skipped)
     }
@@ -250,9 +242,7 @@ impl<'de> Visitor<'de> for SkippedVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skipped, A::Error> {
-        while map.next_key::<Skipped>()?.is_some() {
-            map.next_value::<Skipped>()?;
-        }
+        while map.next_entry::<Skipped, Skipped>()?.is_some() {}
         Ok(Skipped)
     }
 }
