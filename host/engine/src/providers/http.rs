@@ -65,10 +65,10 @@ impl HttpProvider {
         redactor: &mut Redactor,
     ) -> Result<Credential, ProviderError> {
         let provider = target.provider.as_str();
-        let profiles = self.store.profiles().map_err(|e| {
+        let credential = self.store.credential(&target.profile).map_err(|e| {
             ProviderError::message(format!("cannot read the profiles: {e}")).with_provider(provider)
         })?;
-        let credential = profiles.credential(&target.profile).ok_or_else(|| {
+        let credential = credential.ok_or_else(|| {
             ProviderError::message(format!(
                 "profile {} has no usable credential",
                 target.profile

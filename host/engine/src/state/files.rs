@@ -82,19 +82,27 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StateErr
 
 /// Writes `value` as pretty JSON to `path` atomically, mode 0600.
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), StateError> {
+    write_json_atomic_kept(path, value).map(drop)
+}
+
+/// [`write_json_atomic`], returning the written file still open: while it
+/// is held, its inode number cannot name another file (see
+/// [`super::read_cache::ReadCache::keep_written`]).
+pub fn write_json_atomic_kept<T: Serialize>(path: &Path, value: &T) -> Result<File, StateError> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| StateError::json(path, &e))?;
     bytes.push(b'\n');
-    write_atomic(path, &bytes)
+    off_async(|| write_atomic_here(path, &bytes))
 }
 
 /// Writes `bytes` to `path` atomically: temporary file (0600) in the same
 /// directory, fsync, rename, fsync of the directory. The fsyncs wait on the
 /// disk, so the write runs off the async workers.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
-    off_async(|| write_atomic_here(path, bytes))
+    off_async(|| write_atomic_here(path, bytes)).map(drop)
 }
 
-fn write_atomic_here(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+/// The write itself; the file it wrote, open.
+fn write_atomic_here(path: &Path, bytes: &[u8]) -> Result<File, StateError> {
     let dir = path
         .parent()
         .ok_or_else(|| StateError::Refused(format!("{} has no directory", path.display())))?;
@@ -109,9 +117,11 @@ fn write_atomic_here(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
     temp.as_file()
         .sync_all()
         .map_err(|e| StateError::io(temp.path(), e))?;
-    temp.persist(path)
+    let file = temp
+        .persist(path)
         .map_err(|e| StateError::io(path, e.error))?;
-    sync_dir(dir)
+    sync_dir(dir)?;
+    Ok(file)
 }
 
 /// How the temporary files of [`write_atomic`] are named.

@@ -13,8 +13,19 @@
 //! its index, a version changed less than [`SETTLE`] ago is never kept: a
 //! later version cannot then carry its stamp. Reads that decide a write
 //! (under the state lock) do not use this at all.
+//!
+//! A version this process wrote itself is kept at once
+//! ([`ReadCache::keep_written`]), with the written file held open: an inode
+//! that is still open is never freed, so its number cannot come back as
+//! another file's, and every writer of state files replaces them by rename
+//! — a new inode. Without this, a gateway that writes `auth-state.json`
+//! every second (`lastUsed`) never had a settled version to keep, and read
+//! and parsed the file on every request. What this cannot see is an edit
+//! *in place* of the held file (not by rename) within the same clock tick
+//! as the write it follows; failover never writes in place, and the next
+//! change of the file is seen as usual.
 
-use std::fs::Metadata;
+use std::fs::{File, Metadata};
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -84,9 +95,19 @@ impl Stamp {
 /// One file's last parsed value and the version it was parsed from.
 #[derive(Debug)]
 pub(crate) struct ReadCache<T> {
-    slot: Mutex<Option<(Stamp, T)>>,
+    slot: Mutex<Option<Kept<T>>>,
     /// [`SETTLE`], but in tests.
     settle: Duration,
+}
+
+/// A kept version.
+#[derive(Debug)]
+struct Kept<T> {
+    stamp: Stamp,
+    value: T,
+    /// The file, when this process wrote it: held open so that its inode
+    /// number stays its own (see the module docs).
+    _held: Option<File>,
 }
 
 impl<T> Default for ReadCache<T> {
@@ -106,13 +127,24 @@ impl<T: Clone> ReadCache<T> {
         path: &Path,
         read: impl FnOnce(&Path) -> Result<Option<T>, StateError>,
     ) -> Result<Option<T>, StateError> {
+        self.with(path, read, T::clone)
+    }
+
+    /// [`ReadCache::get`], but `inspect` of the value in place instead of a
+    /// copy of it (a copy of the profiles file is a copy of every secret).
+    pub(crate) fn with<R>(
+        &self,
+        path: &Path,
+        read: impl FnOnce(&Path) -> Result<Option<T>, StateError>,
+        inspect: impl FnOnce(&T) -> R,
+    ) -> Result<Option<R>, StateError> {
         let Some(before) = Stamp::read(path) else {
             *self.slot() = None;
-            return read(path);
+            return Ok(read(path)?.as_ref().map(inspect));
         };
-        if let Some((stamp, value)) = &*self.slot() {
-            if *stamp == before {
-                return Ok(Some(value.clone()));
+        if let Some(kept) = &*self.slot() {
+            if kept.stamp == before {
+                return Ok(Some(inspect(&kept.value)));
             }
         }
         let value = read(path)?;
@@ -120,13 +152,50 @@ impl<T: Clone> ReadCache<T> {
         // version has settled (see the module docs).
         if let (Some(value), Some(after)) = (&value, Stamp::read(path)) {
             if after == before && before.settled(self.settle) {
-                *self.slot() = Some((before, value.clone()));
+                *self.slot() = Some(Kept {
+                    stamp: before,
+                    value: value.clone(),
+                    _held: None,
+                });
             }
         }
-        Ok(value)
+        Ok(value.as_ref().map(inspect))
     }
 
-    fn slot(&self) -> std::sync::MutexGuard<'_, Option<(Stamp, T)>> {
+    /// Keeps the version this process just wrote to `path` (under the
+    /// state lock), `written` being the file as the write left it, open.
+    /// The version is read back with `read`, so that what is kept is what
+    /// any later read would parse, and kept only if `path` still names the
+    /// written file after that read. Where file stamps carry no inode
+    /// (not Unix), nothing is kept.
+    pub(crate) fn keep_written(
+        &self,
+        path: &Path,
+        written: File,
+        read: impl FnOnce(&Path) -> Result<Option<T>, StateError>,
+    ) {
+        let Ok(metadata) = written.metadata() else {
+            return;
+        };
+        let stamp = Stamp::of(&metadata);
+        if stamp.inode == 0 {
+            return;
+        }
+        let Ok(Some(value)) = read(path) else {
+            return;
+        };
+        // The written inode is held, so it cannot leave and come back: the
+        // same stamp after the read means the read was of it.
+        if Stamp::read(path) == Some(stamp) {
+            *self.slot() = Some(Kept {
+                stamp,
+                value,
+                _held: Some(written),
+            });
+        }
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Kept<T>>> {
         self.slot.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -151,6 +220,55 @@ mod tests {
             assert_eq!(cache.get(&path, read).unwrap().as_deref(), Some("one"));
         }
         assert_eq!(reads.get(), 3, "a version under two seconds old was kept");
+    }
+
+    #[test]
+    fn a_version_this_process_wrote_is_kept_at_once_until_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        let reads = Cell::new(0);
+        let cache = ReadCache::<serde_json::Value>::default();
+        let read = |p: &Path| {
+            reads.set(reads.get() + 1);
+            crate::state::files::read_json(p)
+        };
+        let written =
+            crate::state::files::write_json_atomic_kept(&path, &serde_json::json!({"n": 1}))
+                .unwrap();
+        cache.keep_written(&path, written, read);
+        assert_eq!(reads.get(), 1, "the written version is read back once");
+        for _ in 0..3 {
+            assert_eq!(cache.get(&path, read).unwrap().unwrap()["n"], 1);
+        }
+        assert_eq!(reads.get(), 1, "a kept version was read again");
+        // Another writer replaces it by rename, with the same size: seen at
+        // once (and, being unsettled, read on every call).
+        let other = dir.path().join("other.json");
+        std::fs::write(&other, "{\n  \"n\": 2\n}\n").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        assert_eq!(cache.get(&path, read).unwrap().unwrap()["n"], 2);
+        assert_eq!(cache.get(&path, read).unwrap().unwrap()["n"], 2);
+        assert_eq!(reads.get(), 3);
+    }
+
+    #[test]
+    fn a_written_version_replaced_before_it_is_read_back_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        let reads = Cell::new(0);
+        let cache = ReadCache::<serde_json::Value>::default();
+        let read = |p: &Path| {
+            reads.set(reads.get() + 1);
+            crate::state::files::read_json(p)
+        };
+        let written =
+            crate::state::files::write_json_atomic_kept(&path, &serde_json::json!({"n": 1}))
+                .unwrap();
+        crate::state::files::write_json_atomic(&path, &serde_json::json!({"n": 2})).unwrap();
+        cache.keep_written(&path, written, read);
+        assert_eq!(cache.get(&path, read).unwrap().unwrap()["n"], 2);
+        assert_eq!(cache.get(&path, read).unwrap().unwrap()["n"], 2);
+        assert_eq!(reads.get(), 3, "a version it did not write was kept");
     }
 
     #[test]

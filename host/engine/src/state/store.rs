@@ -179,6 +179,25 @@ impl AuthStore {
         }
     }
 
+    /// Profile `id`'s credential, secret included, read in place from the
+    /// profiles file (as [`AuthStore::profiles`] finds it) rather than from
+    /// a copy of every profile.
+    pub fn credential(&self, id: &str) -> Result<Option<super::Credential>, StateError> {
+        if let Some(memory) = self.memory() {
+            return Ok(memory.profiles.credential(id));
+        }
+        let path = &self.paths.profiles;
+        let found = self
+            .cache
+            .profiles
+            .with(path, ProfilesFile::read, |file| file.credential(id))?;
+        match found {
+            Some(credential) => Ok(credential),
+            // No agent file: the legacy one, as `profiles` reads it.
+            None => Ok(self.profiles()?.credential(id)),
+        }
+    }
+
     /// Profiles without secrets.
     pub fn summaries(&self) -> Result<Vec<ProfileSummary>, StateError> {
         self.with_summaries(<[ProfileSummary]>::to_vec)
@@ -197,9 +216,11 @@ impl AuthStore {
                 .get_or_insert_with(|| memory.profiles.summaries());
             return Ok(read(summaries));
         }
-        let parse =
-            |path: &std::path::Path| Ok(ProfilesFile::read(path)?.map(|file| file.summaries()));
-        if let Some(summaries) = self.cache.summaries.get(&self.paths.profiles, parse)? {
+        if let Some(summaries) = self
+            .cache
+            .summaries
+            .get(&self.paths.profiles, read_summaries)?
+        {
             return Ok(read(&summaries));
         }
         Ok(read(&self.profiles()?.summaries()))
@@ -222,7 +243,16 @@ impl AuthStore {
         let _lock = self.lock()?;
         let mut file = self.profiles_fresh()?;
         let result = change(&mut file)?;
-        files::write_json_atomic(&self.paths.profiles, file.document())?;
+        let path = &self.paths.profiles;
+        let written = files::write_json_atomic_kept(path, file.document())?;
+        if let Ok(second) = written.try_clone() {
+            self.cache
+                .summaries
+                .keep_written(path, second, read_summaries);
+        }
+        self.cache
+            .profiles
+            .keep_written(path, written, ProfilesFile::read);
         Ok(result)
     }
 
@@ -323,7 +353,12 @@ impl AuthStore {
         }
         let result = change(&mut file.usage_stats)?;
         let written = before.as_ref().map(|_| file.usage_stats.clone());
-        files::write_json_atomic(&self.paths.usage, &file.stamped())?;
+        let kept = files::write_json_atomic_kept(&self.paths.usage, &file.stamped())?;
+        // A gateway writes this file every second (`lastUsed`): what it
+        // wrote is kept, or every request would read the file again.
+        self.cache
+            .usage
+            .keep_written(&self.paths.usage, kept, UsageFile::read);
         if let (Some(before), Some(written)) = (&before, &written) {
             self.report_change(before, Some(written));
         }
@@ -395,6 +430,12 @@ impl AuthStore {
             (Err(error), None) => Err(UpdateError::State(error)),
         }
     }
+}
+
+/// The summaries of the profiles file at `path`, as the summaries cache
+/// keeps them.
+fn read_summaries(path: &std::path::Path) -> Result<Option<Vec<ProfileSummary>>, StateError> {
+    Ok(ProfilesFile::read(path)?.map(|file| file.summaries()))
 }
 
 /// The stored profiles of every provider, as the policy sees them (no
