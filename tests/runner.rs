@@ -874,6 +874,83 @@ async fn round_robin_holds_while_last_used_writes_are_coalesced() {
     assert_eq!(w.store.usage().unwrap()[&next].last_used, Some(now));
 }
 
+/// Holds its first calls until all of them are in flight (runs that have
+/// all read the routing state before any records its success), then lets
+/// a millisecond pass for each, so that each success has its own time;
+/// later calls answer at once.
+struct Gathered {
+    barrier: tokio::sync::Barrier,
+    first: usize,
+    calls: std::sync::atomic::AtomicUsize,
+    clock: VirtualClock,
+}
+
+impl Provider for Gathered {
+    type Request = ();
+    type Reply = String;
+
+    async fn call(&self, target: &Target, _: &()) -> Result<String, CallError> {
+        let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if n < self.first {
+            self.barrier.wait().await;
+            self.clock.advance(1);
+        }
+        Ok(format!("reply via {}", target.profile))
+    }
+}
+
+/// Counts the routing-state writes of a store.
+#[derive(Debug, Default)]
+struct CountedWrites(Mutex<usize>);
+
+impl failover::state::StateWatch for CountedWrites {
+    fn usage_seen(&self, _: &str, _: &failover::auth::Usage) {}
+    fn usage_written(&self, _: &str, _: &failover::auth::Usage) {
+        *self.0.lock().unwrap() += 1;
+    }
+    fn session_seen(&self, _: &str, _: &SessionEntry) {}
+    fn session_written(&self, _: &str, _: &SessionEntry) {}
+}
+
+#[tokio::test]
+async fn concurrent_successes_on_one_old_last_used_write_it_once() {
+    const RUNS: usize = 4;
+    let w = world(&["anthropic:a"]);
+    let mut config = strict_config();
+    config.agents.defaults.model.fallbacks = None;
+    let writes = Arc::new(CountedWrites::default());
+    let store = w.store.clone().with_watch(writes.clone());
+    let provider = Gathered {
+        barrier: tokio::sync::Barrier::new(RUNS),
+        first: RUNS,
+        calls: Default::default(),
+        clock: w.clock.clone(),
+    };
+    let r = Runner::new(
+        policy(),
+        config,
+        store,
+        w.sessions.clone(),
+        provider,
+        w.clock.clone(),
+    );
+    let options = RunOptions::default();
+    let runs = (0..RUNS).map(|_| r.run(&options, &()));
+    for outcome in futures_util::future::join_all(runs).await {
+        assert_eq!(outcome.unwrap().profile, "anthropic:a");
+    }
+    // Each run read no lastUsed before its call; one of them writes it,
+    // the others' uses stay in memory within the write interval.
+    assert_eq!(*writes.0.lock().unwrap(), 1, "every success wrote lastUsed");
+    let written = w.store.usage().unwrap()["anthropic:a"].last_used.unwrap();
+    assert!(written > NOW && written <= NOW + RUNS as u64);
+    // Past the interval, a success writes again.
+    w.clock
+        .advance(failover::runner::LAST_USED_WRITE_INTERVAL_MS);
+    r.run(&options, &()).await.unwrap();
+    assert_eq!(*writes.0.lock().unwrap(), 2);
+}
+
 // Project rules beyond the seeds (spec §12).
 
 #[tokio::test]

@@ -158,10 +158,13 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             last_used: current.last_used,
             ..after
         } == current;
+        // A stored time ahead of this clock (another host's) is recent.
         let written_lately = current
             .last_used
             .is_some_and(|at| now.saturating_sub(at) < LAST_USED_WRITE_INTERVAL_MS);
-        if only_last_used && written_lately {
+        // Claimed only when the stored time is old: of the successes that
+        // read it before the first write landed, one writes.
+        if only_last_used && (written_lately || !self.claim_last_used_write(&target.profile, now)) {
             self.recent_use
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -172,6 +175,23 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             policy.record_success(before, Some(&target.model), now)
         })?;
         Ok(())
+    }
+
+    /// Whether this success is the one to write `profile`'s `lastUsed`:
+    /// no other success of this process set out to within the interval.
+    fn claim_last_used_write(&self, profile: &str, now: u64) -> bool {
+        let mut claims = self
+            .last_used_claims
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        // A claim ahead of the clock (set back since) is forgotten: it
+        // would hold the writes off for as long as the clock went back.
+        let claimed = |at: u64| at <= now && now - at < LAST_USED_WRITE_INTERVAL_MS;
+        if claims.get(profile).is_some_and(|at| claimed(*at)) {
+            return false;
+        }
+        claims.insert(profile.to_owned(), now);
+        true
     }
 
     pub(super) fn record_failure(

@@ -49,6 +49,10 @@ pub struct Runner<P, C> {
     /// Successes not yet written (see [`LAST_USED_WRITE_INTERVAL_MS`]):
     /// profile id → when it last served.
     pub(super) recent_use: Mutex<HashMap<String, u64>>,
+    /// When this process last set out to write a profile's `lastUsed`:
+    /// concurrent successes that see the same old stored time write once
+    /// between them, not once each.
+    pub(super) last_used_claims: Mutex<HashMap<String, u64>>,
     /// Each model's responsiveness (F-12.3), kept across runs.
     pub(super) health: HealthBook,
     /// Failures around served replies.
@@ -75,6 +79,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             probes: Mutex::new(HashMap::new()),
             retry_wait_cap_ms: DEFAULT_RETRY_WAIT_CAP_MS,
             recent_use: Mutex::new(HashMap::new()),
+            last_used_claims: Mutex::new(HashMap::new()),
             health: HealthBook::default(),
             counters: Counters::default(),
         }
