@@ -8,6 +8,12 @@
 //! gives p50/p99 latency, requests/s, and the CPU time the proxy process
 //! spent per request (from `/proc/<pid>/stat`, all its threads).
 //!
+//! A second `failover serve` measures the one-fallback path: its primary's
+//! provider answers every call 429, so after the first request the primary
+//! sits in cooldown and every request is served by the fallback — one
+//! upstream call, as through the floor, with the policy's passing over of
+//! the cooled primary on top.
+//!
 //! `cargo bench --bench processes [-- REQUESTS]` (default 10,000 per row);
 //! `FAILOVER_BENCH_GATEWAY_BIN=path/to/failover` measures another build's
 //! gateway. The binary re-runs itself as the upstream (`--role upstream`)
@@ -22,6 +28,11 @@ use std::time::Duration;
 
 use axum::routing::post;
 use loopback::REPLY;
+
+/// The gateway's allocator for this binary too, so that the floor proxy
+/// (a role of this binary) is built from the same stack as `failover`.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Concurrencies measured: one client, a busy service, a crowd.
 const CONCURRENCY: [usize; 3] = [1, 16, 64];
@@ -43,10 +54,22 @@ fn role(args: &[String]) {
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let app = match args.first().map(String::as_str) {
-            Some("upstream") => axum::Router::new().route(
-                "/v1/chat/completions",
-                post(|| async { ([("content-type", "application/json")], REPLY) }),
-            ),
+            Some("upstream") => axum::Router::new()
+                .route(
+                    "/v1/chat/completions",
+                    post(|| async { ([("content-type", "application/json")], REPLY) }),
+                )
+                // The one-fallback gateway's primary: always rate limited.
+                .route(
+                    "/down/v1/chat/completions",
+                    post(|| async {
+                        (
+                            axum::http::StatusCode::TOO_MANY_REQUESTS,
+                            [("content-type", "application/json")],
+                            RATE_LIMITED,
+                        )
+                    }),
+                ),
             Some("floor") => floor(args[1].clone()),
             other => panic!("unknown role {other:?}"),
         };
@@ -83,6 +106,9 @@ fn floor(upstream: String) -> axum::Router {
         }),
     )
 }
+
+/// What the one-fallback gateway's primary answers.
+const RATE_LIMITED: &str = r#"{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}"#;
 
 /// A child serving on the address it prints.
 struct Server {
@@ -165,7 +191,12 @@ fn measure(requests: usize) {
     let upstream_base = format!("http://{}", upstream.address);
     let floor = Server::start(role(&["floor", &upstream_base]), "listening on ");
     let dir = tempfile::tempdir().unwrap();
-    let gateway = start_gateway(dir.path(), &upstream_base);
+    let gateway = start_gateway(&dir.path().join("success"), &upstream_base, Chain::OneModel);
+    let fallback = start_gateway(
+        &dir.path().join("fallback"),
+        &upstream_base,
+        Chain::Fallback,
+    );
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -180,6 +211,7 @@ fn measure(requests: usize) {
                 ("direct", &upstream),
                 ("floor proxy", &floor),
                 ("failover serve", &gateway),
+                ("failover serve, one fallback", &fallback),
             ];
             let mut rows = Vec::new();
             for (name, server) in paths {
@@ -192,11 +224,13 @@ fn measure(requests: usize) {
                 print_row(concurrency, name, run);
             }
             let cpu = |i: usize| rows[i].1.cpu.unwrap().as_secs_f64() / requests as f64;
-            println!(
-                "| {concurrency} | gateway / floor | | | {:.2}× | {:.2}× |",
-                rows[2].1.throughput() / rows[1].1.throughput(),
-                cpu(2) / cpu(1)
-            );
+            for (i, label) in [(2, "gateway / floor"), (3, "one fallback / floor")] {
+                println!(
+                    "| {concurrency} | {label} | | | {:.2}× | {:.2}× |",
+                    rows[i].1.throughput() / rows[1].1.throughput(),
+                    cpu(i) / cpu(1)
+                );
+            }
         }
     });
 }
@@ -226,9 +260,18 @@ impl Run {
     }
 }
 
-/// `failover serve` on its own state directory, one API key, a one-model
-/// chain to the upstream.
-fn start_gateway(dir: &std::path::Path, upstream: &str) -> Server {
+/// The chain a gateway serves.
+#[derive(Clone, Copy, PartialEq)]
+enum Chain {
+    /// `openai/gpt-x` alone.
+    OneModel,
+    /// `down/gpt-x` (always rate limited), then `openai/gpt-x`.
+    Fallback,
+}
+
+/// `failover serve` on its own state directory, one API key per provider,
+/// `chain` to the upstream.
+fn start_gateway(dir: &std::path::Path, upstream: &str, chain: Chain) -> Server {
     let state = dir.join("state");
     let store = failover::state::AuthStore::open(
         failover::state::StateDir::at(&state).agent("main").unwrap(),
@@ -236,20 +279,29 @@ fn start_gateway(dir: &std::path::Path, upstream: &str) -> Server {
     .unwrap();
     store
         .update_profiles(|f| {
-            f.put_static(
-                "openai:a",
-                "openai",
-                failover::auth::CredentialKind::ApiKey,
-                "k",
-            )
+            for provider in ["openai", "down"] {
+                f.put_static(
+                    &format!("{provider}:a"),
+                    provider,
+                    failover::auth::CredentialKind::ApiKey,
+                    "k",
+                )?;
+            }
+            Ok(())
         })
         .unwrap();
+    let model = match chain {
+        Chain::OneModel => r#"primary: "openai/gpt-x""#,
+        Chain::Fallback => r#"primary: "down/gpt-x", fallbacks: ["openai/gpt-x"]"#,
+    };
     let config = dir.join("failover.json5");
     std::fs::write(
         &config,
         format!(
-            r#"{{ agents: {{ defaults: {{ model: {{ primary: "openai/gpt-x" }} }} }},
-                 models: {{ providers: {{ openai: {{ baseUrl: "{upstream}/v1", api: "openai-chat" }} }} }} }}"#
+            r#"{{ agents: {{ defaults: {{ model: {{ {model} }} }} }},
+                 models: {{ providers: {{
+                   openai: {{ baseUrl: "{upstream}/v1", api: "openai-chat" }},
+                   down: {{ baseUrl: "{upstream}/down/v1", api: "openai-chat" }} }} }} }}"#
         ),
     )
     .unwrap();
