@@ -86,8 +86,8 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), Sta
 }
 
 /// [`write_json_atomic`], returning the written file still open: while it
-/// is held, its inode number cannot name another file (see
-/// [`super::read_cache::ReadCache::keep_written`]).
+/// is held, its inode number cannot name another file, which is what lets
+/// the store's read cache keep a version it wrote at once.
 pub fn write_json_atomic_kept<T: Serialize>(path: &Path, value: &T) -> Result<File, StateError> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| StateError::json(path, &e))?;
     bytes.push(b'\n');
