@@ -170,10 +170,14 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         request: &P::Request,
         observer: &dyn RunObserver,
     ) -> Result<RunOutcome<P::Reply>, RunError> {
-        let plan = self.plan(policy, options)?;
-        Run::new(self, policy, options, request, observer, plan)
-            .drive()
-            .await
+        // The run's state reads share their files' checks (see read_scope).
+        crate::state::read_scope::reads_of_one_run(async {
+            let plan = self.plan(policy, options)?;
+            Run::new(self, policy, options, request, observer, plan)
+                .drive()
+                .await
+        })
+        .await
     }
 
     /// A served stream broke after its first content: the profile answered,

@@ -8,6 +8,7 @@ pub mod files;
 mod legacy_oauth;
 pub mod paths;
 mod read_cache;
+pub mod read_scope;
 pub mod secrets;
 pub mod sessions;
 pub mod shared;

@@ -24,13 +24,18 @@
 //! *in place* of the held file (not by rename) within the same clock tick
 //! as the write it follows; failover never writes in place, and the next
 //! change of the file is seen as usual.
+//!
+//! Inside a run, a check made since the run began answers for the run's
+//! later reads of the same file for a few milliseconds (see
+//! [`super::read_scope`]); everywhere else each read checks.
 
 use std::fs::{File, Metadata};
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::error::StateError;
+use super::read_scope::answers_for_this_read;
 
 /// How old a version must be before it is kept: more than the coarsest
 /// file-time granularity in use (a second) with room to spare.
@@ -98,12 +103,17 @@ pub(crate) struct ReadCache<T> {
     slot: Mutex<Option<Kept<T>>>,
     /// [`SETTLE`], but in tests.
     settle: Duration,
+    /// [`super::read_scope::RECHECK_AFTER`], but in tests.
+    recheck: Duration,
 }
 
 /// A kept version.
 #[derive(Debug)]
 struct Kept<T> {
     stamp: Stamp,
+    /// When the last check that found the file still at `stamp` started
+    /// (see [`super::read_scope`]).
+    checked: Instant,
     value: T,
     /// The file, when this process wrote it: held open so that its inode
     /// number stays its own (see the module docs).
@@ -115,6 +125,7 @@ impl<T> Default for ReadCache<T> {
         ReadCache {
             slot: Mutex::new(None),
             settle: SETTLE,
+            recheck: super::read_scope::RECHECK_AFTER,
         }
     }
 }
@@ -138,12 +149,19 @@ impl<T: Clone> ReadCache<T> {
         read: impl FnOnce(&Path) -> Result<Option<T>, StateError>,
         inspect: impl FnOnce(&T) -> R,
     ) -> Result<Option<R>, StateError> {
+        if let Some(kept) = &*self.slot() {
+            if answers_for_this_read(kept.checked, self.recheck) {
+                return Ok(Some(inspect(&kept.value)));
+            }
+        }
+        let checked = Instant::now();
         let Some(before) = Stamp::read(path) else {
             *self.slot() = None;
             return Ok(read(path)?.as_ref().map(inspect));
         };
-        if let Some(kept) = &*self.slot() {
+        if let Some(kept) = &mut *self.slot() {
             if kept.stamp == before {
+                kept.checked = checked;
                 return Ok(Some(inspect(&kept.value)));
             }
         }
@@ -154,6 +172,7 @@ impl<T: Clone> ReadCache<T> {
             if after == before && before.settled(self.settle) {
                 *self.slot() = Some(Kept {
                     stamp: before,
+                    checked,
                     value: value.clone(),
                     _held: None,
                 });
@@ -186,9 +205,11 @@ impl<T: Clone> ReadCache<T> {
         };
         // The written inode is held, so it cannot leave and come back: the
         // same stamp after the read means the read was of it.
+        let checked = Instant::now();
         if Stamp::read(path) == Some(stamp) {
             *self.slot() = Some(Kept {
                 stamp,
+                checked,
                 value,
                 _held: Some(written),
             });
@@ -271,6 +292,65 @@ mod tests {
         assert_eq!(reads.get(), 3, "a version it did not write was kept");
     }
 
+    /// Another writer replaces the version this process wrote, by rename.
+    fn replaced_by_another_writer(dir: &Path, path: &Path, n: u32) {
+        let other = dir.join("other.json");
+        std::fs::write(&other, format!("{{\"n\": {n}}}\n")).unwrap();
+        std::fs::rename(&other, path).unwrap();
+    }
+
+    #[tokio::test]
+    async fn in_a_run_a_check_made_since_it_began_answers_for_its_later_reads() {
+        use crate::state::read_scope::reads_of_one_run;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        let read = |p: &Path| crate::state::files::read_json::<serde_json::Value>(p);
+        // A window no test machine's pause outlasts.
+        let cache = ReadCache::<serde_json::Value> {
+            recheck: Duration::from_secs(3600),
+            ..ReadCache::default()
+        };
+        let n = |value: Option<serde_json::Value>| value.unwrap()["n"].as_u64().unwrap();
+        reads_of_one_run(async {
+            let written =
+                crate::state::files::write_json_atomic_kept(&path, &serde_json::json!({"n": 1}))
+                    .unwrap();
+            cache.keep_written(&path, written, read);
+            // Replaced during the run, after its check: concurrent with it.
+            replaced_by_another_writer(dir.path(), &path, 2);
+            assert_eq!(n(cache.get(&path, read).unwrap()), 1);
+        })
+        .await;
+        // Outside a run every read checks; a run that began after the
+        // change checks too, since no check was made during it.
+        assert_eq!(n(cache.get(&path, read).unwrap()), 2);
+        reads_of_one_run(async {
+            assert_eq!(n(cache.get(&path, read).unwrap()), 2);
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn in_a_run_a_check_older_than_the_window_is_made_again() {
+        use crate::state::read_scope::reads_of_one_run;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        let read = |p: &Path| crate::state::files::read_json::<serde_json::Value>(p);
+        let cache = ReadCache::<serde_json::Value> {
+            recheck: Duration::ZERO,
+            ..ReadCache::default()
+        };
+        reads_of_one_run(async {
+            let written =
+                crate::state::files::write_json_atomic_kept(&path, &serde_json::json!({"n": 1}))
+                    .unwrap();
+            cache.keep_written(&path, written, read);
+            replaced_by_another_writer(dir.path(), &path, 2);
+            assert_eq!(cache.get(&path, read).unwrap().unwrap()["n"], 2);
+        })
+        .await;
+    }
+
     #[test]
     fn a_changed_file_is_read_again_and_an_unchanged_one_is_not() {
         let dir = tempfile::tempdir().unwrap();
@@ -279,8 +359,8 @@ mod tests {
         // Every version settled at once (a file's change time cannot be
         // set back for the test).
         let cache = ReadCache::<String> {
-            slot: Mutex::new(None),
             settle: Duration::ZERO,
+            ..ReadCache::default()
         };
         let read = |p: &Path| {
             reads.set(reads.get() + 1);

@@ -44,9 +44,34 @@ pub struct AuthStore {
 /// Parsed files, shared by the store's clones.
 #[derive(Debug, Default)]
 struct Cached {
-    profiles: ReadCache<ProfilesFile>,
-    summaries: ReadCache<Vec<ProfileSummary>>,
+    /// One entry for the file and its summaries: one check of the file
+    /// answers for both within a run (see `read_scope`).
+    profiles: ReadCache<ParsedProfiles>,
     usage: ReadCache<UsageFile>,
+}
+
+/// `auth-profiles.json` as parsed, with its summaries made on first use
+/// (their fingerprints hash every secret).
+#[derive(Debug, Clone)]
+struct ParsedProfiles {
+    file: ProfilesFile,
+    summaries: std::sync::OnceLock<Arc<[ProfileSummary]>>,
+}
+
+impl ParsedProfiles {
+    fn read(path: &std::path::Path) -> Result<Option<ParsedProfiles>, StateError> {
+        Ok(ProfilesFile::read(path)?.map(|file| ParsedProfiles {
+            file,
+            summaries: std::sync::OnceLock::new(),
+        }))
+    }
+
+    /// Shared, so that a reader holds them without the cache's lock.
+    fn summaries(&self) -> Arc<[ProfileSummary]> {
+        self.summaries
+            .get_or_init(|| self.file.summaries().into())
+            .clone()
+    }
 }
 
 /// The in-memory documents.
@@ -169,7 +194,8 @@ impl AuthStore {
         }
         let path = &self.paths.profiles;
         let file = if cached {
-            self.cache.profiles.get(path, ProfilesFile::read)?
+            let copy = |parsed: &ParsedProfiles| parsed.file.clone();
+            self.cache.profiles.with(path, ParsedProfiles::read, copy)?
         } else {
             ProfilesFile::read(path)?
         };
@@ -190,7 +216,9 @@ impl AuthStore {
         let found = self
             .cache
             .profiles
-            .with(path, ProfilesFile::read, |file| file.credential(id))?;
+            .with(path, ParsedProfiles::read, |parsed| {
+                parsed.file.credential(id)
+            })?;
         match found {
             Some(credential) => Ok(credential),
             // No agent file: the legacy one, as `profiles` reads it.
@@ -216,14 +244,16 @@ impl AuthStore {
                 .get_or_insert_with(|| memory.profiles.summaries());
             return Ok(read(summaries));
         }
-        if let Some(summaries) = self
+        let path = &self.paths.profiles;
+        match self
             .cache
-            .summaries
-            .get(&self.paths.profiles, read_summaries)?
+            .profiles
+            .with(path, ParsedProfiles::read, ParsedProfiles::summaries)?
         {
-            return Ok(read(&summaries));
+            Some(summaries) => Ok(read(&summaries)),
+            // No agent file: the legacy one, as `profiles` reads it.
+            None => Ok(read(&self.profiles()?.summaries())),
         }
-        Ok(read(&self.profiles()?.summaries()))
     }
 
     /// Changes the profiles under the lock: re-reads the file, applies
@@ -245,14 +275,9 @@ impl AuthStore {
         let result = change(&mut file)?;
         let path = &self.paths.profiles;
         let written = files::write_json_atomic_kept(path, file.document())?;
-        if let Ok(second) = written.try_clone() {
-            self.cache
-                .summaries
-                .keep_written(path, second, read_summaries);
-        }
         self.cache
             .profiles
-            .keep_written(path, written, ProfilesFile::read);
+            .keep_written(path, written, ParsedProfiles::read);
         Ok(result)
     }
 
@@ -430,12 +455,6 @@ impl AuthStore {
             (Err(error), None) => Err(UpdateError::State(error)),
         }
     }
-}
-
-/// The summaries of the profiles file at `path`, as the summaries cache
-/// keeps them.
-fn read_summaries(path: &std::path::Path) -> Result<Option<Vec<ProfileSummary>>, StateError> {
-    Ok(ProfilesFile::read(path)?.map(|file| file.summaries()))
 }
 
 /// The stored profiles of every provider, as the policy sees them (no

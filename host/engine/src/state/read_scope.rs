@@ -1,0 +1,45 @@
+//! One check of a state file per run, not one per read.
+//!
+//! The promise to a run is that every change another process completed
+//! before the run began is seen by it. A run reads the same files several
+//! times (the routing state and the summaries per candidate, the
+//! credential per call), and each read checked the file's stamp again:
+//! a `statx` with a walk of the whole path, which was the largest cost of
+//! the state on a gateway's request (BENCHMARKS.md). Inside
+//! [`reads_of_one_run`], a read may rely on a check that started after the
+//! run began — by this run or by another one — instead of making its own.
+//! A change that completes while the run is going on is concurrent with it
+//! and may be seen or not, as before; to keep that window short, a check
+//! answers only for [`RECHECK_AFTER`].
+//!
+//! Outside a run (the command line, status, readiness, a stream's late
+//! failure) every read checks the file, as it always did.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+/// How long one check of a file answers for the reads of the runs that
+/// began before it: far longer than a run's reads take between two
+/// candidates (microseconds), far shorter than anything an operator or
+/// another process does between two changes; a run that waits (a
+/// `Retry-After`, a rotation's backoff) checks again after it.
+pub const RECHECK_AFTER: Duration = Duration::from_millis(5);
+
+tokio::task_local! {
+    /// When the run polled in this task began.
+    static RUN_BEGAN: Instant;
+}
+
+/// `run`, with its state reads relying on checks made since it began.
+pub fn reads_of_one_run<F: Future>(run: F) -> impl Future<Output = F::Output> {
+    RUN_BEGAN.scope(Instant::now(), run)
+}
+
+/// Whether a check that started at `checked` answers for a read now: in a
+/// run that began before it, and within `recheck` of it
+/// ([`RECHECK_AFTER`], but in tests).
+pub(crate) fn answers_for_this_read(checked: Instant, recheck: Duration) -> bool {
+    RUN_BEGAN
+        .try_with(|began| checked >= *began && checked.elapsed() < recheck)
+        .unwrap_or(false)
+}
