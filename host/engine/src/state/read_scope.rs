@@ -8,9 +8,10 @@
 //! the state on a gateway's request (BENCHMARKS.md). Inside
 //! [`reads_of_one_run`], a read may rely on a check that started after the
 //! run began — by this run or by another one — instead of making its own.
-//! A change that completes while the run is going on is concurrent with it
-//! and may be seen or not, as before; to keep that window short, a check
-//! answers only for [`RECHECK_AFTER`].
+//! A change that completes while the run is going on is concurrent with it:
+//! a read within [`RECHECK_AFTER`] of the last check may miss it, and every
+//! read after that window sees it (before, every read after the change
+//! did).
 //!
 //! Outside a run (the command line, status, readiness, a stream's late
 //! failure) every read checks the file, as it always did.
