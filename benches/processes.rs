@@ -29,11 +29,6 @@ use std::time::Duration;
 use axum::routing::post;
 use loopback::REPLY;
 
-/// The gateway's allocator for this binary too, so that the floor proxy
-/// (a role of this binary) is built from the same stack as `failover`.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Concurrencies measured: one client, a busy service, a crowd.
 const CONCURRENCY: [usize; 3] = [1, 16, 64];
 
