@@ -7,12 +7,14 @@ use std::sync::{Arc, Mutex};
 use super::error::StateError;
 use super::files::{self, StateLock};
 use super::paths::AgentPaths;
-use super::read_cache::ReadCache;
 use super::secrets::{canonical_provider, ProfileSummary, ProfilesFile};
 use super::shared::SharedState;
 use super::usage_file::UsageFile;
 use super::watch::{report_usage_seen, StateWatch};
 use crate::auth::Usage;
+use reads::{Cached, ParsedProfiles};
+
+mod reads;
 
 /// A change of one profile's routing state failed.
 #[derive(Debug, thiserror::Error)]
@@ -39,39 +41,6 @@ pub struct AuthStore {
     watch: Option<Arc<dyn StateWatch>>,
     /// The files as last parsed, reused while unchanged.
     cache: Arc<Cached>,
-}
-
-/// Parsed files, shared by the store's clones.
-#[derive(Debug, Default)]
-struct Cached {
-    /// One entry for the file and its summaries: one check of the file
-    /// answers for both within a run (see `read_scope`).
-    profiles: ReadCache<ParsedProfiles>,
-    usage: ReadCache<UsageFile>,
-}
-
-/// `auth-profiles.json` as parsed, with its summaries made on first use
-/// (their fingerprints hash every secret).
-#[derive(Debug, Clone)]
-struct ParsedProfiles {
-    file: ProfilesFile,
-    summaries: std::sync::OnceLock<Arc<[ProfileSummary]>>,
-}
-
-impl ParsedProfiles {
-    fn read(path: &std::path::Path) -> Result<Option<ParsedProfiles>, StateError> {
-        Ok(ProfilesFile::read(path)?.map(|file| ParsedProfiles {
-            file,
-            summaries: std::sync::OnceLock::new(),
-        }))
-    }
-
-    /// Shared, so that a reader holds them without the cache's lock.
-    fn summaries(&self) -> Arc<[ProfileSummary]> {
-        self.summaries
-            .get_or_init(|| self.file.summaries().into())
-            .clone()
-    }
 }
 
 /// The in-memory documents.
@@ -177,85 +146,6 @@ impl AuthStore {
         StateLock::acquire(&self.paths.lock)
     }
 
-    /// The profiles file as it is now, read past the cache: what a change
-    /// under the lock, or a token refresh, must decide on.
-    pub fn profiles_fresh(&self) -> Result<ProfilesFile, StateError> {
-        self.profiles_read(false)
-    }
-
-    /// The profiles file: the agent's, else the legacy one, else empty.
-    pub fn profiles(&self) -> Result<ProfilesFile, StateError> {
-        self.profiles_read(true)
-    }
-
-    fn profiles_read(&self, cached: bool) -> Result<ProfilesFile, StateError> {
-        if let Some(memory) = self.memory() {
-            return Ok(memory.profiles.clone());
-        }
-        let path = &self.paths.profiles;
-        let file = if cached {
-            let copy = |parsed: &ParsedProfiles| parsed.file.clone();
-            self.cache.profiles.with(path, ParsedProfiles::read, copy)?
-        } else {
-            ProfilesFile::read(path)?
-        };
-        match file {
-            Some(file) => Ok(file),
-            None => Ok(ProfilesFile::read(&self.paths.legacy_profiles)?.unwrap_or_default()),
-        }
-    }
-
-    /// Profile `id`'s credential, secret included, read in place from the
-    /// profiles file (as [`AuthStore::profiles`] finds it) rather than from
-    /// a copy of every profile.
-    pub fn credential(&self, id: &str) -> Result<Option<super::Credential>, StateError> {
-        if let Some(memory) = self.memory() {
-            return Ok(memory.profiles.credential(id));
-        }
-        let path = &self.paths.profiles;
-        let found = self
-            .cache
-            .profiles
-            .with(path, ParsedProfiles::read, |parsed| {
-                parsed.file.credential(id)
-            })?;
-        match found {
-            Some(credential) => Ok(credential),
-            // No agent file: the legacy one, as `profiles` reads it.
-            None => Ok(self.profiles()?.credential(id)),
-        }
-    }
-
-    /// Profiles without secrets.
-    pub fn summaries(&self) -> Result<Vec<ProfileSummary>, StateError> {
-        self.with_summaries(<[ProfileSummary]>::to_vec)
-    }
-
-    /// `read` of the profiles without secrets, without copying them first
-    /// when they are held (in memory, or parsed from an unchanged file).
-    pub fn with_summaries<T>(
-        &self,
-        read: impl FnOnce(&[ProfileSummary]) -> T,
-    ) -> Result<T, StateError> {
-        if let Some(mut memory) = self.memory() {
-            let memory = &mut *memory;
-            let summaries = memory
-                .summaries
-                .get_or_insert_with(|| memory.profiles.summaries());
-            return Ok(read(summaries));
-        }
-        let path = &self.paths.profiles;
-        match self
-            .cache
-            .profiles
-            .with(path, ParsedProfiles::read, ParsedProfiles::summaries)?
-        {
-            Some(summaries) => Ok(read(&summaries)),
-            // No agent file: the legacy one, as `profiles` reads it.
-            None => Ok(read(&self.profiles()?.summaries())),
-        }
-    }
-
     /// Changes the profiles under the lock: re-reads the file, applies
     /// `change`, writes it atomically (mode 0600) to the agent's location.
     /// A file that does not parse is reported and left untouched.
@@ -279,50 +169,6 @@ impl AuthStore {
             .profiles
             .keep_written(path, written, ParsedProfiles::read);
         Ok(result)
-    }
-
-    /// Routing state of every profile. Without `auth-state.json`, the
-    /// `usageStats` older versions kept inside `auth-profiles.json`.
-    pub fn usage(&self) -> Result<BTreeMap<String, Usage>, StateError> {
-        let usage = match &self.shared {
-            Some(shared) => shared.usage(&self.profiles()?.ids()),
-            None => self.usage_file()?.usage_stats,
-        };
-        if let Some(watch) = &self.watch {
-            report_usage_seen(watch.as_ref(), &usage);
-        }
-        Ok(usage)
-    }
-
-    fn usage_file(&self) -> Result<UsageFile, StateError> {
-        self.usage_file_read(true)
-    }
-
-    /// The routing state file as it is now, past the cache (under the lock).
-    fn usage_file_fresh(&self) -> Result<UsageFile, StateError> {
-        self.usage_file_read(false)
-    }
-
-    fn usage_file_read(&self, cached: bool) -> Result<UsageFile, StateError> {
-        if let Some(memory) = self.memory() {
-            return Ok(memory.usage.clone());
-        }
-        let file = if cached {
-            self.cache.usage.get(&self.paths.usage, UsageFile::read)?
-        } else {
-            UsageFile::read(&self.paths.usage)?
-        };
-        if let Some(file) = file {
-            return Ok(file);
-        }
-        let legacy = self
-            .profiles_read(cached)?
-            .legacy_usage()
-            .unwrap_or_default();
-        Ok(UsageFile {
-            usage_stats: legacy,
-            ..UsageFile::default()
-        })
     }
 
     /// Changes the routing state under the lock (re-read, change, atomic
