@@ -243,6 +243,25 @@ mod tests {
         assert_eq!(reads.get(), 3, "a version under two seconds old was kept");
     }
 
+    /// `{"n": 1}` written by this process to `path`, and kept.
+    fn written_and_kept(
+        cache: &ReadCache<serde_json::Value>,
+        path: &Path,
+        read: impl FnOnce(&Path) -> Result<Option<serde_json::Value>, StateError>,
+    ) {
+        let value = serde_json::json!({"n": 1});
+        let written = crate::state::files::write_json_atomic_kept(path, &value).unwrap();
+        cache.keep_written(path, written, read);
+    }
+
+    /// Another writer replaces the file by rename with `{"n": n}`, written
+    /// as this process writes it (for `n` of one digit, the same size).
+    fn replaced_by_another_writer(dir: &Path, path: &Path, n: u32) {
+        let other = dir.join("other.json");
+        std::fs::write(&other, format!("{{\n  \"n\": {n}\n}}\n")).unwrap();
+        std::fs::rename(&other, path).unwrap();
+    }
+
     #[test]
     fn a_version_this_process_wrote_is_kept_at_once_until_replaced() {
         let dir = tempfile::tempdir().unwrap();
@@ -253,10 +272,7 @@ mod tests {
             reads.set(reads.get() + 1);
             crate::state::files::read_json(p)
         };
-        let written =
-            crate::state::files::write_json_atomic_kept(&path, &serde_json::json!({"n": 1}))
-                .unwrap();
-        cache.keep_written(&path, written, read);
+        written_and_kept(&cache, &path, read);
         assert_eq!(reads.get(), 1, "the written version is read back once");
         for _ in 0..3 {
             assert_eq!(cache.get(&path, read).unwrap().unwrap()["n"], 1);
@@ -264,9 +280,7 @@ mod tests {
         assert_eq!(reads.get(), 1, "a kept version was read again");
         // Another writer replaces it by rename, with the same size: seen at
         // once (and, being unsettled, read on every call).
-        let other = dir.path().join("other.json");
-        std::fs::write(&other, "{\n  \"n\": 2\n}\n").unwrap();
-        std::fs::rename(&other, &path).unwrap();
+        replaced_by_another_writer(dir.path(), &path, 2);
         assert_eq!(cache.get(&path, read).unwrap().unwrap()["n"], 2);
         assert_eq!(cache.get(&path, read).unwrap().unwrap()["n"], 2);
         assert_eq!(reads.get(), 3);
@@ -292,13 +306,6 @@ mod tests {
         assert_eq!(reads.get(), 3, "a version it did not write was kept");
     }
 
-    /// Another writer replaces the version this process wrote, by rename.
-    fn replaced_by_another_writer(dir: &Path, path: &Path, n: u32) {
-        let other = dir.join("other.json");
-        std::fs::write(&other, format!("{{\"n\": {n}}}\n")).unwrap();
-        std::fs::rename(&other, path).unwrap();
-    }
-
     #[tokio::test]
     async fn in_a_run_a_check_made_since_it_began_answers_for_its_later_reads() {
         use crate::state::read_scope::reads_of_one_run;
@@ -312,10 +319,7 @@ mod tests {
         };
         let n = |value: Option<serde_json::Value>| value.unwrap()["n"].as_u64().unwrap();
         reads_of_one_run(async {
-            let written =
-                crate::state::files::write_json_atomic_kept(&path, &serde_json::json!({"n": 1}))
-                    .unwrap();
-            cache.keep_written(&path, written, read);
+            written_and_kept(&cache, &path, read);
             // Replaced during the run, after its check: concurrent with it.
             replaced_by_another_writer(dir.path(), &path, 2);
             assert_eq!(n(cache.get(&path, read).unwrap()), 1);
@@ -341,10 +345,7 @@ mod tests {
             ..ReadCache::default()
         };
         reads_of_one_run(async {
-            let written =
-                crate::state::files::write_json_atomic_kept(&path, &serde_json::json!({"n": 1}))
-                    .unwrap();
-            cache.keep_written(&path, written, read);
+            written_and_kept(&cache, &path, read);
             replaced_by_another_writer(dir.path(), &path, 2);
             assert_eq!(cache.get(&path, read).unwrap().unwrap()["n"], 2);
         })
