@@ -91,14 +91,20 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), Sta
 pub fn write_json_atomic_kept<T: Serialize>(path: &Path, value: &T) -> Result<File, StateError> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| StateError::json(path, &e))?;
     bytes.push(b'\n');
-    off_async(|| write_atomic_here(path, &bytes))
+    write_atomic_kept(path, &bytes)
 }
 
 /// Writes `bytes` to `path` atomically: temporary file (0600) in the same
 /// directory, fsync, rename, fsync of the directory. The fsyncs wait on the
 /// disk, so the write runs off the async workers.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
-    off_async(|| write_atomic_here(path, bytes)).map(drop)
+    write_atomic_kept(path, bytes).map(drop)
+}
+
+/// [`write_atomic`], returning the written file still open (see
+/// [`write_json_atomic_kept`]).
+fn write_atomic_kept(path: &Path, bytes: &[u8]) -> Result<File, StateError> {
+    off_async(|| write_atomic_here(path, bytes))
 }
 
 /// The write itself; the file it wrote, open.
