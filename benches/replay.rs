@@ -119,7 +119,10 @@ const T0: u64 = 1_767_225_600_000;
 
 /// A trace of `requests` requests, each with one to three outcomes.
 fn generate(requests: u64) -> (tempfile::NamedTempFile, u64) {
-    let mut file = tempfile::NamedTempFile::new().unwrap();
+    let named = tempfile::NamedTempFile::new().unwrap();
+    // Buffered: unbuffered, the generator's own writes took longer than
+    // the replays it sets up.
+    let mut file = std::io::BufWriter::new(named.as_file());
     let header = json!({"type":"header","version":1,"clockStart":T0,"agent":"main",
         "config":{"auth":{"order":{"openai":["openai:k1","openai:k2","openai:k3"]}},
                   "agents":{"defaults":{"model":{"primary":"openai/gpt-4o","fallbacks":["anthropic/claude-sonnet-4","google/gemini-2.5-pro"]}}}},
@@ -167,7 +170,9 @@ fn generate(requests: u64) -> (tempfile::NamedTempFile, u64) {
             line("anthropic/claude-sonnet-4", "anthropic:a", None);
         }
     }
-    (file, events)
+    file.flush().unwrap();
+    drop(file);
+    (named, events)
 }
 
 fn timed(

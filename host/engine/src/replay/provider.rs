@@ -12,7 +12,7 @@
 //!
 //! The virtual clock moves by the recorded latency of each answer.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::runner::{CallError, Provider, Target, VirtualClock};
@@ -48,37 +48,45 @@ pub enum Answered {
     Unrecorded,
 }
 
-/// One call of the replay.
-#[derive(Debug, Clone)]
-pub struct Call {
-    /// The id of the recorded request it was made for.
-    pub request: u64,
+/// How the last call was answered: when it started, and by what.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LastCall {
     /// When it started, on the replay's clock (ms since the epoch).
     pub at: u64,
-    /// Who was called: provider, model, profile.
-    pub target: Target,
     /// How it was answered.
     pub answered: Answered,
-    /// Whether it succeeded.
-    pub ok: bool,
 }
 
-/// Answers calls from a recording.
-pub(crate) struct ReplayProvider {
-    outcomes: Vec<OutcomeEvent>,
+/// A recorded target: provider, model, profile, borrowed from the trace.
+type TargetKey<'t> = (&'t str, &'t str, &'t str);
+
+/// Answers calls from a recording it borrows: a replay reads the trace's
+/// outcomes in place instead of copying them (copying and dropping the
+/// whole recording was a third of a replay's own time).
+pub(crate) struct ReplayProvider<'t> {
+    outcomes: &'t [OutcomeEvent],
     /// Outcome indexes per request, in trace order.
     by_request: HashMap<u64, Vec<usize>>,
     /// Outcome indexes per (provider, model, profile), by time.
-    by_target: HashMap<(String, String, String), Vec<usize>>,
-    used: Mutex<HashSet<usize>>,
+    by_target: HashMap<TargetKey<'t>, Vec<usize>>,
+    /// Per outcome, whether a call used it as its recorded answer.
+    used: Mutex<Vec<bool>>,
     clock: VirtualClock,
     unrecorded: Unrecorded,
-    calls: Mutex<Vec<Call>>,
+    /// The last call, and how many calls nothing recorded answered.
+    log: Mutex<CallLog>,
     /// Changes other processes made, applied as the clock reaches them.
     feed: Option<Arc<StateFeed>>,
     /// Per recorded request, what each candidate's shape cannot express,
     /// as the gateway decided live: `(shape-only features, endpoints)`.
     shapes: Option<Shapes>,
+}
+
+/// What the replay asks of the calls made so far.
+#[derive(Default)]
+struct CallLog {
+    last: Option<LastCall>,
+    unrecorded: usize,
 }
 
 /// What replay needs to pass over the candidates the live run passed over
@@ -90,14 +98,14 @@ pub(crate) struct Shapes {
     pub config: Arc<crate::config::Config>,
 }
 
-impl ReplayProvider {
-    pub fn new(outcomes: Vec<OutcomeEvent>, clock: VirtualClock, unrecorded: Unrecorded) -> Self {
+impl<'t> ReplayProvider<'t> {
+    pub fn new(outcomes: &'t [OutcomeEvent], clock: VirtualClock, unrecorded: Unrecorded) -> Self {
         let mut by_request: HashMap<u64, Vec<usize>> = HashMap::new();
-        let mut by_target: HashMap<(String, String, String), Vec<usize>> = HashMap::new();
+        let mut by_target: HashMap<TargetKey<'t>, Vec<usize>> = HashMap::new();
         for (index, o) in outcomes.iter().enumerate() {
             by_request.entry(o.request).or_default().push(index);
             by_target
-                .entry((o.provider.clone(), o.model.clone(), o.profile.clone()))
+                .entry((&o.provider, &o.model, &o.profile))
                 .or_default()
                 .push(index);
         }
@@ -108,10 +116,10 @@ impl ReplayProvider {
             by_request,
             by_target,
             outcomes,
-            used: Mutex::new(HashSet::new()),
+            used: Mutex::new(vec![false; outcomes.len()]),
             clock,
             unrecorded,
-            calls: Mutex::new(Vec::new()),
+            log: Mutex::new(CallLog::default()),
             feed: None,
             shapes: None,
         }
@@ -130,20 +138,17 @@ impl ReplayProvider {
         self
     }
 
-    /// Every call so far, in order.
-    pub fn calls(&self) -> Vec<Call> {
-        self.calls_from(0)
+    /// The last call so far, if any.
+    pub fn last_call(&self) -> Option<LastCall> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).last
     }
 
-    /// The calls from the `first`-th on.
-    pub fn calls_from(&self, first: usize) -> Vec<Call> {
-        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
-        calls.get(first..).map(<[Call]>::to_vec).unwrap_or_default()
-    }
-
-    /// How many calls so far.
-    pub fn call_count(&self) -> usize {
-        self.calls.lock().unwrap_or_else(|e| e.into_inner()).len()
+    /// How many calls so far nothing recorded answered.
+    pub fn unrecorded_calls(&self) -> usize {
+        self.log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .unrecorded
     }
 
     fn same_target(outcome: &OutcomeEvent, target: &Target) -> bool {
@@ -158,16 +163,16 @@ impl ReplayProvider {
             indexes
                 .iter()
                 .copied()
-                .find(|&i| !used.contains(&i) && Self::same_target(&self.outcomes[i], target))
+                .find(|&i| !used[i] && Self::same_target(&self.outcomes[i], target))
         });
         if let Some(index) = recorded {
-            used.insert(index);
+            used[index] = true;
             return Some((index, Answered::Recorded));
         }
         let key = (
-            target.provider.clone(),
-            target.model.clone(),
-            target.profile.clone(),
+            target.provider.as_str(),
+            target.model.as_str(),
+            target.profile.as_str(),
         );
         let indexes = self.by_target.get(&key)?;
         // The outcomes around `now`: the last one at or before it, the first after.
@@ -183,7 +188,7 @@ impl ReplayProvider {
     }
 }
 
-impl Provider for ReplayProvider {
+impl Provider for ReplayProvider<'_> {
     /// The id of the recorded request being replayed.
     type Request = u64;
     type Reply = ();
@@ -234,16 +239,11 @@ impl Provider for ReplayProvider {
             // reports it at the next request.
             let _ = feed.catch_up(self.clock.now_ms());
         }
-        self.calls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Call {
-                request: *request,
-                at: now,
-                target: target.clone(),
-                answered,
-                ok: result.is_ok(),
-            });
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        log.last = Some(LastCall { at: now, answered });
+        if answered == Answered::Unrecorded {
+            log.unrecorded += 1;
+        }
         result
     }
 }

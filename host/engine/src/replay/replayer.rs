@@ -28,8 +28,8 @@ use super::setup::{
 use super::state_feed::StateFeed;
 use super::trace::{Header, RequestEvent, Trace};
 
-/// The replay's runner.
-type ReplayRunner = Runner<ReplayProvider, VirtualClock>;
+/// The replay's runner, answering from a trace it borrows.
+type ReplayRunner<'t> = Runner<ReplayProvider<'t>, VirtualClock>;
 
 /// Replays `trace` through `policy`; `progress` is told after each request.
 pub fn replay(
@@ -58,7 +58,7 @@ pub fn replay(
             .collect(),
         config: Arc::new(config.clone()),
     };
-    let provider = ReplayProvider::new(trace.outcomes.clone(), clock.clone(), options.unrecorded)
+    let provider = ReplayProvider::new(&trace.outcomes, clock.clone(), options.unrecorded)
         .with_feed(feed.clone())
         .with_shapes(shapes);
     let runner = Runner::new(
@@ -74,7 +74,7 @@ pub fn replay(
         .enable_time()
         .build()
         .map_err(ReplayError::Runtime)?;
-    let mut requests = trace.requests.clone();
+    let mut requests: Vec<&RequestEvent> = trace.requests.iter().collect();
     requests.sort_by_key(|r| (r.at, r.id));
     let horizons = read_horizons(&requests, &trace.outcomes);
     let mut decisions = Vec::new();
@@ -108,7 +108,7 @@ pub fn replay(
 
 /// One recorded request, replayed.
 struct ReplayedRequest<'a> {
-    runner: &'a ReplayRunner,
+    runner: &'a ReplayRunner<'a>,
     clock: &'a VirtualClock,
     header: &'a Header,
     request: &'a RequestEvent,
@@ -187,13 +187,13 @@ enum Seen {
 
 /// The observer that builds a request's timeline.
 struct Timeline<'a> {
-    provider: &'a ReplayProvider,
+    provider: &'a ReplayProvider<'a>,
     seen: Mutex<Vec<Seen>>,
     steps: Mutex<Vec<FallbackStep>>,
 }
 
 impl<'a> Timeline<'a> {
-    fn new(provider: &'a ReplayProvider) -> Self {
+    fn new(provider: &'a ReplayProvider<'a>) -> Self {
         Timeline {
             provider,
             seen: Mutex::new(Vec::new()),
@@ -272,10 +272,7 @@ fn attempt_decision(request: u64, call: &SeenCall, attempt: &Attempt) -> Decisio
 impl RunObserver for Timeline<'_> {
     fn call_ended(&self, target: &Target, _at: u64, failure: Option<&Attempt>) {
         // The provider logged this call last; how it was answered is there.
-        let logged = self
-            .provider
-            .calls_from(self.provider.call_count().saturating_sub(1));
-        let call = logged.last();
+        let call = self.provider.last_call();
         self.seen
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -313,12 +310,7 @@ fn finish(
     decisions: Vec<Decision>,
     trace: &Trace,
 ) -> Result<Replay, ReplayError> {
-    let unrecorded = runner
-        .provider()
-        .calls()
-        .iter()
-        .filter(|c| c.answered == Answered::Unrecorded)
-        .count();
+    let unrecorded = runner.provider().unrecorded_calls();
     let profiles = store
         .usage()?
         .into_iter()

@@ -126,7 +126,7 @@ pub(super) fn seed_state(header: &Header) -> Result<(AuthStore, SessionStore), S
 /// the replay makes those decisions at the request's own instant, so the
 /// change must be applied up to the request's first recorded call (or, for
 /// a request that made none, up to the next request).
-pub(super) fn read_horizons(requests: &[RequestEvent], outcomes: &[OutcomeEvent]) -> Vec<u64> {
+pub(super) fn read_horizons(requests: &[&RequestEvent], outcomes: &[OutcomeEvent]) -> Vec<u64> {
     let mut first_call: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
     for outcome in outcomes {
         let at = first_call.entry(outcome.request).or_insert(outcome.at);
@@ -184,7 +184,8 @@ mod tests {
 
     #[test]
     fn changes_read_before_a_first_call_apply_before_its_request() {
-        let requests = [request(1, 100), request(2, 200), request(3, 300)];
+        let owned = [request(1, 100), request(2, 200), request(3, 300)];
+        let requests: Vec<&RequestEvent> = owned.iter().collect();
         // Request 1 called at 102 and 150; 2 made no call; 3 called at 301.
         let outcomes = [call(1, 150), call(1, 102), call(3, 301)];
         assert_eq!(read_horizons(&requests, &outcomes), [102, 299, 301]);
