@@ -6,6 +6,11 @@
 //! the ratio, from one run.
 //!
 //! `cargo bench --bench replay [-- REQUESTS]`
+//!
+//! With `FAILOVER_BENCH_ONLY=component` (or `native`) it replays through
+//! that path only, [`ONLY_REPEATS`] times, and prints nothing: the form to
+//! count instructions in, which machine noise does not move —
+//! `valgrind --tool=callgrind --toggle-collect='replay::timed' <bench binary> --bench 2000`.
 
 #[path = "../tests/native/mod.rs"]
 mod native;
@@ -117,6 +122,12 @@ impl Decider for Native {
 
 const T0: u64 = 1_767_225_600_000;
 
+/// Names the one path to replay, untimed (see the module's doc).
+const ONLY_VAR: &str = "FAILOVER_BENCH_ONLY";
+
+/// How often that path is replayed: enough that set-up is a small part.
+const ONLY_REPEATS: usize = 10;
+
 /// A trace of `requests` requests, each with one to three outcomes.
 fn generate(requests: u64) -> (tempfile::NamedTempFile, u64) {
     let named = tempfile::NamedTempFile::new().unwrap();
@@ -205,6 +216,18 @@ fn main() {
             sha256: "native".into(),
         },
     });
+    if let Some(only) = std::env::var_os(ONLY_VAR) {
+        // For instruction counts (callgrind): one path, repeated, untimed.
+        let policy: Arc<dyn Decider> = match only.to_str() {
+            Some("native") => native.clone(),
+            Some("component") => component.clone(),
+            _ => panic!("{ONLY_VAR} is `component` or `native`"),
+        };
+        for _ in 0..ONLY_REPEATS {
+            timed(&trace, file.path(), policy.clone());
+        }
+        return;
+    }
     // Warm both (instance pool, caches), then measure each once.
     timed(&trace, file.path(), component.clone());
     timed(&trace, file.path(), native.clone());

@@ -13,6 +13,8 @@
 //! The virtual clock moves by the recorded latency of each answer.
 
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::runner::{CallError, Provider, Target, VirtualClock};
@@ -66,9 +68,9 @@ type TargetKey<'t> = (&'t str, &'t str, &'t str);
 pub(crate) struct ReplayProvider<'t> {
     outcomes: &'t [OutcomeEvent],
     /// Outcome indexes per request, in trace order.
-    by_request: HashMap<u64, Vec<usize>>,
+    by_request: FxHashMap<u64, Vec<usize>>,
     /// Outcome indexes per (provider, model, profile), by time.
-    by_target: HashMap<TargetKey<'t>, Vec<usize>>,
+    by_target: FxHashMap<TargetKey<'t>, Vec<usize>>,
     /// Per outcome, whether a call used it as its recorded answer.
     used: Mutex<Vec<bool>>,
     clock: VirtualClock,
@@ -100,8 +102,8 @@ pub(crate) struct Shapes {
 
 impl<'t> ReplayProvider<'t> {
     pub fn new(outcomes: &'t [OutcomeEvent], clock: VirtualClock, unrecorded: Unrecorded) -> Self {
-        let mut by_request: HashMap<u64, Vec<usize>> = HashMap::new();
-        let mut by_target: HashMap<TargetKey<'t>, Vec<usize>> = HashMap::new();
+        let mut by_request: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+        let mut by_target: FxHashMap<TargetKey<'t>, Vec<usize>> = FxHashMap::default();
         for (index, o) in outcomes.iter().enumerate() {
             by_request.entry(o.request).or_default().push(index);
             by_target

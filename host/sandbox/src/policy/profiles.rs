@@ -2,7 +2,7 @@
 //! component, with the host's own types on both sides and every answer
 //! checked before the host acts on it.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use super::bindings::{on_guest, ContractVersion};
 use super::error::PolicyError;
@@ -25,27 +25,31 @@ impl Policy {
         &self,
         request: &OrderRequest,
     ) -> Result<Vec<RankedProfile>, PolicyError> {
-        let narrowed;
-        let request = match self.contract() {
+        // One copy of the request crosses: the narrowed one as it is, or
+        // the whole one for a 0.4.0 module.
+        let (sent, stored_sent): (OrderRequest, FxHashSet<&str>) = match self.contract() {
             ContractVersion::Current => {
-                narrowed = for_provider(request);
-                &narrowed
+                let narrowed = for_provider(request);
+                let sent = sent_ids(request);
+                (narrowed, sent)
             }
-            ContractVersion::Legacy => request,
+            ContractVersion::Legacy => (
+                request.clone(),
+                request.stored.iter().map(|p| p.id.as_str()).collect(),
+            ),
         };
         let ranked: Vec<RankedProfile> = self.call("order-profiles", |store, guest| {
             on_guest!(guest, g => g
                 .failover_policy_profiles()
-                .call_order_profiles(store, &request.clone().mirror()))
+                .call_order_profiles(store, &sent.mirror()))
         })?;
         let invalid = |problem: String| PolicyError::InvalidOutput {
             call: "order-profiles",
             problem,
         };
-        let known: HashSet<&str> = request.stored.iter().map(|p| p.id.as_str()).collect();
-        let mut seen = HashSet::new();
+        let mut seen = FxHashSet::default();
         for entry in &ranked {
-            if !known.contains(entry.id.as_str()) {
+            if !stored_sent.contains(entry.id.as_str()) {
                 return Err(invalid(format!(
                     "it named profile {:?}, which is not stored",
                     entry.id
@@ -136,30 +140,47 @@ impl Policy {
 /// changes no answer of a policy that picks the provider's profiles.
 fn for_provider(request: &OrderRequest) -> OrderRequest {
     let provider = request.provider.as_str();
-    let named: HashSet<&str> = (request.explicit_order.iter().flatten().map(String::as_str))
+    let sent = sent_ids(request);
+    let stored: Vec<_> = (request.stored.iter())
+        .filter(|p| sent.contains(p.id.as_str()))
+        .cloned()
+        .collect();
+    let configured = (request.configured.iter())
+        .filter(|c| c.provider == provider || own_ids(request).any(|id| id == c.id))
+        .cloned()
+        .collect();
+    OrderRequest {
+        provider: request.provider.clone(),
+        explicit_order: request.explicit_order.clone(),
+        configured,
+        stored,
+        model: request.model.clone(),
+        now_ms: request.now_ms,
+    }
+}
+
+/// The ids of the stored profiles [`for_provider`] sends: the provider's
+/// own, and those its explicit order or its configured entries name.
+fn sent_ids(request: &OrderRequest) -> FxHashSet<&str> {
+    let provider = request.provider.as_str();
+    let named: FxHashSet<&str> = (request.explicit_order.iter().flatten().map(String::as_str))
         .chain(
             (request.configured.iter())
                 .filter(|c| c.provider == provider)
                 .map(|c| c.id.as_str()),
         )
         .collect();
-    let stored: Vec<_> = (request.stored.iter())
+    (request.stored.iter())
         .filter(|p| p.provider == provider || named.contains(p.id.as_str()))
-        .cloned()
-        .collect();
-    let own: HashSet<&str> = (request.stored.iter())
-        .filter(|p| p.provider == provider)
         .map(|p| p.id.as_str())
-        .collect();
-    let configured = (request.configured.iter())
-        .filter(|c| c.provider == provider || own.contains(c.id.as_str()))
-        .cloned()
-        .collect();
-    OrderRequest {
-        configured,
-        stored,
-        ..request.clone()
-    }
+        .collect()
+}
+
+/// The ids of the provider's own stored profiles.
+fn own_ids(request: &OrderRequest) -> impl Iterator<Item = &str> {
+    (request.stored.iter())
+        .filter(move |p| p.provider == request.provider)
+        .map(|p| p.id.as_str())
 }
 
 /// A window the policy opened must end after `now` and within

@@ -175,14 +175,16 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
         }
         let (stored, seen_usage) = self.runner.stored_and_usage()?;
         self.seen_usage = seen_usage;
-        let ranked = self.policy.order_profiles(&OrderRequest {
+        let order = OrderRequest {
             provider: provider.clone(),
             explicit_order: self.runner.config.explicit_order(&provider),
             configured: self.runner.config.configured_profiles(),
-            stored: stored.clone(),
+            stored,
             model: Some(model.clone()),
             now_ms: now,
-        })?;
+        };
+        let ranked = self.policy.order_profiles(&order)?;
+        let stored = order.stored;
         let mut ids = match self.decide(&provider, &stored, &ranked, now)? {
             Ok(ids) => ids,
             Err(reason) if ranked.is_empty() => {

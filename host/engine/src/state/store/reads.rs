@@ -131,7 +131,7 @@ impl AuthStore {
     pub fn usage(&self) -> Result<BTreeMap<String, Usage>, StateError> {
         let usage = match &self.shared {
             Some(shared) => shared.usage(&self.profiles()?.ids()),
-            None => self.usage_file()?.usage_stats,
+            None => self.usage_stats()?,
         };
         if let Some(watch) = &self.watch {
             report_usage_seen(watch.as_ref(), &usage);
@@ -139,8 +139,20 @@ impl AuthStore {
         Ok(usage)
     }
 
-    fn usage_file(&self) -> Result<UsageFile, StateError> {
-        self.usage_file_read(true)
+    /// The `usageStats` of the routing state file, copied out of the file
+    /// held (in memory, or parsed from an unchanged file) without the rest
+    /// of it.
+    fn usage_stats(&self) -> Result<BTreeMap<String, Usage>, StateError> {
+        if let Some(memory) = self.memory() {
+            return Ok(memory.usage.usage_stats.clone());
+        }
+        let kept = (self.cache.usage).with(&self.paths.usage, UsageFile::read, |file| {
+            file.usage_stats.clone()
+        })?;
+        match kept {
+            Some(stats) => Ok(stats),
+            None => Ok(self.profiles_read(true)?.legacy_usage().unwrap_or_default()),
+        }
     }
 
     /// The routing state file as it is now, past the cache (under the lock).
