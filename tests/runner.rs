@@ -39,6 +39,8 @@ enum Outcome {
     LiveSwitch(&'static str),
     /// Runs a side effect (a concurrent session edit), then fails.
     EditThenFail(Arc<dyn Fn() + Send + Sync>, u16, &'static str),
+    /// Runs a side effect (another writer's change), then replies.
+    EditThenReply(Arc<dyn Fn() + Send + Sync>),
     /// Runs to the attempt deadline without an answer (F-12.3).
     Hang,
 }
@@ -107,6 +109,13 @@ impl Provider for Scripted {
             Outcome::EditThenFail(edit, status, message) => {
                 edit();
                 fail(status, message)
+            }
+            Outcome::EditThenReply(edit) => {
+                edit();
+                Ok(format!(
+                    "reply from {} via {}",
+                    target.model, target.profile
+                ))
             }
             Outcome::Hang => Err(CallError::Hung(Box::new(
                 ProviderError::message("request timed out: no answer within 120.0 s")
@@ -949,6 +958,73 @@ async fn concurrent_successes_on_one_old_last_used_write_it_once() {
         .advance(failover::runner::LAST_USED_WRITE_INTERVAL_MS);
     r.run(&options, &()).await.unwrap();
     assert_eq!(*writes.0.lock().unwrap(), 2);
+}
+
+#[tokio::test]
+async fn a_success_that_writes_asks_the_policy_once_when_the_state_held_still() {
+    // The policy is pure: a success decided on the state it then finds
+    // under the lock is not asked again. A run that writes its success
+    // makes as many policy calls as one that keeps it in memory.
+    use failover::runner::Clock as _;
+    let engine = PolicyEngine::new().unwrap();
+    let policy = Arc::new(Policy::default_policy(&engine).unwrap());
+    let w = world(&["anthropic:a"]);
+    let mut config = strict_config();
+    config.agents.defaults.model.fallbacks = None;
+    let r = Runner::new(
+        policy.clone(),
+        config,
+        w.store.clone(),
+        w.sessions.clone(),
+        Scripted::default(),
+        w.clock.clone(),
+    );
+    let options = RunOptions::default();
+    // The first run fills the chain's memo and writes lastUsed.
+    r.run(&options, &()).await.unwrap();
+    let calls_of_a_run = || async {
+        let before = policy.stats().calls;
+        r.run(&options, &()).await.unwrap();
+        policy.stats().calls - before
+    };
+    w.clock
+        .advance(failover::runner::LAST_USED_WRITE_INTERVAL_MS);
+    let writing = calls_of_a_run().await;
+    let written = w.store.usage().unwrap()["anthropic:a"].last_used;
+    assert_eq!(written, Some(w.clock.now_ms()), "the success wrote");
+    w.clock.advance(1);
+    let kept = calls_of_a_run().await;
+    assert_eq!(w.store.usage().unwrap()["anthropic:a"].last_used, written);
+    assert_eq!(
+        writing, kept,
+        "a written success asked record-success twice"
+    );
+}
+
+#[tokio::test]
+async fn a_success_is_decided_again_on_state_another_writer_changed_during_the_call() {
+    // Another process records a failure of the profile while the call is
+    // in flight: the success is decided on that state, not on the one
+    // read before the call (record-success keeps `lastFailureAt`).
+    let w = world(&["anthropic:a"]);
+    let store = w.store.clone();
+    let edit = Arc::new(move || {
+        store
+            .update_usage(|u| {
+                u.entry("anthropic:a".into()).or_default().last_failure_at = Some(NOW - 5);
+                Ok(())
+            })
+            .unwrap();
+    });
+    let provider = Scripted::default().then(PRIMARY, Outcome::EditThenReply(edit));
+    let r = runner(&w, strict_config(), provider);
+    assert_eq!(
+        r.run(&RunOptions::default(), &()).await.unwrap().profile,
+        "anthropic:a"
+    );
+    let usage = w.store.usage().unwrap()["anthropic:a"].clone();
+    assert_eq!(usage.last_used, Some(NOW));
+    assert_eq!(usage.last_failure_at, Some(NOW - 5), "{usage:?}");
 }
 
 // Project rules beyond the seeds (spec §12).

@@ -173,8 +173,8 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         }
         self.store.update_profile_usage(&target.profile, |before| {
             // The policy is pure: on the state it was just asked about, its
-            // answer is the one it gave (in replay, every request's success
-            // writes; this halves its policy calls for it).
+            // answer is the one it gave. (In replay every success writes;
+            // this saves each request a second call.)
             if *before == current {
                 return Ok(after.clone());
             }
