@@ -13,9 +13,9 @@
 //! The virtual clock moves by the recorded latency of each answer.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
-use std::sync::{Arc, Mutex};
 
 use crate::runner::{CallError, Provider, Target, VirtualClock};
 use failover_sandbox::provider_error::ProviderError;
