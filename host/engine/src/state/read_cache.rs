@@ -132,7 +132,10 @@ impl<T> Default for ReadCache<T> {
 
 impl<T: Clone> ReadCache<T> {
     /// `path` parsed by `read`, or the value parsed last when the file has
-    /// not changed since. `read` returns `None` for a missing file.
+    /// not changed since. `read` returns `None` for a missing file. The
+    /// tests' shorthand: the store reads in place, through
+    /// [`ReadCache::with`].
+    #[cfg(test)]
     pub(crate) fn get(
         &self,
         path: &Path,
@@ -243,6 +246,16 @@ mod tests {
         assert_eq!(reads.get(), 3, "a version under two seconds old was kept");
     }
 
+    /// A reader of JSON state files that counts its reads in `reads`.
+    fn counted_json_read(
+        reads: &Cell<usize>,
+    ) -> impl Fn(&Path) -> Result<Option<serde_json::Value>, StateError> + Copy + '_ {
+        move |p: &Path| {
+            reads.set(reads.get() + 1);
+            crate::state::files::read_json(p)
+        }
+    }
+
     /// `{"n": 1}` written by this process to `path`, and kept.
     fn written_and_kept(
         cache: &ReadCache<serde_json::Value>,
@@ -268,10 +281,7 @@ mod tests {
         let path = dir.path().join("state.json");
         let reads = Cell::new(0);
         let cache = ReadCache::<serde_json::Value>::default();
-        let read = |p: &Path| {
-            reads.set(reads.get() + 1);
-            crate::state::files::read_json(p)
-        };
+        let read = counted_json_read(&reads);
         written_and_kept(&cache, &path, read);
         assert_eq!(reads.get(), 1, "the written version is read back once");
         for _ in 0..3 {
@@ -292,10 +302,7 @@ mod tests {
         let path = dir.path().join("state.json");
         let reads = Cell::new(0);
         let cache = ReadCache::<serde_json::Value>::default();
-        let read = |p: &Path| {
-            reads.set(reads.get() + 1);
-            crate::state::files::read_json(p)
-        };
+        let read = counted_json_read(&reads);
         let written =
             crate::state::files::write_json_atomic_kept(&path, &serde_json::json!({"n": 1}))
                 .unwrap();

@@ -29,9 +29,8 @@ impl Policy {
         // the whole one for a 0.4.0 module.
         let (sent, stored_sent): (OrderRequest, FxHashSet<&str>) = match self.contract() {
             ContractVersion::Current => {
-                let narrowed = for_provider(request);
                 let sent = sent_ids(request);
-                (narrowed, sent)
+                (for_provider(request, &sent), sent)
             }
             ContractVersion::Legacy => (
                 request.clone(),
@@ -138,15 +137,18 @@ impl Policy {
 /// an id of its profiles (an entry's mode applies by id). Every other
 /// profile costs lowering, a string at a time, on every candidate, and
 /// changes no answer of a policy that picks the provider's profiles.
-fn for_provider(request: &OrderRequest) -> OrderRequest {
+fn for_provider(request: &OrderRequest, sent: &FxHashSet<&str>) -> OrderRequest {
     let provider = request.provider.as_str();
-    let sent = sent_ids(request);
     let stored: Vec<_> = (request.stored.iter())
         .filter(|p| sent.contains(p.id.as_str()))
         .cloned()
         .collect();
+    let own: FxHashSet<&str> = (request.stored.iter())
+        .filter(|p| p.provider == provider)
+        .map(|p| p.id.as_str())
+        .collect();
     let configured = (request.configured.iter())
-        .filter(|c| c.provider == provider || own_ids(request).any(|id| id == c.id))
+        .filter(|c| c.provider == provider || own.contains(c.id.as_str()))
         .cloned()
         .collect();
     OrderRequest {
@@ -159,7 +161,7 @@ fn for_provider(request: &OrderRequest) -> OrderRequest {
     }
 }
 
-/// The ids of the stored profiles [`for_provider`] sends: the provider's
+/// The ids of the stored profiles [`for_provider`] keeps: the provider's
 /// own, and those its explicit order or its configured entries name.
 fn sent_ids(request: &OrderRequest) -> FxHashSet<&str> {
     let provider = request.provider.as_str();
@@ -174,13 +176,6 @@ fn sent_ids(request: &OrderRequest) -> FxHashSet<&str> {
         .filter(|p| p.provider == provider || named.contains(p.id.as_str()))
         .map(|p| p.id.as_str())
         .collect()
-}
-
-/// The ids of the provider's own stored profiles.
-fn own_ids(request: &OrderRequest) -> impl Iterator<Item = &str> {
-    (request.stored.iter())
-        .filter(move |p| p.provider == request.provider)
-        .map(|p| p.id.as_str())
 }
 
 /// A window the policy opened must end after `now` and within

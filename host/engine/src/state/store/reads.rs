@@ -151,34 +151,30 @@ impl AuthStore {
         })?;
         match kept {
             Some(stats) => Ok(stats),
-            None => Ok(self.profiles_read(true)?.legacy_usage().unwrap_or_default()),
+            None => self.legacy_usage_stats(true),
         }
     }
 
     /// The routing state file as it is now, past the cache (under the lock).
     pub(super) fn usage_file_fresh(&self) -> Result<UsageFile, StateError> {
-        self.usage_file_read(false)
-    }
-
-    fn usage_file_read(&self, cached: bool) -> Result<UsageFile, StateError> {
         if let Some(memory) = self.memory() {
             return Ok(memory.usage.clone());
         }
-        let file = if cached {
-            self.cache.usage.get(&self.paths.usage, UsageFile::read)?
-        } else {
-            UsageFile::read(&self.paths.usage)?
-        };
-        if let Some(file) = file {
+        if let Some(file) = UsageFile::read(&self.paths.usage)? {
             return Ok(file);
         }
-        let legacy = self
-            .profiles_read(cached)?
-            .legacy_usage()
-            .unwrap_or_default();
         Ok(UsageFile {
-            usage_stats: legacy,
+            usage_stats: self.legacy_usage_stats(false)?,
             ..UsageFile::default()
         })
+    }
+
+    /// Without `auth-state.json`: the `usageStats` older versions kept
+    /// inside `auth-profiles.json` (read through the cache when `cached`).
+    fn legacy_usage_stats(&self, cached: bool) -> Result<BTreeMap<String, Usage>, StateError> {
+        Ok(self
+            .profiles_read(cached)?
+            .legacy_usage()
+            .unwrap_or_default())
     }
 }
