@@ -193,7 +193,7 @@ pub struct Completion {
     /// An OpenAI-shaped upstream's whole reply: OpenAI clients get it as it
     /// is (every choice of `n`, `logprobs`, `system_fingerprint`, usage
     /// details), with the gateway's id and model.
-    pub raw: Option<Value>,
+    pub raw: Option<openai::WholeReply>,
 }
 
 /// One piece of a streamed tool call, in OpenAI's delta shape: a call's

@@ -4,7 +4,7 @@
 //! an error event so a client never takes a cut reply for whole.
 
 use axum::body::{Body, Bytes};
-use axum::http::{header, HeaderValue};
+use axum::http::{header, HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::StreamExt;
@@ -46,9 +46,14 @@ pub fn success(outcome: RunOutcome<ChatReply>, context: StreamContext, face: Fac
         ChatReply::Complete(completion) => {
             let id = response_id(&completion.id, face);
             match face {
-                Face::OpenAi => {
-                    Json(openai::completion_json(&id, &model, created, completion)).into_response()
-                }
+                Face::OpenAi => (
+                    [(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    )],
+                    openai::completion_json(&id, &model, created, completion),
+                )
+                    .into_response(),
                 Face::Anthropic => {
                     Json(messages::message_json(&id, &model, &completion)).into_response()
                 }
@@ -75,16 +80,23 @@ pub fn success(outcome: RunOutcome<ChatReply>, context: StreamContext, face: Fac
     };
     let headers = response.headers_mut();
     for (name, value) in [
-        (PROVIDER_HEADER, &outcome.provider),
-        (MODEL_HEADER, &outcome.model),
-        (PROFILE_HEADER, &outcome.profile),
+        (&PROVIDER, &outcome.provider),
+        (&MODEL, &outcome.model),
+        (&PROFILE, &outcome.profile),
     ] {
         if let Ok(value) = HeaderValue::from_str(value) {
-            headers.insert(name, value);
+            headers.insert(name.clone(), value);
         }
     }
     response
 }
+
+// The served-by header names, checked once instead of on every reply (a
+// name from a `&str` is validated byte by byte each time). A static clone
+// copies no bytes.
+static PROVIDER: HeaderName = HeaderName::from_static(PROVIDER_HEADER);
+static MODEL: HeaderName = HeaderName::from_static(MODEL_HEADER);
+static PROFILE: HeaderName = HeaderName::from_static(PROFILE_HEADER);
 
 /// How a relayed stream is written in one client shape.
 trait StreamWriter: Send {

@@ -4,14 +4,18 @@
 
 //!
 //! - [`request`] — client requests parsed, upstream requests rendered;
-//! - [`reply`] — upstream replies and streams read, client replies rendered.
+//! - [`reply`] — upstream replies and streams read, client replies rendered;
+//! - [`whole`] — a whole upstream reply split into its members, relayed
+//!   as it came.
 
 mod reply;
 mod request;
+mod whole;
 
 pub(crate) use reply::unreadable;
 pub use reply::{chunk_json, completion_json, error_json, parse_completion, Chunk, StreamDecoder};
 pub use request::{parse_request, render_request, request_from_value, BadRequest};
+pub use whole::WholeReply;
 
 #[cfg(test)]
 mod tests {
@@ -215,7 +219,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(whole.usage.as_ref().unwrap().cached_tokens, Some(4));
-        let body = completion_json("chatcmpl-gw", "openai/m", 1, whole);
+        let body: serde_json::Value =
+            serde_json::from_str(&completion_json("chatcmpl-gw", "openai/m", 1, whole)).unwrap();
         assert_eq!(body["choices"][1]["message"]["content"], "y");
         assert_eq!(body["system_fingerprint"], "fp_2");
         assert_eq!(

@@ -6,40 +6,31 @@ use serde_json::{json, Value};
 use super::super::sse::SseEvent;
 use super::super::tools;
 use super::super::{Completion, FinishReason, StreamEvent, TokenUsage};
+use super::whole::{self, Unread};
 use failover_sandbox::provider_error::ProviderError;
 
 /// Reads an upstream's non-streaming reply. An in-band error object, or a
 /// body that is not a completion, is a provider error carrying the body.
 pub fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
-    let value: Value = serde_json::from_str(text).map_err(|_| unreadable(text))?;
-    if value.get("error").is_some_and(|e| !e.is_null()) {
-        return Err(ProviderError::message(text));
-    }
-    let choice = value
-        .get("choices")
-        .and_then(|c| c.get(0))
-        .ok_or_else(|| unreadable(text))?;
-    let message = choice.get("message").ok_or_else(|| unreadable(text))?;
-    let mut message_extra = message.as_object().cloned().unwrap_or_default();
+    let read = whole::read(text).map_err(|unread| match unread {
+        Unread::InBandError => ProviderError::message(text),
+        Unread::NotACompletion => unreadable(text),
+    })?;
+    let mut message_extra = read.message;
     message_extra.remove("role");
     let content = message_extra.remove("content");
     message_extra.retain(|_, v| !v.is_null());
-    let finish = finish(choice.get("finish_reason")).unwrap_or(FinishReason::Stop);
+    let finish = finish(read.finish_reason.as_ref()).unwrap_or(FinishReason::Stop);
     Ok(Completion {
-        id: value
-            .get("id")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-        text: content
-            .as_ref()
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
+        id: read.id,
+        text: match content {
+            Some(Value::String(text)) => text,
+            _ => String::new(),
+        },
         finish,
-        usage: usage(value.get("usage")),
+        usage: usage(read.usage.as_ref()),
         message_extra,
-        raw: Some(value),
+        raw: Some(read.reply),
     })
 }
 
@@ -68,15 +59,13 @@ fn finish(value: Option<&Value>) -> Option<FinishReason> {
 
 fn usage(value: Option<&Value>) -> Option<TokenUsage> {
     let value = value?;
+    // `get` chains, not `pointer`: a pointer allocates each of its tokens.
+    let detail = |details: &str, count: &str| value.get(details)?.get(count)?.as_u64();
     Some(TokenUsage {
         prompt_tokens: value.get("prompt_tokens")?.as_u64()?,
         completion_tokens: value.get("completion_tokens")?.as_u64()?,
-        cached_tokens: value
-            .pointer("/prompt_tokens_details/cached_tokens")
-            .and_then(Value::as_u64),
-        reasoning_tokens: value
-            .pointer("/completion_tokens_details/reasoning_tokens")
-            .and_then(Value::as_u64),
+        cached_tokens: detail("prompt_tokens_details", "cached_tokens"),
+        reasoning_tokens: detail("completion_tokens_details", "reasoning_tokens"),
     })
 }
 
@@ -208,15 +197,11 @@ impl StreamDecoder {
     }
 }
 
-/// The client-facing `chat.completion` object.
-pub fn completion_json(id: &str, model: &str, created: u64, completion: Completion) -> Value {
-    if let Some(Value::Object(mut body)) = completion.raw {
+/// The client-facing `chat.completion` object, as JSON text.
+pub fn completion_json(id: &str, model: &str, created: u64, completion: Completion) -> String {
+    if let Some(reply) = &completion.raw {
         // An OpenAI-shaped upstream's reply, whole: every choice and field.
-        body.insert("id".into(), id.into());
-        body.insert("model".into(), model.into());
-        body.insert("object".into(), "chat.completion".into());
-        body.entry("created").or_insert(created.into());
-        return Value::Object(body);
+        return reply.render(id, model, created);
     }
     let mut message = completion.message_extra;
     message.insert("role".into(), "assistant".into());
@@ -232,7 +217,7 @@ pub fn completion_json(id: &str, model: &str, created: u64, completion: Completi
     if let Some(usage) = completion.usage {
         body["usage"] = usage_json(usage);
     }
-    body
+    body.to_string()
 }
 
 /// What a client-facing chunk carries.
