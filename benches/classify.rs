@@ -4,6 +4,12 @@
 //! typical short error and on the case corpus at its own message lengths and
 //! padded to 1 KiB and 4 KiB. Run with `cargo bench --bench classify`; the
 //! summary at the end prints the ratios of this one run (see BENCHMARKS.md).
+//!
+//! With `FAILOVER_BENCH_ONLY=component` (or `batch`, or `native`) it
+//! classifies the reference corpus [`ONLY_REPEATS`] times that way only,
+//! untimed, and prints nothing: the form to count instructions in, which
+//! machine noise does not move —
+//! `valgrind --tool=callgrind --toggle-collect='classify::counted' <bench binary> --bench`.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -198,9 +204,50 @@ fn summarise(inputs: &[Inputs]) {
     println!("(ratio: component over native; per-byte cost: difference of the padded rows over the difference of their bytes)");
 }
 
+/// Names the one way `counted` classifies.
+const ONLY_VAR: &str = "FAILOVER_BENCH_ONLY";
+
+/// How often `counted` goes over the reference corpus: enough that the
+/// first call's set-up is a small part of the count.
+const ONLY_REPEATS: usize = 1000;
+
+/// The reference corpus classified `ONLY_REPEATS` times, one way.
+#[inline(never)]
+fn counted(policy: &Policy, reference: &Inputs, only: &str) {
+    for _ in 0..ONLY_REPEATS {
+        match only {
+            "component" => {
+                for error in &reference.errors {
+                    black_box(policy.classify(error, NOW_MS).expect("classifies"));
+                }
+            }
+            "batch" => {
+                for verdict in policy.classify_many(&reference.errors, NOW_MS) {
+                    black_box(verdict.expect("classifies"));
+                }
+            }
+            "native" => {
+                for report in &reference.native {
+                    black_box(policy_guest::classify(report));
+                }
+            }
+            other => panic!("{ONLY_VAR}={other}: expected component, batch or native"),
+        }
+    }
+}
+
 fn main() {
     let engine = PolicyEngine::new().expect("engine");
     let policy = Policy::default_policy(&engine).expect("default policy");
+    if let Some(only) = std::env::var_os(ONLY_VAR) {
+        let reference = Inputs::new("reference", reference());
+        // One warm call first: instantiation is not what is counted.
+        policy
+            .classify(&reference.errors[0], NOW_MS)
+            .expect("classifies");
+        counted(&policy, &reference, &only.to_string_lossy());
+        return;
+    }
     let inputs = all_inputs();
     let mut criterion = Criterion::default()
         .warm_up_time(Duration::from_secs(1))

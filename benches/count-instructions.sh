@@ -11,7 +11,8 @@
 # defaults to the one that build makes. Each process is started under
 # callgrind and warmed with 5 s of load; then the counters are zeroed,
 # 15 s of `wrk -t1 -c4` are counted, and the count is divided by the
-# requests wrk completed.
+# requests wrk completed. With FAILOVER_KEEP_PROFILES=DIR the callgrind
+# files are kept there, to read with `callgrind_annotate --inclusive=yes`.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -29,6 +30,9 @@ work=$(mktemp -d)
 pids=()
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
+    if [ -n "${FAILOVER_KEEP_PROFILES:-}" ]; then
+        mkdir -p "$FAILOVER_KEEP_PROFILES" && cp "$work"/cg.* "$FAILOVER_KEEP_PROFILES"/
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT
