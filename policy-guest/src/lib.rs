@@ -22,6 +22,7 @@
 //!   next step, summary (spec §3, §7, §8, §10).
 
 mod body;
+mod bytes;
 mod classify;
 mod codes;
 mod glue;

@@ -154,3 +154,39 @@ unsafe impl GlobalAlloc for Arena {
         moved
     }
 }
+
+impl Arena {
+    /// The canonical ABI's `cabi_realloc` on this allocator: what the host
+    /// calls to place each string and list it passes in. Empty requests get
+    /// a dangling, aligned pointer, as the ABI allows; a failed allocation
+    /// traps.
+    ///
+    /// # Safety
+    ///
+    /// As for `GlobalAlloc`: `align` is a power of two, and a non-null
+    /// `old_ptr` is a live allocation of `old_len` bytes at `align`.
+    #[inline]
+    pub unsafe fn cabi_realloc(
+        &self,
+        old_ptr: *mut u8,
+        old_len: usize,
+        align: usize,
+        new_len: usize,
+    ) -> *mut u8 {
+        let ptr = if old_len == 0 {
+            if new_len == 0 {
+                return align as *mut u8;
+            }
+            // SAFETY: a non-zero size; the caller vouches for `align`.
+            unsafe { self.alloc(Layout::from_size_align_unchecked(new_len, align)) }
+        } else {
+            // SAFETY: the caller vouches for the old allocation.
+            let old = unsafe { Layout::from_size_align_unchecked(old_len, align) };
+            unsafe { self.realloc(old_ptr, old, new_len) }
+        };
+        if ptr.is_null() {
+            std::process::abort();
+        }
+        ptr
+    }
+}

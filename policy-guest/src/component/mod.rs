@@ -9,6 +9,8 @@
 //! (feature `component`) exports `DefaultPolicy` itself.
 
 mod arena;
+#[cfg(feature = "component")]
+mod builtins;
 
 /// The guest allocator the default component uses; another guest built on
 /// this crate may install it too (`#[global_allocator]`) or keep its own.
