@@ -250,7 +250,7 @@ mod tests {
 
     #[test]
     fn a_reply_goes_back_member_by_member_with_only_the_gateways_fields_replaced() {
-        let text = r#"{"id":"up-9","object":"chat.completion","created":1700000000,"model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"logprobs":{"content":[{"token":"hi","logprob":-1.2e-5}]},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1},"system_fingerprint":"fp_1","service_tier":"default"}"#;
+        let text = r#"{"id":"up-9","object":"chat.completion","created":1700000000,"model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"logprobs":{"content":[{"token":"hi","logprob":-1.2e-5}]},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1},"system_fingerprint":"fp_1","service_tier":"default","score":0.12345678901234567890123}"#;
         let out = rendered(text);
         // Numbers exactly as the upstream wrote them, members in its order.
         assert_eq!(
