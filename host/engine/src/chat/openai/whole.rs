@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 
+use rustc_hash::FxHashSet;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -117,7 +118,7 @@ pub(super) fn read(text: &str) -> Result<Read, Unread> {
             .find(|(key, _)| key == name)
             .map(|(_, value)| value.get())
     };
-    if member("error").is_some_and(|error| error != "null") {
+    if member("error").is_some_and(|error| error.trim() != "null") {
         return Err(Unread::InBandError);
     }
     let first = member("choices")
@@ -164,12 +165,15 @@ impl WholeReply {
         out.push('{');
         let (mut has_id, mut has_model, mut has_object, mut has_created) =
             (false, false, false, false);
+        // A repeated name is written once, with its last value. Found in one
+        // pass: an upstream's reply may hold any number of members.
+        let mut named_later = FxHashSet::default();
+        let mut last = vec![false; self.members.len()];
+        for (index, (name, _)) in self.members.iter().enumerate().rev() {
+            last[index] = named_later.insert(name.as_str());
+        }
         for (index, (name, span)) in self.members.iter().enumerate() {
-            // A repeated name is written once, with its last value.
-            if self.members[index + 1..]
-                .iter()
-                .any(|(later, _)| later == name)
-            {
+            if !last[index] {
                 continue;
             }
             open_member(&mut out, name);
@@ -285,6 +289,18 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_of_many_members_is_relayed_in_one_pass() {
+        let mut text = String::from(r#"{"choices":[{"message":{"content":"x"}}]"#);
+        for index in 0..50_000 {
+            text.push_str(&format!(r#","m{}":{index}"#, index % 1000));
+        }
+        text.push('}');
+        let value: Value = serde_json::from_str(&rendered(&text)).unwrap();
+        assert_eq!(value.as_object().unwrap().len(), 1000 + 5);
+        assert_eq!(value["m7"], 49_007);
+    }
+
+    #[test]
     fn names_and_ids_with_escapes_stay_valid_json() {
         let text = r#"{"id":"a\"b","we\"ird":"\u00e9\n","choices":[{"message":{"content":"x"}}]}"#;
         let read = read(text).ok().unwrap();
@@ -312,8 +328,9 @@ mod tests {
         }
         let error = r#"{"error":{"message":"overloaded"},"choices":[{"message":{}}]}"#;
         assert!(matches!(read(error), Err(Unread::InBandError)));
-        // A null error is no error; a null message is an empty one.
-        let read = read(r#"{"error":null,"choices":[{"message":null}]}"#)
+        // A null error is no error (however spaced); a null message is an
+        // empty one.
+        let read = read(r#"{ "error" : null , "choices" : [ { "message" : null } ] }"#)
             .ok()
             .unwrap();
         assert!(read.message.is_empty());
