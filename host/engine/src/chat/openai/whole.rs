@@ -30,7 +30,8 @@ pub struct WholeReply {
     members: Vec<(String, Range<usize>)>,
 }
 
-/// The top-level members of a JSON object, borrowed from its text.
+/// The top-level members of a JSON object: names, and values borrowed
+/// from its text.
 struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
 
 impl<'de> Deserialize<'de> for Members<'de> {
@@ -156,6 +157,13 @@ fn span_in(whole: &str, part: &str) -> Range<usize> {
     start..start + part.len()
 }
 
+/// The members the gateway writes itself, in the order it adds those the
+/// upstream left out.
+const GATEWAY_MEMBERS: [&str; 4] = ["id", "model", "object", "created"];
+
+/// The `object` of a whole chat completion, as JSON.
+const COMPLETION_OBJECT: &str = "\"chat.completion\"";
+
 impl WholeReply {
     /// The reply as an OpenAI client gets it: the upstream's members in
     /// its order, with `id`, `model` and `object` the gateway's, and
@@ -163,8 +171,13 @@ impl WholeReply {
     pub fn render(&self, id: &str, model: &str, created: u64) -> String {
         let mut out = String::with_capacity(self.text.len() + id.len() + model.len() + 64);
         out.push('{');
-        let (mut has_id, mut has_model, mut has_object, mut has_created) =
-            (false, false, false, false);
+        // The gateway's value of `GATEWAY_MEMBERS[slot]`.
+        let push_ours = |out: &mut String, slot: usize| match slot {
+            0 => push_json_string(out, id),
+            1 => push_json_string(out, model),
+            2 => out.push_str(COMPLETION_OBJECT),
+            _ => out.push_str(&created.to_string()),
+        };
         // A repeated name is written once, with its last value. Found in one
         // pass: an upstream's reply may hold any number of members.
         let mut named_later = FxHashSet::default();
@@ -172,54 +185,32 @@ impl WholeReply {
         for (index, (name, _)) in self.members.iter().enumerate().rev() {
             last[index] = named_later.insert(name.as_str());
         }
+        let mut written = [false; GATEWAY_MEMBERS.len()];
         for (index, (name, span)) in self.members.iter().enumerate() {
             if !last[index] {
                 continue;
             }
             open_member(&mut out, name);
-            match name.as_str() {
-                "id" => {
-                    has_id = true;
-                    push_json_string(&mut out, id);
-                }
-                "model" => {
-                    has_model = true;
-                    push_json_string(&mut out, model);
-                }
-                "object" => {
-                    has_object = true;
-                    out.push_str(COMPLETION_OBJECT);
-                }
-                "created" => {
-                    has_created = true;
-                    out.push_str(&self.text[span.clone()]);
-                }
+            let slot = GATEWAY_MEMBERS.iter().position(|ours| ours == name);
+            match slot {
+                // The upstream's own `created` stays.
+                Some(slot) if GATEWAY_MEMBERS[slot] != "created" => push_ours(&mut out, slot),
                 _ => out.push_str(&self.text[span.clone()]),
             }
+            if let Some(slot) = slot {
+                written[slot] = true;
+            }
         }
-        if !has_id {
-            open_member(&mut out, "id");
-            push_json_string(&mut out, id);
-        }
-        if !has_model {
-            open_member(&mut out, "model");
-            push_json_string(&mut out, model);
-        }
-        if !has_object {
-            open_member(&mut out, "object");
-            out.push_str(COMPLETION_OBJECT);
-        }
-        if !has_created {
-            open_member(&mut out, "created");
-            out.push_str(&created.to_string());
+        for (slot, name) in GATEWAY_MEMBERS.iter().enumerate() {
+            if !written[slot] {
+                open_member(&mut out, name);
+                push_ours(&mut out, slot);
+            }
         }
         out.push('}');
         out
     }
 }
-
-/// The `object` of a whole chat completion, as JSON.
-const COMPLETION_OBJECT: &str = "\"chat.completion\"";
 
 /// Writes the separator (when a member came before) and `name:`.
 fn open_member(out: &mut String, name: &str) {
