@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use serde_json::Value;
 
 use super::capture;
 use super::oauth;
@@ -107,14 +106,19 @@ impl HttpProvider {
         })?;
         let model = split_model(&target.model).1;
         let body = match endpoint.api {
-            Api::OpenAiChat => openai::render_request(request, model),
-            Api::AnthropicMessages => anthropic::render_request(request, model).map_err(|e| {
-                ProviderError::message(e.to_string())
-                    .with_provider(provider)
-                    .with_status(400)
-                    .with_code("untranslatable_request")
-            })?,
-        };
+            Api::OpenAiChat => openai::request_body(request, model),
+            Api::AnthropicMessages => anthropic::render_request(request, model)
+                .map_err(|e| {
+                    ProviderError::message(e.to_string())
+                        .with_provider(provider)
+                        .with_status(400)
+                        .with_code("untranslatable_request")
+                })
+                .map(|body| serde_json::to_vec(&body))?,
+        }
+        .map_err(|e| {
+            ProviderError::message(format!("cannot write the request: {e}")).with_provider(provider)
+        })?;
         let budget = attempt_budget(&endpoint, request.deadline_ms);
         let started = tokio::time::Instant::now();
         let credential = self.credential(target, &endpoint, redactor).await?;
@@ -123,7 +127,7 @@ impl HttpProvider {
             request,
             &endpoint,
             &credential,
-            &body,
+            body,
             budget,
             started,
         )
@@ -138,7 +142,7 @@ impl HttpProvider {
         request: &ChatRequest,
         endpoint: &Endpoint,
         credential: &Credential,
-        body: &Value,
+        body: Vec<u8>,
         budget: Duration,
         started: tokio::time::Instant,
     ) -> Result<ChatReply, ProviderError> {
@@ -217,7 +221,7 @@ impl HttpProvider {
         &self,
         endpoint: &Endpoint,
         credential: &Credential,
-        body: &Value,
+        body: Vec<u8>,
     ) -> Result<reqwest::Response, reqwest::Error> {
         let secret = credential.secret.expose();
         let post = match &endpoint.call_url {
@@ -239,7 +243,7 @@ impl HttpProvider {
         };
         builder
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_string())
+            .body(body)
             .send()
             .await
     }
@@ -308,5 +312,7 @@ async fn read_bounded(mut response: reqwest::Response) -> Result<String, reqwest
             break;
         }
     }
-    Ok(String::from_utf8_lossy(&body).into_owned())
+    // Valid UTF-8 (nearly always) is taken as it is, not copied.
+    Ok(String::from_utf8(body)
+        .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned()))
 }

@@ -14,7 +14,7 @@ mod whole;
 
 pub(crate) use reply::unreadable;
 pub use reply::{chunk_json, completion_json, error_json, parse_completion, Chunk, StreamDecoder};
-pub use request::{parse_request, render_request, request_from_value, BadRequest};
+pub use request::{parse_request, render_request, request_body, request_from_value, BadRequest};
 pub use whole::WholeReply;
 
 #[cfg(test)]
@@ -46,6 +46,32 @@ mod tests {
         assert_eq!(body["messages"][0]["role"], "system");
         assert_eq!(body["max_tokens"], 5);
         assert_eq!(body["user"], "u1");
+        // The bytes sent upstream say the same, the model first.
+        let sent = request_body(&request, "gpt-4o").unwrap();
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(&sent).unwrap(),
+            body
+        );
+        assert!(sent.starts_with(br#"{"model":"gpt-4o","messages":[{"role":"system","#));
+    }
+
+    #[test]
+    fn the_body_sent_upstream_never_repeats_a_member() {
+        let mut request = parse_request(
+            br#"{"model":"auto","messages":[{"role":"user","content":"hi"}],
+                "temperature":0.5,"stop":["x"],"seed":7}"#,
+        )
+        .unwrap();
+        // A passed-through field named like one the gateway writes.
+        request.openai_extra.insert("stream".into(), true.into());
+        let sent = String::from_utf8(request_body(&request, "m").unwrap()).unwrap();
+        assert_eq!(sent.matches("\"stream\"").count(), 1, "{sent}");
+        assert!(sent.contains(r#""stream":false"#), "{sent}");
+        let body: serde_json::Value = serde_json::from_str(&sent).unwrap();
+        assert_eq!(
+            (&body["temperature"], &body["stop"][0], &body["seed"]),
+            (&0.5.into(), &"x".into(), &7.into())
+        );
     }
 
     #[test]
