@@ -51,9 +51,14 @@ fn assert_healthy(policy: &Policy) {
 fn the_default_policy_passes_the_gate() {
     let (policy, report) = gate::check(engine(), DEFAULT_POLICY, Limits::default());
     assert!(policy.is_some(), "{}", report.render());
-    // The count the README and BENCHMARKS.md quote, and the batch case.
-    assert_eq!(report.cases.len(), 116);
-    assert_eq!(report.cases.last().unwrap().0, gate::BATCH_CASE);
+    // The count the README and BENCHMARKS.md quote, the batch case and the
+    // case of the answers contract 0.6.0 fixes.
+    assert_eq!(report.cases.len(), 117);
+    let last: Vec<&str> = report.cases[115..]
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert_eq!(last, [gate::BATCH_CASE, gate::FIXED_CASE]);
     assert!(report.render().ends_with("verdict: accepted\n"));
 }
 
@@ -228,6 +233,37 @@ fn invalid_decisions_at_run_time_are_refused() {
     assert!(past.to_string().contains("cooldownUntil"), "{past}");
     assert!(policy.order_profiles(&order("other")).is_ok());
     assert_healthy(&policy);
+}
+
+/// The gate's report on the hostile module built with `feature`: its one
+/// failure must be the fixed-answers case, naming `call` and `saying`.
+fn refused_for_an_unfixed_answer(feature: &str, call: &str, saying: &str) {
+    let bytes = guests::component("tests/fixtures/hostile-policy", &[feature]);
+    let (policy, report) = gate::check(engine(), &bytes, Limits::default());
+    assert!(policy.is_none(), "{}", report.render());
+    let failures: Vec<_> = report.failures().collect();
+    assert_eq!(failures.len(), 1, "{}", report.render());
+    assert_eq!(failures[0].0, gate::FIXED_CASE);
+    let why = failures[0].1.to_string();
+    assert!(why.contains(call) && why.contains(saying), "{why}");
+}
+
+#[test]
+fn a_module_that_gates_a_model_with_no_health_is_refused() {
+    // The host gives `open` for such a model without asking (contract
+    // 0.6.0); a module answering otherwise would be overruled unseen.
+    refused_for_an_unfixed_answer("idle-skip", "model-gate", "not open");
+}
+
+#[test]
+fn a_module_whose_selection_follows_the_clock_without_an_override_is_refused() {
+    // The host keeps such answers: one that changes with the time would
+    // be served stale.
+    refused_for_an_unfixed_answer(
+        "timed-selection",
+        "resolve-selection",
+        "changed with now-ms",
+    );
 }
 
 #[test]

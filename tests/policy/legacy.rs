@@ -1,12 +1,18 @@
-//! A module built for contract 0.4.0, before `classify-batch`
-//! (tests/fixtures/legacy-policy): the host admits it, says which contract
-//! it speaks, and does its batches with single `classify` calls, giving
-//! the verdicts the current default policy gives.
+//! Modules built for earlier contracts (tests/fixtures/legacy-policy): the
+//! host admits them and says which contract each speaks. A 0.4.0 module,
+//! from before `classify-batch`, gets its batches as single `classify`
+//! calls, with the verdicts the current default policy gives. A 0.5.0
+//! module is asked every `model-gate`, `record-attempt-end` and
+//! `resolve-selection` that 0.6.0 answers without a call.
 
 use std::sync::OnceLock;
 
 use failover::policy::{gate, ContractVersion, DEFAULT_POLICY};
+use failover::runner::{Gate, ModelHealth, OverrideSource, SelectionRequest, SessionOverride};
 use failover::{Limits, Policy, ProviderError};
+
+/// 2026-01-01 00:00 UTC.
+const NOW: u64 = 1_767_225_600_000;
 
 use super::support::{default_policy, engine};
 use crate::support::guests;
@@ -16,6 +22,11 @@ const REFERENCE: &str = include_str!("../cases/classify-reference.jsonl");
 fn legacy_bytes() -> &'static [u8] {
     static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
     BYTES.get_or_init(|| guests::component("tests/fixtures/legacy-policy", &[]))
+}
+
+fn v0_5_bytes() -> &'static [u8] {
+    static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
+    BYTES.get_or_init(|| guests::component("tests/fixtures/legacy-policy", &["contract-0-5"]))
 }
 
 fn reference_errors() -> Vec<ProviderError> {
@@ -30,14 +41,14 @@ fn reference_errors() -> Vec<ProviderError> {
 fn a_module_built_for_0_4_0_passes_the_gate_and_says_so() {
     let (policy, report) = gate::check(engine(), legacy_bytes(), Limits::default());
     let policy = policy.unwrap_or_else(|| panic!("{}", report.render()));
-    assert_eq!(policy.contract(), ContractVersion::Legacy);
+    assert_eq!(policy.contract(), ContractVersion::V0_4);
     assert_eq!(policy.version().contract, "failover:policy@0.4.0");
     // Every conformance case, but no batch case: it has no classify-batch.
     assert_eq!(report.cases.len(), 115);
     assert!(report
         .cases
         .iter()
-        .all(|(name, _)| name != gate::BATCH_CASE));
+        .all(|(name, _)| name != gate::BATCH_CASE && name != gate::FIXED_CASE));
     let current = Policy::load(engine(), DEFAULT_POLICY, Limits::default()).unwrap();
     assert_eq!(current.contract(), ContractVersion::Current);
 }
@@ -59,4 +70,88 @@ fn its_batches_are_single_calls_with_the_current_verdicts() {
         .map(|e| default_policy().classify(e, 0).expect("classifies"))
         .collect();
     assert_eq!(verdicts, current);
+}
+
+#[test]
+fn a_module_built_for_0_5_0_passes_the_gate_with_its_batch_and_says_so() {
+    let (policy, report) = gate::check(engine(), v0_5_bytes(), Limits::default());
+    let policy = policy.unwrap_or_else(|| panic!("{}", report.render()));
+    assert_eq!(policy.contract(), ContractVersion::V0_5);
+    assert_eq!(policy.version().contract, "failover:policy@0.5.0");
+    let names: Vec<&str> = report.cases.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names.len(), 116, "{names:?}");
+    assert!(names.contains(&gate::BATCH_CASE));
+    assert!(!names.contains(&gate::FIXED_CASE));
+    let (_, current) = gate::check(engine(), DEFAULT_POLICY, Limits::default());
+    assert!(current.passed(), "{}", current.render());
+    assert!(current
+        .cases
+        .iter()
+        .any(|(name, _)| name == gate::FIXED_CASE));
+}
+
+/// Module calls `ask` makes on `policy`.
+fn calls_of(policy: &Policy, ask: impl Fn(&Policy)) -> u64 {
+    let before = policy.stats().calls;
+    ask(policy);
+    policy.stats().calls - before
+}
+
+#[test]
+fn only_a_0_5_0_module_is_asked_what_0_6_0_fixes() {
+    let old = Policy::load(engine(), v0_5_bytes(), Limits::default()).unwrap();
+    let current = Policy::load(engine(), DEFAULT_POLICY, Limits::default()).unwrap();
+    let idle = ModelHealth::default();
+    let hung_once = ModelHealth {
+        hangs: 1,
+        last_hang_at: Some(NOW - 1_000),
+        ..idle
+    };
+    let selection = SelectionRequest {
+        configured_primary: Some("openai/gpt-4o".into()),
+        now_ms: NOW,
+        ..SelectionRequest::default()
+    };
+    let with_override = SelectionRequest {
+        session_override: Some(SessionOverride {
+            model: "anthropic/claude-sonnet-4".into(),
+            source: Some(OverrideSource::Auto),
+            origin: Some("openai/gpt-4o".into()),
+        }),
+        ..selection.clone()
+    };
+    let ask_all = |policy: &Policy| {
+        for now in [NOW, NOW + 60_000] {
+            let gate = policy.model_gate(&idle, true, now).unwrap();
+            assert_eq!((gate.gate, gate.health), (Gate::Open, idle));
+            assert_eq!(policy.record_attempt_end(&idle, false, now).unwrap(), idle);
+            let timed = SelectionRequest {
+                now_ms: now,
+                ..selection.clone()
+            };
+            let chosen = policy.resolve_selection(&timed).unwrap();
+            assert_eq!(chosen.model.as_deref(), Some("openai/gpt-4o"));
+        }
+    };
+    // 0.5.0: two gates, two attempt ends, two selections.
+    assert_eq!(calls_of(&old, ask_all), 6);
+    // 0.6.0: the answers are fixed, and the untimed selection is kept
+    // (asked at most once, here already by the gate).
+    assert_eq!(calls_of(&current, ask_all), 1);
+    assert_eq!(calls_of(&current, ask_all), 0);
+    // What is not fixed is asked of both, and both answer alike.
+    let not_fixed = |policy: &Policy| {
+        let gate = policy.model_gate(&hung_once, true, NOW).unwrap();
+        assert_eq!(gate.gate, Gate::Open);
+        let slow = policy.record_attempt_end(&hung_once, true, NOW).unwrap();
+        assert_eq!(slow.hangs, 2);
+        assert_eq!(
+            policy.record_attempt_end(&idle, true, NOW).unwrap().hangs,
+            1
+        );
+        let kept = policy.resolve_selection(&with_override).unwrap();
+        assert_eq!(kept.model.as_deref(), Some("anthropic/claude-sonnet-4"));
+    };
+    assert_eq!(calls_of(&old, not_fixed), 4);
+    assert_eq!(calls_of(&current, not_fixed), 4);
 }

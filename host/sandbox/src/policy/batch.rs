@@ -1,5 +1,5 @@
-//! Classifying many errors at once: `classify-batch` for modules of the
-//! current contract, one `classify` call per report for 0.4.0 modules.
+//! Classifying many errors at once: `classify-batch` for modules of
+//! contract 0.5.0 on, one `classify` call per report for 0.4.0 modules.
 //!
 //! A call into the module has a fixed cost of the order of a
 //! classification itself (entering the sandbox, setting fuel and deadline,
@@ -15,7 +15,7 @@
 
 use policy_types::Mirror;
 
-use super::bindings::{current, ContractVersion, Guest};
+use super::bindings::{current, Guest};
 use super::error::PolicyError;
 use super::module::{checked_verdict, Policy};
 use crate::classification::Classification;
@@ -60,7 +60,7 @@ impl Policy {
         &self,
         reports: Vec<FlatReport>,
     ) -> Vec<Result<Classification, PolicyError>> {
-        if self.contract() == ContractVersion::Legacy {
+        if !self.contract().has_batch() {
             return reports
                 .into_iter()
                 .map(|report| self.classify_report(report))
@@ -125,7 +125,17 @@ impl Policy {
                     .failover_policy_classifier()
                     .call_classify_batch(store, batch)
                     .map(Mirror::mirror),
-                Guest::Legacy(_) => Err(wasmtime::format_err!(
+                // The same types, generated from the 0.5.0 WIT: converted
+                // through the host's (0.5.0 modules only).
+                Guest::V0_5(g) => {
+                    let batch: Vec<_> = (batch.iter())
+                        .map(|r| Mirror::<policy_types::ErrorReport>::mirror(r.clone()).mirror())
+                        .collect();
+                    g.failover_policy_classifier()
+                        .call_classify_batch(store, &batch)
+                        .map(Mirror::mirror)
+                }
+                Guest::V0_4(_) => Err(wasmtime::format_err!(
                     "a 0.4.0 module has no classify-batch"
                 )),
             })?;

@@ -2,11 +2,12 @@
 //! version this host runs, and the conversions between them and the host's
 //! own types. Nothing outside `policy` sees a generated type.
 //!
-//! The current contract is `wit/policy.wit`; 0.4.0 (`wit/legacy/0.4.0`) is
-//! the same but for `classify-batch`. A module built for either runs: a
-//! [`Guest`] is an instance of one or the other, and [`on_guest!`] makes a
-//! call the same way on both, converting its arguments and answer through
-//! [`Mirror`](policy_types::Mirror).
+//! The current contract is `wit/policy.wit`; 0.5.0 (`wit/legacy/0.5.0`)
+//! has the same functions and types, without the calls 0.6.0 spares;
+//! 0.4.0 (`wit/legacy/0.4.0`) also lacks `classify-batch`. A module built
+//! for any of them runs: a [`Guest`] is an instance of one, and
+//! [`on_guest!`] makes a call the same way on each, converting its
+//! arguments and answer through [`Mirror`](policy_types::Mirror).
 
 use wasmtime::component::InstancePre;
 use wasmtime::Store;
@@ -53,34 +54,39 @@ pub(crate) mod current {
     pub(crate) use wit::ErrorReport;
 }
 
+/// Contract 0.5.0, frozen: modules built before 0.6.0 spared calls.
+pub(crate) mod v0_5 {
+    contract_bindings!("../../wit/legacy/0.5.0");
+}
+
 /// Contract 0.4.0, frozen: modules built before `classify-batch`.
-pub(crate) mod legacy {
+pub(crate) mod v0_4 {
     contract_bindings!("../../wit/legacy/0.4.0");
 }
 
 /// The WIT package this host speaks, with its version.
-pub const CONTRACT: &str = "failover:policy@0.5.0";
+pub const CONTRACT: &str = "failover:policy@0.6.0";
 
 /// Prefix of every interface name in the contract.
 pub const CONTRACT_PACKAGE: &str = "failover:policy";
 
 /// The contract's semantic version.
-pub const CONTRACT_VERSION: &str = "0.5.0";
-
-/// The earlier contract version this host still runs.
-pub const LEGACY_CONTRACT_VERSION: &str = "0.4.0";
+pub const CONTRACT_VERSION: &str = "0.6.0";
 
 /// What error messages say this host runs.
-pub(crate) const CONTRACTS_RUN: &str = "failover:policy@0.5.0 (or 0.4.0)";
+pub(crate) const CONTRACTS_RUN: &str = "failover:policy@0.6.0 (or 0.5.0, 0.4.0)";
 
 /// Which contract a module was built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContractVersion {
     /// The current contract ([`CONTRACT`]).
     Current,
-    /// 0.4.0: everything but `classify-batch`, which the host then does
+    /// 0.5.0: every function, but each `model-gate`, `record-attempt-end`
+    /// and `resolve-selection` call is made (0.6.0 fixes some answers).
+    V0_5,
+    /// 0.4.0: also without `classify-batch`, which the host then does
     /// with one `classify` call per report.
-    Legacy,
+    V0_4,
 }
 
 impl ContractVersion {
@@ -88,7 +94,8 @@ impl ContractVersion {
     pub(crate) fn from_export_version(version: &str) -> Option<Self> {
         match version {
             CONTRACT_VERSION => Some(ContractVersion::Current),
-            LEGACY_CONTRACT_VERSION => Some(ContractVersion::Legacy),
+            "0.5.0" => Some(ContractVersion::V0_5),
+            "0.4.0" => Some(ContractVersion::V0_4),
             _ => None,
         }
     }
@@ -97,15 +104,35 @@ impl ContractVersion {
     pub fn contract(self) -> &'static str {
         match self {
             ContractVersion::Current => CONTRACT,
-            ContractVersion::Legacy => "failover:policy@0.4.0",
+            ContractVersion::V0_5 => "failover:policy@0.5.0",
+            ContractVersion::V0_4 => "failover:policy@0.4.0",
         }
+    }
+
+    /// The module exports `classify-batch` (0.5.0 on).
+    pub fn has_batch(self) -> bool {
+        self != ContractVersion::V0_4
+    }
+
+    /// `order-profiles` is sent only the profiles an answer can depend on
+    /// (0.5.0 on); a 0.4.0 module gets every profile.
+    pub fn narrows_profiles(self) -> bool {
+        self != ContractVersion::V0_4
+    }
+
+    /// The contract fixes the answers the host then gives without a call
+    /// (0.6.0 on): `model-gate` and `record-attempt-end` on a model with
+    /// no kept health, `resolve-selection` without a session override.
+    pub fn fixes_idle_answers(self) -> bool {
+        self == ContractVersion::Current
     }
 }
 
 /// A module's exports, resolved once, for the contract it was built for.
 pub(crate) enum GuestPre {
     Current(current::PolicyPre<StoreState>),
-    Legacy(legacy::PolicyPre<StoreState>),
+    V0_5(v0_5::PolicyPre<StoreState>),
+    V0_4(v0_4::PolicyPre<StoreState>),
 }
 
 impl GuestPre {
@@ -118,16 +145,16 @@ impl GuestPre {
             ContractVersion::Current => {
                 GuestPre::Current(current::PolicyPre::new(pre).map_err(missing)?)
             }
-            ContractVersion::Legacy => {
-                GuestPre::Legacy(legacy::PolicyPre::new(pre).map_err(missing)?)
-            }
+            ContractVersion::V0_5 => GuestPre::V0_5(v0_5::PolicyPre::new(pre).map_err(missing)?),
+            ContractVersion::V0_4 => GuestPre::V0_4(v0_4::PolicyPre::new(pre).map_err(missing)?),
         })
     }
 
     pub(crate) fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Guest> {
         Ok(match self {
             GuestPre::Current(pre) => Guest::Current(pre.instantiate(store)?),
-            GuestPre::Legacy(pre) => Guest::Legacy(pre.instantiate(store)?),
+            GuestPre::V0_5(pre) => Guest::V0_5(pre.instantiate(store)?),
+            GuestPre::V0_4(pre) => Guest::V0_4(pre.instantiate(store)?),
         })
     }
 }
@@ -135,7 +162,8 @@ impl GuestPre {
 /// An instance of a module, of the contract it was built for.
 pub(crate) enum Guest {
     Current(current::Policy),
-    Legacy(legacy::Policy),
+    V0_5(v0_5::Policy),
+    V0_4(v0_4::Policy),
 }
 
 /// Makes the call `$call` (an expression of `$g`, the generated bindings)
@@ -148,7 +176,8 @@ macro_rules! on_guest {
         use policy_types::Mirror as _;
         match $guest {
             $crate::policy::bindings::Guest::Current($g) => $call.map(policy_types::Mirror::mirror),
-            $crate::policy::bindings::Guest::Legacy($g) => $call.map(policy_types::Mirror::mirror),
+            $crate::policy::bindings::Guest::V0_5($g) => $call.map(policy_types::Mirror::mirror),
+            $crate::policy::bindings::Guest::V0_4($g) => $call.map(policy_types::Mirror::mirror),
         }
     }};
 }

@@ -2,11 +2,14 @@
 //! compiles, imports nothing outside the world (WASI included), speaks this
 //! host's contract version, and runs the built-in conformance corpus under
 //! production limits without trapping or returning an invalid decision.
-//! A module of the current contract also sends the corpus's `classify`
-//! cases as one `classify-batch`, which must answer each as `classify` did.
+//! A module of contract 0.5.0 on also sends the corpus's `classify` cases
+//! as one `classify-batch`, which must answer each as `classify` did; one
+//! of 0.6.0 must give the answers the contract fixes (and the host then
+//! gives without a call) on sample inputs.
 //! A refused module never serves.
 
-use super::bindings::ContractVersion;
+use policy_types::{ModelHealth, SelectionRequest};
+
 use super::conformance;
 use super::engine::PolicyEngine;
 use super::error::PolicyError;
@@ -92,8 +95,11 @@ pub fn check(engine: &PolicyEngine, bytes: &[u8], limits: Limits) -> (Option<Pol
             (case.name, outcome)
         })
         .collect();
-    if policy.contract() == ContractVersion::Current {
+    if policy.contract().has_batch() {
         cases.push((BATCH_CASE.into(), batch_agrees(&policy).err()));
+    }
+    if policy.contract().fixes_idle_answers() {
+        cases.push((FIXED_CASE.into(), fixed_answers_hold(&policy).err()));
     }
     let report = GateReport {
         version: Some(policy.version().clone()),
@@ -135,6 +141,85 @@ fn batch_agrees(policy: &Policy) -> Result<(), PolicyError> {
         }),
         None => Ok(()),
     }
+}
+
+/// The name of the gate's case for the answers contract 0.6.0 fixes.
+pub const FIXED_CASE: &str =
+    "fixed answers: a model with no kept health is open and stays so; a selection without an override is untimed";
+
+/// Times the fixed answers are sampled at, apart in year and time of day:
+/// the epoch, 2026-01-01 13:30 UTC and 2100-01-01 06:00 UTC.
+const SAMPLE_TIMES: [u64; 3] = [0, 1_767_274_200_000, 4_102_466_400_000];
+
+/// Whether the module gives the answers contract 0.6.0 fixes, on sample
+/// inputs: `model-gate` on an all-default health is open and keeps it,
+/// `record-attempt-end` after an answer keeps it, and `resolve-selection`
+/// without a session override answers the same at every time.
+fn fixed_answers_hold(policy: &Policy) -> Result<(), PolicyError> {
+    let idle = ModelHealth::default();
+    let refuse = |call: &'static str, problem: String| PolicyError::InvalidOutput { call, problem };
+    for now in SAMPLE_TIMES {
+        for others_remain in [false, true] {
+            let decision = policy.ask_model_gate(&idle, others_remain, now)?;
+            if decision != super::runner::IDLE_GATE {
+                return Err(refuse(
+                    "model-gate",
+                    format!("with no kept health at {now} it answered {decision:?}, not open"),
+                ));
+            }
+        }
+        let after = policy.ask_record_attempt_end(&idle, false, now)?;
+        if after != idle {
+            return Err(refuse(
+                "record-attempt-end",
+                format!("an answer at {now} from a model with no kept health gave it {after:?}"),
+            ));
+        }
+    }
+    for request in sample_selections() {
+        let answers = SAMPLE_TIMES
+            .iter()
+            .map(|&now_ms| {
+                policy.ask_resolve_selection(&SelectionRequest {
+                    now_ms,
+                    ..request.clone()
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if answers.windows(2).any(|pair| pair[0] != pair[1]) {
+            return Err(refuse(
+                "resolve-selection",
+                format!("without a session override its answer changed with now-ms: {answers:?}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Selection requests without a session override, one per kind of run.
+fn sample_selections() -> Vec<SelectionRequest> {
+    let model = |m: &str| Some(m.to_owned());
+    let configured = SelectionRequest {
+        configured_primary: model("openai/gpt-4o"),
+        primary_probe_interval_ms: 300_000,
+        ..SelectionRequest::default()
+    };
+    vec![
+        configured.clone(),
+        SelectionRequest {
+            agent_primary: model("anthropic/claude-sonnet-4"),
+            ..configured.clone()
+        },
+        SelectionRequest {
+            cron_model: model("google/gemini-2.5-flash"),
+            ..configured.clone()
+        },
+        SelectionRequest {
+            heartbeat: true,
+            heartbeat_model: model("openai/gpt-4o-mini"),
+            ..configured
+        },
+    ]
 }
 
 /// The gate as one result: the module, or the report of why it was refused.

@@ -20,7 +20,7 @@ mod profiles;
 mod runner;
 
 pub use batch::{MAX_BATCH_REPORTS, MAX_BATCH_TEXT_BYTES};
-pub use bindings::{ContractVersion, CONTRACT, CONTRACT_VERSION, LEGACY_CONTRACT_VERSION};
+pub use bindings::{ContractVersion, CONTRACT, CONTRACT_VERSION};
 pub use compile_cache::{CompileCache, STALE_AFTER as COMPILE_CACHE_STALE_AFTER};
 pub use decider::Decider;
 pub use engine::{PolicyEngine, PERF_MAP_VAR};

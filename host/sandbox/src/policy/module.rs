@@ -57,6 +57,10 @@ pub struct Policy {
     /// Answers of `candidate-chain`, which carries no clock: see
     /// [`super::memo`].
     pub(crate) chains: super::memo::Memo<policy_types::ChainRequest, policy_types::FallbackChain>,
+    /// Answers of `resolve-selection` without a session override, untimed
+    /// from contract 0.6.0 on.
+    pub(crate) selections:
+        super::memo::Memo<policy_types::SelectionRequest, policy_types::Selection>,
 }
 
 impl Policy {
@@ -101,6 +105,7 @@ impl Policy {
             contract,
             pool,
             chains: super::memo::Memo::default(),
+            selections: super::memo::Memo::default(),
         })
     }
 
@@ -114,7 +119,7 @@ impl Policy {
         &self.version
     }
 
-    /// The contract the module was built for: a [`ContractVersion::Legacy`]
+    /// The contract the module was built for: a [`ContractVersion::V0_4`]
     /// module has no `classify-batch`.
     pub fn contract(&self) -> ContractVersion {
         self.contract

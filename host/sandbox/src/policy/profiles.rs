@@ -4,7 +4,7 @@
 
 use rustc_hash::FxHashSet;
 
-use super::bindings::{on_guest, ContractVersion};
+use super::bindings::on_guest;
 use super::error::PolicyError;
 use super::module::Policy;
 use policy_types::{
@@ -27,16 +27,16 @@ impl Policy {
     ) -> Result<Vec<RankedProfile>, PolicyError> {
         // One copy of the request crosses: the narrowed one as it is, or
         // the whole one for a 0.4.0 module.
-        let (sent, stored_sent): (OrderRequest, FxHashSet<&str>) = match self.contract() {
-            ContractVersion::Current => {
+        let (sent, stored_sent): (OrderRequest, FxHashSet<&str>) =
+            if self.contract().narrows_profiles() {
                 let sent = sent_ids(request);
                 (for_provider(request, &sent), sent)
-            }
-            ContractVersion::Legacy => (
-                request.clone(),
-                request.stored.iter().map(|p| p.id.as_str()).collect(),
-            ),
-        };
+            } else {
+                (
+                    request.clone(),
+                    request.stored.iter().map(|p| p.id.as_str()).collect(),
+                )
+            };
         let ranked: Vec<RankedProfile> = self.call("order-profiles", |store, guest| {
             on_guest!(guest, g => g
                 .failover_policy_profiles()

@@ -5,9 +5,21 @@ use super::bindings::on_guest;
 use super::error::PolicyError;
 use super::module::Policy;
 use policy_types::{
-    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain, GateDecision,
-    ModelHealth, OverrideSource, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest,
-    SummaryRequest,
+    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain, Gate,
+    GateDecision, ModelHealth, OverrideSource, RotationConfig, RunStep, RunSummary, Selection,
+    SelectionRequest, SummaryRequest,
+};
+
+/// `model-gate`'s answer for a model with no kept health, fixed by the
+/// contract from 0.6.0 on.
+pub(crate) const IDLE_GATE: GateDecision = GateDecision {
+    gate: Gate::Open,
+    health: ModelHealth {
+        hangs: 0,
+        last_hang_at: None,
+        slow_until: None,
+        trial_started_at: None,
+    },
 };
 
 /// Longest chain a policy may return: far beyond any configured list, short
@@ -15,8 +27,28 @@ use policy_types::{
 pub const MAX_CHAIN: usize = 64;
 
 impl Policy {
-    /// The model a run starts with and why.
+    /// The model a run starts with and why. From contract 0.6.0 on, a
+    /// request without a session override goes untimed (`now-ms` 0, no
+    /// probe time) and the module is asked once per distinct one (see
+    /// [`super::memo`]).
     pub fn resolve_selection(&self, request: &SelectionRequest) -> Result<Selection, PolicyError> {
+        if !self.contract().fixes_idle_answers() || request.session_override.is_some() {
+            return self.ask_resolve_selection(request);
+        }
+        let untimed = SelectionRequest {
+            now_ms: 0,
+            last_primary_probe_at: None,
+            ..request.clone()
+        };
+        self.selections
+            .get_or_try(&untimed, || self.ask_resolve_selection(&untimed))
+    }
+
+    /// `resolve-selection`, asked of the module as `request` says.
+    pub(crate) fn ask_resolve_selection(
+        &self,
+        request: &SelectionRequest,
+    ) -> Result<Selection, PolicyError> {
         let selection: Selection = self.call("resolve-selection", |store, guest| {
             on_guest!(guest, g => g
                 .failover_policy_runner()
@@ -173,8 +205,22 @@ impl Policy {
     }
 
     /// Whether a model may be attempted now (F-12.3), and its health from
-    /// now on.
+    /// now on. From contract 0.6.0 on, a model with no kept health is open
+    /// and stays so without a call: the contract fixes that answer.
     pub fn model_gate(
+        &self,
+        health: &ModelHealth,
+        others_remain: bool,
+        now_ms: u64,
+    ) -> Result<GateDecision, PolicyError> {
+        if self.contract().fixes_idle_answers() && *health == ModelHealth::default() {
+            return Ok(IDLE_GATE);
+        }
+        self.ask_model_gate(health, others_remain, now_ms)
+    }
+
+    /// `model-gate`, asked of the module.
+    pub(crate) fn ask_model_gate(
         &self,
         health: &ModelHealth,
         others_remain: bool,
@@ -189,8 +235,23 @@ impl Policy {
         Ok(decision)
     }
 
-    /// A model's health after an attempt on it ended (F-12.3).
+    /// A model's health after an attempt on it ended (F-12.3). From
+    /// contract 0.6.0 on, an answer from a model with no kept health leaves
+    /// it so without a call: the contract fixes that answer.
     pub fn record_attempt_end(
+        &self,
+        health: &ModelHealth,
+        hung: bool,
+        now_ms: u64,
+    ) -> Result<ModelHealth, PolicyError> {
+        if self.contract().fixes_idle_answers() && !hung && *health == ModelHealth::default() {
+            return Ok(ModelHealth::default());
+        }
+        self.ask_record_attempt_end(health, hung, now_ms)
+    }
+
+    /// `record-attempt-end`, asked of the module.
+    pub(crate) fn ask_record_attempt_end(
         &self,
         health: &ModelHealth,
         hung: bool,
