@@ -256,6 +256,11 @@ fn a_module_that_gates_a_model_with_no_health_is_refused() {
 }
 
 #[test]
+fn a_module_that_records_a_clean_success_otherwise_is_refused() {
+    refused_for_an_unfixed_answer("stale-success", "record-success", "nothing to clear");
+}
+
+#[test]
 fn a_module_whose_selection_follows_the_clock_without_an_override_is_refused() {
     // The host keeps such answers: one that changes with the time would
     // be served stale.
@@ -325,6 +330,17 @@ async fn gateway_with_hostile_policy(name: &str, prefix: &str) -> harness::Harne
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_trap_after_a_good_answer_still_serves_it() {
     let h = gateway_with_hostile_policy("hostile-success", "hs").await;
+    // A failure counted: the success has something to clear, so the host
+    // asks the module (a clean profile's success needs no call).
+    h.store
+        .update_usage(|usage| {
+            usage
+                .entry("hostile-success:a".into())
+                .or_default()
+                .error_count = 1;
+            Ok(())
+        })
+        .unwrap();
     let answer = h.chat("hostile-success/m1", false, None).await;
     assert_eq!(answer.status, 200, "{}", answer.text);
     assert_eq!(answer.content(), "hello from m1 with hs-key-0123456789");

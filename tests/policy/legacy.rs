@@ -7,6 +7,7 @@
 
 use std::sync::OnceLock;
 
+use failover::auth::{RecordedReason, Usage};
 use failover::policy::{gate, ContractVersion, DEFAULT_POLICY};
 use failover::runner::{Gate, ModelHealth, OverrideSource, SelectionRequest, SessionOverride};
 use failover::{Limits, Policy, ProviderError};
@@ -120,11 +121,32 @@ fn only_a_0_5_0_module_is_asked_what_0_6_0_fixes() {
         }),
         ..selection.clone()
     };
+    let clean = Usage {
+        last_used: Some(NOW - 60_000),
+        last_failure_at: Some(NOW - 3_600_000),
+        ..Usage::default()
+    };
+    let cooled = Usage {
+        cooldown_until: Some(NOW + 60_000),
+        cooldown_reason: Some(RecordedReason::RateLimit),
+        error_count: 1,
+        ..clean.clone()
+    };
     let ask_all = |policy: &Policy| {
         for now in [NOW, NOW + 60_000] {
             let gate = policy.model_gate(&idle, true, now).unwrap();
             assert_eq!((gate.gate, gate.health), (Gate::Open, idle));
             assert_eq!(policy.record_attempt_end(&idle, false, now).unwrap(), idle);
+            let used = policy
+                .record_success(&clean, Some("openai/gpt-4o"), now)
+                .unwrap();
+            assert_eq!(
+                used,
+                Usage {
+                    last_used: Some(now),
+                    ..clean.clone()
+                }
+            );
             let timed = SelectionRequest {
                 now_ms: now,
                 ..selection.clone()
@@ -133,8 +155,8 @@ fn only_a_0_5_0_module_is_asked_what_0_6_0_fixes() {
             assert_eq!(chosen.model.as_deref(), Some("openai/gpt-4o"));
         }
     };
-    // 0.5.0: two gates, two attempt ends, two selections.
-    assert_eq!(calls_of(&old, ask_all), 6);
+    // 0.5.0: two gates, two attempt ends, two successes, two selections.
+    assert_eq!(calls_of(&old, ask_all), 8);
     // 0.6.0: the answers are fixed, and the untimed selection is kept
     // (asked at most once, here already by the gate).
     assert_eq!(calls_of(&current, ask_all), 1);
@@ -151,7 +173,9 @@ fn only_a_0_5_0_module_is_asked_what_0_6_0_fixes() {
         );
         let kept = policy.resolve_selection(&with_override).unwrap();
         assert_eq!(kept.model.as_deref(), Some("anthropic/claude-sonnet-4"));
+        let cleared = policy.record_success(&cooled, None, NOW).unwrap();
+        assert_eq!((cleared.cooldown_until, cleared.error_count), (None, 0));
     };
-    assert_eq!(calls_of(&old, not_fixed), 4);
-    assert_eq!(calls_of(&current, not_fixed), 4);
+    assert_eq!(calls_of(&old, not_fixed), 5);
+    assert_eq!(calls_of(&current, not_fixed), 5);
 }

@@ -8,7 +8,7 @@
 //! gives without a call) on sample inputs.
 //! A refused module never serves.
 
-use policy_types::{ModelHealth, SelectionRequest};
+use policy_types::{ModelHealth, SelectionRequest, Usage};
 
 use super::conformance;
 use super::engine::PolicyEngine;
@@ -144,8 +144,8 @@ fn batch_agrees(policy: &Policy) -> Result<(), PolicyError> {
 }
 
 /// The name of the gate's case for the answers contract 0.6.0 fixes.
-pub const FIXED_CASE: &str =
-    "fixed answers: a model with no kept health is open and stays so; a selection without an override is untimed";
+pub const FIXED_CASE: &str = "fixed answers: a model with no kept health is open and stays so; \
+     a success with nothing to clear only sets last-used; a selection without an override is untimed";
 
 /// Times the fixed answers are sampled at, apart in year and time of day:
 /// the epoch, 2026-01-01 13:30 UTC and 2100-01-01 06:00 UTC.
@@ -153,8 +153,9 @@ const SAMPLE_TIMES: [u64; 3] = [0, 1_767_274_200_000, 4_102_466_400_000];
 
 /// Whether the module gives the answers contract 0.6.0 fixes, on sample
 /// inputs: `model-gate` on an all-default health is open and keeps it,
-/// `record-attempt-end` after an answer keeps it, and `resolve-selection`
-/// without a session override answers the same at every time.
+/// `record-attempt-end` after an answer keeps it, `record-success` with
+/// nothing to clear only sets `last-used`, and `resolve-selection` without
+/// a session override answers the same at every time.
 fn fixed_answers_hold(policy: &Policy) -> Result<(), PolicyError> {
     let idle = ModelHealth::default();
     let refuse = |call: &'static str, problem: String| PolicyError::InvalidOutput { call, problem };
@@ -174,6 +175,34 @@ fn fixed_answers_hold(policy: &Policy) -> Result<(), PolicyError> {
                 "record-attempt-end",
                 format!("an answer at {now} from a model with no kept health gave it {after:?}"),
             ));
+        }
+    }
+    let clean = [
+        Usage::default(),
+        Usage {
+            last_used: Some(1_700_000_000_000),
+            last_failure_at: Some(1_600_000_000_000),
+            ..Usage::default()
+        },
+    ];
+    let samples = (clean.iter())
+        .flat_map(|u| SAMPLE_TIMES.map(|now| (u, now)))
+        // A use or failure after `now` would be refused for itself.
+        .filter(|(u, now)| {
+            u.last_used
+                .max(u.last_failure_at)
+                .is_none_or(|at| at <= *now)
+        });
+    for (usage, now) in samples {
+        let expected = super::profiles::idle_success(usage, now);
+        for model in [None, Some("openai/gpt-4o")] {
+            let after = policy.ask_record_success(usage, model, now)?;
+            if after != expected {
+                return Err(refuse(
+                    "record-success",
+                    format!("a success at {now} on {usage:?}, with nothing to clear, gave {after:?}, not {expected:?}"),
+                ));
+            }
         }
     }
     for request in sample_selections() {

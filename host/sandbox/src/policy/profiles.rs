@@ -111,8 +111,23 @@ impl Policy {
         checked_usage("record-failure", usage, next, event.now_ms)
     }
 
-    /// A profile's state after a successful call on `model`.
+    /// A profile's state after a successful call on `model`. From contract
+    /// 0.6.0 on, a success on a profile with nothing to clear is recorded
+    /// without a call: the contract fixes that answer ([`idle_success`]).
     pub fn record_success(
+        &self,
+        usage: &Usage,
+        model: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Usage, PolicyError> {
+        if self.contract().fixes_idle_answers() && nothing_to_clear(usage) {
+            return Ok(idle_success(usage, now_ms));
+        }
+        self.ask_record_success(usage, model, now_ms)
+    }
+
+    /// `record-success`, asked of the module.
+    pub(crate) fn ask_record_success(
         &self,
         usage: &Usage,
         model: Option<&str>,
@@ -127,6 +142,39 @@ impl Policy {
             ))
         })?;
         checked_usage("record-success", usage, next, now_ms)
+    }
+}
+
+/// Whether `usage` holds nothing a success could clear: no window, no
+/// reason, no failure counted. Only `last-used` and `last-failure-at` may
+/// be set.
+pub(crate) fn nothing_to_clear(usage: &Usage) -> bool {
+    let Usage {
+        last_used: _,
+        cooldown_until,
+        cooldown_reason,
+        cooldown_model,
+        disabled_until,
+        disabled_reason,
+        error_count,
+        failure_counts,
+        last_failure_at: _,
+    } = usage;
+    cooldown_until.is_none()
+        && cooldown_reason.is_none()
+        && cooldown_model.is_none()
+        && disabled_until.is_none()
+        && disabled_reason.is_none()
+        && *error_count == 0
+        && failure_counts.is_empty()
+}
+
+/// `record-success`'s answer on a usage with [`nothing_to_clear`], fixed by
+/// the contract from 0.6.0 on: the same usage, used at `now_ms`.
+pub(crate) fn idle_success(usage: &Usage, now_ms: u64) -> Usage {
+    Usage {
+        last_used: Some(now_ms),
+        ..usage.clone()
     }
 }
 
