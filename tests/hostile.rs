@@ -51,14 +51,14 @@ fn assert_healthy(policy: &Policy) {
 fn the_default_policy_passes_the_gate() {
     let (policy, report) = gate::check(engine(), DEFAULT_POLICY, Limits::default());
     assert!(policy.is_some(), "{}", report.render());
-    // The count the README and BENCHMARKS.md quote, the batch case and the
-    // case of the answers contract 0.6.0 fixes.
-    assert_eq!(report.cases.len(), 117);
+    // The count the README and BENCHMARKS.md quote, then the batch case
+    // and contract 0.6.0's two.
+    assert_eq!(report.cases.len(), 118);
     let last: Vec<&str> = report.cases[115..]
         .iter()
         .map(|(n, _)| n.as_str())
         .collect();
-    assert_eq!(last, [gate::BATCH_CASE, gate::FIXED_CASE]);
+    assert_eq!(last, [gate::BATCH_CASE, gate::FIXED_CASE, gate::PLAN_CASE]);
     assert!(report.render().ends_with("verdict: accepted\n"));
 }
 
@@ -236,16 +236,33 @@ fn invalid_decisions_at_run_time_are_refused() {
 }
 
 /// The gate's report on the hostile module built with `feature`: its one
-/// failure must be the fixed-answers case, naming `call` and `saying`.
-fn refused_for_an_unfixed_answer(feature: &str, call: &str, saying: &str) {
+/// failure must be the case `case`, naming `call` and `saying`.
+fn refused_in_one_case(feature: &str, case: &str, call: &str, saying: &str) {
     let bytes = guests::component("tests/fixtures/hostile-policy", &[feature]);
     let (policy, report) = gate::check(engine(), &bytes, Limits::default());
     assert!(policy.is_none(), "{}", report.render());
     let failures: Vec<_> = report.failures().collect();
     assert_eq!(failures.len(), 1, "{}", report.render());
-    assert_eq!(failures[0].0, gate::FIXED_CASE);
+    assert_eq!(failures[0].0, case);
     let why = failures[0].1.to_string();
     assert!(why.contains(call) && why.contains(saying), "{why}");
+}
+
+/// [`refused_in_one_case`] for the case of the answers contract 0.6.0 fixes.
+fn refused_for_an_unfixed_answer(feature: &str, call: &str, saying: &str) {
+    refused_in_one_case(feature, gate::FIXED_CASE, call, saying);
+}
+
+#[test]
+fn a_module_whose_plan_is_not_its_order_and_decision_is_refused() {
+    // Runs ask `plan-candidate` alone; the gate holds it to the two calls
+    // it stands for.
+    refused_in_one_case(
+        "plan-disagrees",
+        gate::PLAN_CASE,
+        "plan-candidate",
+        "not CandidatePlan",
+    );
 }
 
 #[test]

@@ -10,11 +10,12 @@
 /// `classifier`, `meta`, `profiles` and `runner` modules in scope, and
 /// `Mirror` impls for `wit` (`policy_types::mirror_contract!(wit)`).
 /// `$contract` is what `describe` says; `$batch` is any further item of
-/// the classifier (the current contract's `classify-batch`).
+/// the classifier (`classify-batch`, from 0.5.0), and the items after
+/// `runner` any further item of the runner (0.6.0's `plan-candidate`).
 #[macro_export]
 #[doc(hidden)]
 macro_rules! default_policy_glue {
-    ($policy:ident, $contract:expr, { $($batch:item)* }) => {
+    ($policy:ident, $contract:expr, { $($batch:item)* } $(, runner { $($plan:item)* })?) => {
         use $crate::policy_types::Mirror as _;
 
         impl classifier::Guest for $policy {
@@ -101,6 +102,8 @@ macro_rules! default_policy_glue {
                 )
                 .mirror()
             }
+
+            $($($plan)*)?
         }
     };
 }

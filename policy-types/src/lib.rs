@@ -19,11 +19,13 @@
 
 pub mod classify;
 pub mod mirror;
+pub mod plan;
 pub mod profiles;
 pub mod runner;
 
 pub use classify::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
 pub use mirror::Mirror;
+pub use plan::{profile_blocks, CandidateFacts, CandidatePlan};
 pub use profiles::{
     ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, OrderRequest, PinDecision,
     PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,

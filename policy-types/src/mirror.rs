@@ -129,10 +129,25 @@ macro_rules! mirror {
 /// and the module `wit` of bindings generated from `wit/policy.wit` — the
 /// one place a side of the boundary needs (`policy_types::mirror_contract!(wit);`).
 /// Records and enums go field by field and case by case; the two variants
-/// and the count entries are spelled out.
+/// and the count entries are spelled out. Bindings of a contract before
+/// 0.6.0 take `mirror_contract!(wit, before 0.6.0)`: those types lack
+/// `plan-candidate`'s.
 #[macro_export]
 macro_rules! mirror_contract {
     ($wit:ident) => {
+        $crate::mirror_contract!($wit, before 0.6.0);
+        $crate::mirror! { $wit;
+            records {
+                CandidateFacts = CandidateFacts {
+                    primary, sibling, last_probe_at, transient_probe_used, has_fallbacks,
+                }
+                CandidatePlan = CandidatePlan { ranked, decision }
+            }
+            enums {}
+        }
+    };
+    // Bindings of a contract before 0.6.0, without `plan-candidate`'s types.
+    ($wit:ident, before 0.6.0) => {
         $crate::mirror! { $wit;
             records {
                 ErrorLevel = ErrorLevel { depth, status, code, message, headers }

@@ -51,6 +51,13 @@ impl runner::Guest for ContextAdvances {
         <DefaultPolicy as runner::Guest>::decide_candidate(request)
     }
 
+    /// The default's order and decision, as the two functions above give
+    /// them (a module that changes either changes this too: the gate
+    /// checks that they agree).
+    fn plan_candidate(order: OrderRequest, facts: CandidateFacts) -> CandidatePlan {
+        <DefaultPolicy as runner::Guest>::plan_candidate(order, facts)
+    }
+
     fn summarise(request: SummaryRequest) -> RunSummary {
         <DefaultPolicy as runner::Guest>::summarise(request)
     }

@@ -42,6 +42,10 @@ crate::default_policy_glue!(DefaultPolicy, crate::CONTRACT, {
     fn classify_batch(reports: Vec<wit::ErrorReport>) -> Vec<wit::Classification> {
         reports.into_iter().map(Self::classify).collect()
     }
+}, runner {
+    fn plan_candidate(order: wit::OrderRequest, facts: wit::CandidateFacts) -> wit::CandidatePlan {
+        crate::runner::plan_candidate(&order.mirror(), &facts.mirror()).mirror()
+    }
 });
 
 #[cfg(feature = "component")]

@@ -8,6 +8,7 @@ mod advance;
 mod chain;
 mod decide;
 mod health;
+mod plan;
 mod summary;
 
 pub use advance::{next_step, TIMEOUT_PROFILE_ROTATIONS};
@@ -16,6 +17,7 @@ pub use decide::{decide_candidate, PROBE_MARGIN_MS, PROBE_THROTTLE_MS};
 pub use health::{
     model_gate, record_attempt_end, HANG_WINDOW_MS, SLOW_AFTER_HANGS, SLOW_FOR_MS, TRIAL_EXPIRY_MS,
 };
+pub use plan::plan_candidate;
 pub use policy_types::{
     AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
     Gate, ModelHealth, OverrideSource, ProfileBlock, RotationConfig, RunStep, RunSummary,

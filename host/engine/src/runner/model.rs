@@ -2,8 +2,8 @@
 //! contract's, from `policy-types` (camelCase in scenarios and traces).
 
 pub use policy_types::{
-    AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
-    Gate, GateDecision, ModelHealth, OverrideSource, ProfileBlock, RotationConfig, RunStep,
-    RunSummary, Selection, SelectionRequest, SelectionSource, SessionOverride, StopReason,
-    SummaryRequest,
+    AttemptRecord, CandidateDecision, CandidateFacts, CandidatePlan, CandidateRequest,
+    ChainRequest, FailedAttempt, FallbackChain, Gate, GateDecision, ModelHealth, OverrideSource,
+    ProfileBlock, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest,
+    SelectionSource, SessionOverride, StopReason, SummaryRequest,
 };

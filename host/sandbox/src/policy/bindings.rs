@@ -24,16 +24,17 @@ pub(crate) struct Described {
 
 /// One contract version's generated bindings (from the WIT at `$path`),
 /// with the conversions between them and the host's types; the generated
-/// types module is `wit`.
+/// types module is `wit`. `before 0.6.0` marks an earlier contract's (see
+/// `policy_types::mirror_contract!`).
 macro_rules! contract_bindings {
-    ($path:literal) => {
+    ($path:literal $(, $($before:tt)+)?) => {
         wasmtime::component::bindgen!({
             world: "policy",
             path: $path,
         });
 
         use self::exports::failover::policy::types as wit;
-        policy_types::mirror_contract!(wit);
+        policy_types::mirror_contract!(wit $(, $($before)+)?);
 
         impl policy_types::Mirror<super::Described> for wit::PolicyInfo {
             fn mirror(self) -> super::Described {
@@ -56,12 +57,12 @@ pub(crate) mod current {
 
 /// Contract 0.5.0, frozen: modules built before 0.6.0 spared calls.
 pub(crate) mod v0_5 {
-    contract_bindings!("../../wit/legacy/0.5.0");
+    contract_bindings!("../../wit/legacy/0.5.0", before 0.6.0);
 }
 
 /// Contract 0.4.0, frozen: modules built before `classify-batch`.
 pub(crate) mod v0_4 {
-    contract_bindings!("../../wit/legacy/0.4.0");
+    contract_bindings!("../../wit/legacy/0.4.0", before 0.6.0);
 }
 
 /// The WIT package this host speaks, with its version.
@@ -118,6 +119,11 @@ impl ContractVersion {
     /// (0.5.0 on); a 0.4.0 module gets every profile.
     pub fn narrows_profiles(self) -> bool {
         self != ContractVersion::V0_4
+    }
+
+    /// The module exports `plan-candidate` (0.6.0 on).
+    pub fn plans_candidates(self) -> bool {
+        self == ContractVersion::Current
     }
 
     /// The contract fixes the answers the host then gives without a call

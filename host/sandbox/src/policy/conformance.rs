@@ -180,6 +180,19 @@ pub(crate) fn classify_inputs() -> Vec<(ProviderError, u64)> {
         .collect()
 }
 
+/// The requests of the corpus's `order-profiles` cases: orders the gate
+/// also sends as `plan-candidate`.
+pub(crate) fn order_inputs() -> Vec<OrderRequest> {
+    CORPUS
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Line>(line).ok())
+        .filter_map(|line| match line.call {
+            Call::OrderProfiles { request } => Some(request),
+            _ => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,8 @@ use policy_types::{
     ModelHealth, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest, SummaryRequest,
 };
 use policy_types::{
-    CooldownConfig, FailureEvent, OrderRequest, PinDecision, PinRequest, RankedProfile, Usage,
+    CandidateFacts, CandidatePlan, CooldownConfig, FailureEvent, OrderRequest, PinDecision,
+    PinRequest, RankedProfile, Usage,
 };
 
 use super::error::PolicyError;
@@ -52,6 +53,15 @@ pub trait Decider: Send + Sync {
         &self,
         request: &CandidateRequest,
     ) -> Result<CandidateDecision, PolicyError>;
+    /// A candidate's order and the decision on it (`runner.plan-candidate`:
+    /// `order-profiles`, then `decide-candidate` on its answer).
+    fn plan_candidate(
+        &self,
+        order: &OrderRequest,
+        facts: &CandidateFacts,
+    ) -> Result<CandidatePlan, PolicyError> {
+        super::plan::plan_by_two_calls(self, order, facts)
+    }
     /// The step after a failed attempt (`runner.next-step`).
     fn next_step(
         &self,
@@ -124,6 +134,13 @@ impl Decider for Policy {
         request: &CandidateRequest,
     ) -> Result<CandidateDecision, PolicyError> {
         Policy::decide_candidate(self, request)
+    }
+    fn plan_candidate(
+        &self,
+        order: &OrderRequest,
+        facts: &CandidateFacts,
+    ) -> Result<CandidatePlan, PolicyError> {
+        Policy::plan_candidate(self, order, facts)
     }
     fn next_step(
         &self,

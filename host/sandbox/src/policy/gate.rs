@@ -8,13 +8,14 @@
 //! gives without a call) on sample inputs.
 //! A refused module never serves.
 
-use policy_types::{ModelHealth, SelectionRequest, Usage};
-
 use super::conformance;
 use super::engine::PolicyEngine;
 use super::error::PolicyError;
 use super::limits::Limits;
 use super::module::{Policy, PolicyVersion};
+use super::samples::{fixed_answers_hold, plans_agree};
+
+pub use super::samples::{FIXED_CASE, PLAN_CASE};
 
 /// What the gate found.
 #[derive(Debug, Clone)]
@@ -101,6 +102,9 @@ pub fn check(engine: &PolicyEngine, bytes: &[u8], limits: Limits) -> (Option<Pol
     if policy.contract().fixes_idle_answers() {
         cases.push((FIXED_CASE.into(), fixed_answers_hold(&policy).err()));
     }
+    if policy.contract().plans_candidates() {
+        cases.push((PLAN_CASE.into(), plans_agree(&policy).err()));
+    }
     let report = GateReport {
         version: Some(policy.version().clone()),
         load_error: None,
@@ -141,114 +145,6 @@ fn batch_agrees(policy: &Policy) -> Result<(), PolicyError> {
         }),
         None => Ok(()),
     }
-}
-
-/// The name of the gate's case for the answers contract 0.6.0 fixes.
-pub const FIXED_CASE: &str = "fixed answers: a model with no kept health is open and stays so; \
-     a success with nothing to clear only sets last-used; a selection without an override is untimed";
-
-/// Times the fixed answers are sampled at, apart in year and time of day:
-/// the epoch, 2026-01-01 13:30 UTC and 2100-01-01 06:00 UTC.
-const SAMPLE_TIMES: [u64; 3] = [0, 1_767_274_200_000, 4_102_466_400_000];
-
-/// Whether the module gives the answers contract 0.6.0 fixes, on sample
-/// inputs: `model-gate` on an all-default health is open and keeps it,
-/// `record-attempt-end` after an answer keeps it, `record-success` with
-/// nothing to clear only sets `last-used`, and `resolve-selection` without
-/// a session override answers the same at every time.
-fn fixed_answers_hold(policy: &Policy) -> Result<(), PolicyError> {
-    let idle = ModelHealth::default();
-    let refuse = |call: &'static str, problem: String| PolicyError::InvalidOutput { call, problem };
-    for now in SAMPLE_TIMES {
-        for others_remain in [false, true] {
-            let decision = policy.ask_model_gate(&idle, others_remain, now)?;
-            if decision != super::runner::IDLE_GATE {
-                return Err(refuse(
-                    "model-gate",
-                    format!("with no kept health at {now} it answered {decision:?}, not open"),
-                ));
-            }
-        }
-        let after = policy.ask_record_attempt_end(&idle, false, now)?;
-        if after != idle {
-            return Err(refuse(
-                "record-attempt-end",
-                format!("an answer at {now} from a model with no kept health gave it {after:?}"),
-            ));
-        }
-    }
-    let clean = [
-        Usage::default(),
-        Usage {
-            last_used: Some(1_700_000_000_000),
-            last_failure_at: Some(1_600_000_000_000),
-            ..Usage::default()
-        },
-    ];
-    let samples = (clean.iter())
-        .flat_map(|u| SAMPLE_TIMES.map(|now| (u, now)))
-        // A use or failure after `now` would be refused for itself.
-        .filter(|(u, now)| {
-            u.last_used
-                .max(u.last_failure_at)
-                .is_none_or(|at| at <= *now)
-        });
-    for (usage, now) in samples {
-        let expected = super::profiles::idle_success(usage, now);
-        for model in [None, Some("openai/gpt-4o")] {
-            let after = policy.ask_record_success(usage, model, now)?;
-            if after != expected {
-                return Err(refuse(
-                    "record-success",
-                    format!("a success at {now} on {usage:?}, with nothing to clear, gave {after:?}, not {expected:?}"),
-                ));
-            }
-        }
-    }
-    for request in sample_selections() {
-        let answers = SAMPLE_TIMES
-            .iter()
-            .map(|&now_ms| {
-                policy.ask_resolve_selection(&SelectionRequest {
-                    now_ms,
-                    ..request.clone()
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        if answers.windows(2).any(|pair| pair[0] != pair[1]) {
-            return Err(refuse(
-                "resolve-selection",
-                format!("without a session override its answer changed with now-ms: {answers:?}"),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Selection requests without a session override, one per kind of run.
-fn sample_selections() -> Vec<SelectionRequest> {
-    let model = |m: &str| Some(m.to_owned());
-    let configured = SelectionRequest {
-        configured_primary: model("openai/gpt-4o"),
-        primary_probe_interval_ms: 300_000,
-        ..SelectionRequest::default()
-    };
-    vec![
-        configured.clone(),
-        SelectionRequest {
-            agent_primary: model("anthropic/claude-sonnet-4"),
-            ..configured.clone()
-        },
-        SelectionRequest {
-            cron_model: model("google/gemini-2.5-flash"),
-            ..configured.clone()
-        },
-        SelectionRequest {
-            heartbeat: true,
-            heartbeat_model: model("openai/gpt-4o-mini"),
-            ..configured
-        },
-    ]
 }
 
 /// The gate as one result: the module, or the report of why it was refused.

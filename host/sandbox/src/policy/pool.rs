@@ -195,6 +195,28 @@ impl InstancePool {
     }
 
     fn instantiate(&self, limits: &Limits, generation: u64) -> Result<Warm, PolicyError> {
+        let mut busy = 0;
+        loop {
+            match self.try_instantiate(limits, generation) {
+                Err((error, _)) if busy < BUSY_RETRIES && os_busy(&error) => {
+                    busy += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(1 << busy));
+                }
+                Err((error, memory)) => {
+                    return Err(PolicyError::trap("instantiate", &error, memory))
+                }
+                Ok(warm) => return Ok(warm),
+            }
+        }
+    }
+
+    /// One instantiation in a fresh store; an error comes with whether the
+    /// limits refused the module memory.
+    fn try_instantiate(
+        &self,
+        limits: &Limits,
+        generation: u64,
+    ) -> Result<Warm, (wasmtime::Error, bool)> {
         let state = StoreState {
             limits: StoreLimitsBuilder::new()
                 .memory_size(limits.max_memory_bytes)
@@ -208,21 +230,51 @@ impl InstancePool {
         if self.engine.metered() {
             store
                 .set_fuel(limits.fuel_per_call)
-                .map_err(PolicyError::engine)?;
+                .map_err(|e| (e, false))?;
             store.set_epoch_deadline(limits.deadline_ticks());
         }
-        let guest = match self.pre.instantiate(&mut store) {
-            Ok(guest) => guest,
-            Err(e) => {
-                let memory = store.data().memory_refused;
-                return Err(PolicyError::trap("instantiate", &e, memory));
-            }
-        };
+        let guest = self
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| (e, store.data().memory_refused))?;
         self.lock().stats.instantiations += 1;
         Ok(Warm {
             store,
             guest,
             generation,
         })
+    }
+}
+
+/// Instantiations retried when the OS said it was busy. The first
+/// instantiation of a module makes its memory image, a sealed memfd; the
+/// kernel refuses the seal (EBUSY) while a page of it is briefly pinned,
+/// and a moment later grants it. Seen once in a test run that forked
+/// cargo builds while loading modules.
+const BUSY_RETRIES: u32 = 3;
+
+/// Whether `error` comes from an OS call that found its object busy.
+fn os_busy(error: &wasmtime::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ResourceBusy)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::os_busy;
+    use std::io::{Error, ErrorKind};
+
+    #[test]
+    fn only_a_busy_os_call_anywhere_in_the_chain_is_retried() {
+        let sealed = wasmtime::Error::new(Error::from(ErrorKind::ResourceBusy))
+            .context("cannot add seals to the memfd")
+            .context("instantiating");
+        assert!(os_busy(&sealed));
+        let denied = wasmtime::Error::new(Error::from(ErrorKind::PermissionDenied));
+        assert!(!os_busy(&denied));
+        assert!(!os_busy(&wasmtime::format_err!("out of fuel")));
     }
 }

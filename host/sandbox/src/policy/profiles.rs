@@ -42,28 +42,7 @@ impl Policy {
                 .failover_policy_profiles()
                 .call_order_profiles(store, &sent.mirror()))
         })?;
-        let invalid = |problem: String| PolicyError::InvalidOutput {
-            call: "order-profiles",
-            problem,
-        };
-        let mut seen = FxHashSet::default();
-        for entry in &ranked {
-            if !stored_sent.contains(entry.id.as_str()) {
-                return Err(invalid(format!(
-                    "it named profile {:?}, which is not stored",
-                    entry.id
-                )));
-            }
-            if !seen.insert(entry.id.as_str()) {
-                return Err(invalid(format!("it named profile {:?} twice", entry.id)));
-            }
-            if entry.available == entry.blocked_until.is_some() {
-                return Err(invalid(format!(
-                    "profile {:?} must be either available or blocked until a time",
-                    entry.id
-                )));
-            }
-        }
+        checked_ranked("order-profiles", &ranked, &stored_sent)?;
         Ok(ranked)
     }
 
@@ -145,6 +124,36 @@ impl Policy {
     }
 }
 
+/// An order's answer, refused when it names a profile not in `stored` (the
+/// ids sent), names one twice, or marks one both available and blocked
+/// (or neither).
+pub(super) fn checked_ranked(
+    call: &'static str,
+    ranked: &[RankedProfile],
+    stored: &FxHashSet<&str>,
+) -> Result<(), PolicyError> {
+    let invalid = |problem: String| PolicyError::InvalidOutput { call, problem };
+    let mut seen = FxHashSet::default();
+    for entry in ranked {
+        if !stored.contains(entry.id.as_str()) {
+            return Err(invalid(format!(
+                "it named profile {:?}, which is not stored",
+                entry.id
+            )));
+        }
+        if !seen.insert(entry.id.as_str()) {
+            return Err(invalid(format!("it named profile {:?} twice", entry.id)));
+        }
+        if entry.available == entry.blocked_until.is_some() {
+            return Err(invalid(format!(
+                "profile {:?} must be either available or blocked until a time",
+                entry.id
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Whether `usage` holds nothing a success could clear: no window, no
 /// reason, no failure counted. Only `last-used` and `last-failure-at` may
 /// be set.
@@ -185,7 +194,7 @@ pub(crate) fn idle_success(usage: &Usage, now_ms: u64) -> Usage {
 /// an id of its profiles (an entry's mode applies by id). Every other
 /// profile costs lowering, a string at a time, on every candidate, and
 /// changes no answer of a policy that picks the provider's profiles.
-fn for_provider(request: &OrderRequest, sent: &FxHashSet<&str>) -> OrderRequest {
+pub(super) fn for_provider(request: &OrderRequest, sent: &FxHashSet<&str>) -> OrderRequest {
     let provider = request.provider.as_str();
     let stored: Vec<_> = (request.stored.iter())
         .filter(|p| sent.contains(p.id.as_str()))
@@ -211,7 +220,7 @@ fn for_provider(request: &OrderRequest, sent: &FxHashSet<&str>) -> OrderRequest 
 
 /// The ids of the stored profiles [`for_provider`] keeps: the provider's
 /// own, and those its explicit order or its configured entries name.
-fn sent_ids(request: &OrderRequest) -> FxHashSet<&str> {
+pub(super) fn sent_ids(request: &OrderRequest) -> FxHashSet<&str> {
     let provider = request.provider.as_str();
     let named: FxHashSet<&str> = (request.explicit_order.iter().flatten().map(String::as_str))
         .chain(

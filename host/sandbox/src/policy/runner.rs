@@ -6,8 +6,8 @@ use super::error::PolicyError;
 use super::module::Policy;
 use policy_types::{
     CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain, Gate,
-    GateDecision, ModelHealth, OverrideSource, RotationConfig, RunStep, RunSummary, Selection,
-    SelectionRequest, SummaryRequest,
+    GateDecision, ModelHealth, OverrideSource, RankedProfile, RotationConfig, RunStep, RunSummary,
+    Selection, SelectionRequest, SummaryRequest,
 };
 
 /// `model-gate`'s answer for a model with no kept health, fixed by the
@@ -145,24 +145,7 @@ impl Policy {
                 .failover_policy_runner()
                 .call_decide_candidate(store, &request.clone().mirror()))
         })?;
-        let offered = |id: &str| request.ranked.iter().any(|r| r.id == id);
-        let named: Vec<&str> = match &decision {
-            CandidateDecision::Attempt(profiles) => profiles.iter().map(String::as_str).collect(),
-            CandidateDecision::Probe { profile, .. } => vec![profile.as_str()],
-            CandidateDecision::Skip(_) => Vec::new(),
-        };
-        if let Some(stranger) = named.iter().find(|id| !offered(id)) {
-            return Err(PolicyError::InvalidOutput {
-                call: "decide-candidate",
-                problem: format!("it named profile {stranger:?}, which was not offered"),
-            });
-        }
-        if matches!(&decision, CandidateDecision::Attempt(p) if p.is_empty()) {
-            return Err(PolicyError::InvalidOutput {
-                call: "decide-candidate",
-                problem: "it asked to attempt no profile".into(),
-            });
-        }
+        checked_decision("decide-candidate", &decision, &request.ranked)?;
         Ok(decision)
     }
 
@@ -283,6 +266,34 @@ impl Policy {
         }
         Ok(summary)
     }
+}
+
+/// A candidate's decision, refused when it names a profile that is not
+/// one of `ranked`'s, or attempts none.
+pub(super) fn checked_decision(
+    call: &'static str,
+    decision: &CandidateDecision,
+    ranked: &[RankedProfile],
+) -> Result<(), PolicyError> {
+    let offered = |id: &str| ranked.iter().any(|r| r.id == id);
+    let named: Vec<&str> = match decision {
+        CandidateDecision::Attempt(profiles) => profiles.iter().map(String::as_str).collect(),
+        CandidateDecision::Probe { profile, .. } => vec![profile.as_str()],
+        CandidateDecision::Skip(_) => Vec::new(),
+    };
+    if let Some(stranger) = named.iter().find(|id| !offered(id)) {
+        return Err(PolicyError::InvalidOutput {
+            call,
+            problem: format!("it named profile {stranger:?}, which was not offered"),
+        });
+    }
+    if matches!(decision, CandidateDecision::Attempt(p) if p.is_empty()) {
+        return Err(PolicyError::InvalidOutput {
+            call,
+            problem: "it asked to attempt no profile".into(),
+        });
+    }
+    Ok(())
 }
 
 /// A module's model health, refused when a time in it lies more than

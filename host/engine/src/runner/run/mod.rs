@@ -18,7 +18,7 @@ use std::collections::HashSet;
 
 use failover_sandbox::policy::Decider;
 
-use crate::auth::{CooldownConfig, OrderRequest, RecordedReason, StoredProfile};
+use crate::auth::{CooldownConfig, OrderRequest, RecordedReason};
 use crate::state::{canonical_provider, split_model};
 
 mod attempts;
@@ -29,8 +29,8 @@ use crate::runner::clock::Clock;
 use crate::runner::driver::Runner;
 use crate::runner::events;
 use crate::runner::model::{
-    AttemptRecord, CandidateDecision, CandidateRequest, FailedAttempt, Gate, ProfileBlock,
-    RotationConfig, RunStep, SelectionSource, StopReason, SummaryRequest,
+    AttemptRecord, CandidateDecision, CandidateFacts, FailedAttempt, Gate, RotationConfig, RunStep,
+    SelectionSource, StopReason, SummaryRequest,
 };
 use crate::runner::observer::RunObserver;
 use crate::runner::options::RunOptions;
@@ -183,9 +183,9 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
             model: Some(model.clone()),
             now_ms: now,
         };
-        let ranked = self.policy.order_profiles(&order)?;
-        let stored = order.stored;
-        let mut ids = match self.decide(&provider, &stored, &ranked, now)? {
+        let plan = self.policy.plan_candidate(&order, &self.facts(&provider))?;
+        let ranked = plan.ranked;
+        let mut ids = match self.carry_out(&provider, plan.decision, now) {
             Ok(ids) => ids,
             Err(reason) if ranked.is_empty() => {
                 let summary = format!(
@@ -257,36 +257,37 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
         self.failures_before(position).next_back().map(|a| a.reason)
     }
 
-    /// The policy's word on a candidate: the profiles to try, or the reason
-    /// to skip it. A probe is noted for the throttle (F-8.3, F-8.5).
-    fn decide(
-        &mut self,
-        provider: &str,
-        stored: &[StoredProfile],
-        ranked: &[crate::auth::RankedProfile],
-        now: u64,
-    ) -> Result<Result<Vec<String>, RecordedReason>, RunError> {
+    /// What the policy's decision on the candidate at the run's position
+    /// needs besides its profiles' order.
+    fn facts(&self, provider: &str) -> CandidateFacts {
         let chain = &self.plan.chain;
         let sibling = chain[..self.position]
             .iter()
             .any(|m| canonical_provider(split_model(m).0) == provider);
-        let probes = &self.runner.probes;
-        let last_probe_at = probes
-            .lock()
+        let last_probe_at = (self.runner.probes.lock())
             .unwrap_or_else(|e| e.into_inner())
             .get(provider)
             .copied();
-        let decision = self.policy.decide_candidate(&CandidateRequest {
+        CandidateFacts {
             primary: self.position == 0,
             sibling,
-            ranked: ranked.to_vec(),
-            blocks: blocks_of(stored, ranked),
             last_probe_at,
             transient_probe_used: self.transient_probed.contains(provider),
             has_fallbacks: chain.len() > 1,
-            now_ms: now,
-        })?;
-        Ok(match decision {
+        }
+    }
+
+    /// Carries out the policy's word on a candidate: the profiles to try,
+    /// or the reason to skip it. A probe is noted for the throttle (F-8.3,
+    /// F-8.5).
+    fn carry_out(
+        &mut self,
+        provider: &str,
+        decision: CandidateDecision,
+        now: u64,
+    ) -> Result<Vec<String>, RecordedReason> {
+        let probes = &self.runner.probes;
+        match decision {
             CandidateDecision::Attempt(ids) => Ok(ids),
             CandidateDecision::Probe { profile, transient } => {
                 probes
@@ -299,28 +300,6 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
                 Ok(vec![profile])
             }
             CandidateDecision::Skip(reason) => Err(reason),
-        })
+        }
     }
-}
-
-/// Why each blocked profile is blocked: the reason of its later window.
-fn blocks_of(stored: &[StoredProfile], ranked: &[crate::auth::RankedProfile]) -> Vec<ProfileBlock> {
-    ranked
-        .iter()
-        .filter_map(|r| {
-            let until = r.blocked_until?;
-            let usage = &stored.iter().find(|p| p.id == r.id)?.usage;
-            let reason = if usage.disabled_until == Some(until) {
-                usage.disabled_reason
-            } else {
-                usage.cooldown_reason
-            }
-            .unwrap_or(RecordedReason::Unknown);
-            Some(ProfileBlock {
-                profile: r.id.clone(),
-                reason,
-                until,
-            })
-        })
-        .collect()
 }
