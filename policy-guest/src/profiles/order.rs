@@ -4,6 +4,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{CredentialKind, OrderRequest, RankedProfile, StoredProfile};
 
+/// Up to this many profiles are looked up by linear search: at a handful
+/// (the usual provider has one to five) an index costs more to build than
+/// the searches it saves.
+const SMALL: usize = 8;
+
 /// The profiles to try for `request.provider`, best first.
 ///
 /// The base list is the first that exists of `auth.order[provider]`, the
@@ -16,16 +21,24 @@ use super::{CredentialKind, OrderRequest, RankedProfile, StoredProfile};
 /// kind (F-4.2). Blocked profiles go last, soonest free first (F-4.3), with
 /// an explicit order too.
 ///
-/// Lookups go through ordered indexes, so thousands of profiles order in
-/// O(n log n) — well inside the per-call fuel.
+/// Past [`SMALL`] profiles, lookups go through ordered indexes, so
+/// thousands of profiles order in O(n log n) — well inside the per-call
+/// fuel.
 pub fn order_profiles(request: &OrderRequest) -> Vec<RankedProfile> {
     let provider = request.provider.as_str();
-    // The first stored profile of each id, as a linear search would find it.
-    let mut by_id: BTreeMap<&str, &StoredProfile> = BTreeMap::new();
-    for profile in &request.stored {
-        by_id.entry(profile.id.as_str()).or_insert(profile);
-    }
-    let stored = |id: &str| by_id.get(id).copied();
+    // The first stored profile of each id, as a linear search would find it
+    // (and does, for a handful: cheaper than building the index).
+    let by_id: Option<BTreeMap<&str, &StoredProfile>> = (request.stored.len() > SMALL).then(|| {
+        let mut by_id = BTreeMap::new();
+        for profile in &request.stored {
+            by_id.entry(profile.id.as_str()).or_insert(profile);
+        }
+        by_id
+    });
+    let stored = |id: &str| match &by_id {
+        Some(by_id) => by_id.get(id).copied(),
+        None => request.stored.iter().find(|p| p.id == id),
+    };
     let explicit = request
         .explicit_order
         .as_deref()
@@ -60,8 +73,17 @@ pub fn order_profiles(request: &OrderRequest) -> Vec<RankedProfile> {
             .or_insert(configured.mode);
     }
     profiles.retain(|p| usable(request, &modes, p));
-    let mut seen = BTreeSet::new();
-    profiles.retain(|p| seen.insert(p.id.as_str()));
+    if profiles.len() > SMALL {
+        let mut seen = BTreeSet::new();
+        profiles.retain(|p| seen.insert(p.id.as_str()));
+    } else {
+        let mut seen: Vec<&str> = Vec::with_capacity(profiles.len());
+        profiles.retain(|p| {
+            let first = !seen.contains(&p.id.as_str());
+            seen.push(p.id.as_str());
+            first
+        });
+    }
     if explicit.is_none() {
         profiles.sort_by_key(|p| (p.kind, p.usage.last_used.unwrap_or(0)));
     }
@@ -147,6 +169,53 @@ mod tests {
             ids(&order_profiles(&request)),
             ["openai-codex:me", "openai:t", "openai:b", "openai:a"]
         );
+    }
+
+    #[test]
+    fn a_repeated_id_is_its_first_stored_profile_with_few_profiles_or_many() {
+        for count in [SMALL - 2, SMALL * 3] {
+            let mut stored: Vec<StoredProfile> = (0..count)
+                .map(|i| {
+                    profile(
+                        &format!("openai:{i:02}"),
+                        CredentialKind::ApiKey,
+                        Some(i as u64),
+                    )
+                })
+                .collect();
+            // A second `openai:00`, cooling down: never the one used.
+            let mut second = profile("openai:00", CredentialKind::ApiKey, Some(0));
+            second.usage.cooldown_until = Some(10_000);
+            stored.push(second);
+            let explicit = OrderRequest {
+                provider: "openai".into(),
+                explicit_order: Some(vec![
+                    "openai:01".into(),
+                    "openai:00".into(),
+                    "openai:01".into(),
+                ]),
+                stored: stored.clone(),
+                now_ms: 100,
+                ..OrderRequest::default()
+            };
+            assert_eq!(
+                ids(&order_profiles(&explicit)),
+                ["openai:01", "openai:00"],
+                "{count}"
+            );
+            let round_robin = OrderRequest {
+                explicit_order: None,
+                ..explicit
+            };
+            let ranked = order_profiles(&round_robin);
+            assert_eq!(ranked.len(), count, "each id once");
+            // Least recently used first, and available: the second did not count.
+            assert_eq!(
+                (ranked[0].id.as_str(), ranked[0].available),
+                ("openai:00", true)
+            );
+            assert_eq!(ranked[count - 1].id, format!("openai:{:02}", count - 1));
+        }
     }
 
     #[test]

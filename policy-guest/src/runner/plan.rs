@@ -9,9 +9,12 @@ use crate::profiles::order_profiles;
 
 /// The order of `order`'s profiles and the decision on the candidate.
 pub fn plan_candidate(order: &OrderRequest, facts: &CandidateFacts) -> CandidatePlan {
-    let ranked = order_profiles(order);
-    let decision = decide_candidate(&facts.request(order, ranked.clone()));
-    CandidatePlan { ranked, decision }
+    let request = facts.request(order, order_profiles(order));
+    let decision = decide_candidate(&request);
+    CandidatePlan {
+        ranked: request.ranked,
+        decision,
+    }
 }
 
 #[cfg(test)]

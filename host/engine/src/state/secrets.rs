@@ -153,7 +153,7 @@ impl ProfilesFile {
         };
         for (id, credential) in profiles.iter() {
             check_id(id).map_err(|e| invalid(format!("profile {id:?}: {e}")))?;
-            let fields: Fields = serde_json::from_value(credential.clone())
+            let fields = Fields::deserialize(credential)
                 .map_err(|e| invalid(format!("profile {id:?}: {e}")))?;
             let secret = secret_of(&fields);
             if secret.is_none_or(str::is_empty) {
@@ -204,7 +204,7 @@ impl ProfilesFile {
         self.profiles()
             .iter()
             .filter_map(|(id, credential)| {
-                let fields: Fields = serde_json::from_value(credential.clone()).ok()?;
+                let fields = Fields::deserialize(credential).ok()?;
                 Some(summary(id, &fields))
             })
             .collect()
@@ -213,7 +213,8 @@ impl ProfilesFile {
     /// A profile's credential, secret included; `None` when there is no
     /// such profile.
     pub fn credential(&self, id: &str) -> Option<Credential> {
-        let fields: Fields = serde_json::from_value(self.profiles().get(id)?.clone()).ok()?;
+        // Read in place: no copy of the credential (and its secret) is made.
+        let fields = Fields::deserialize(self.profiles().get(id)?).ok()?;
         Some(Credential {
             kind: fields.kind,
             provider: canonical_provider(&fields.provider).to_owned(),
@@ -288,7 +289,7 @@ impl ProfilesFile {
     /// `usageStats` kept inside this file by older versions, if any.
     pub fn legacy_usage(&self) -> Option<BTreeMap<String, Usage>> {
         let stats = self.document.get("usageStats")?;
-        serde_json::from_value(stats.clone()).ok()
+        BTreeMap::deserialize(stats).ok()
     }
 }
 

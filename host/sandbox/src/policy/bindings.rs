@@ -52,7 +52,7 @@ macro_rules! contract_bindings {
 pub(crate) mod current {
     contract_bindings!("../../wit");
 
-    pub(crate) use wit::ErrorReport;
+    pub(crate) use wit::{ErrorReport, OrderRequest};
 }
 
 /// Contract 0.5.0, frozen: modules built before 0.6.0 spared calls.

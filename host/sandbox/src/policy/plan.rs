@@ -5,41 +5,68 @@
 
 use policy_types::{CandidateFacts, CandidatePlan, Mirror, OrderRequest};
 
-use super::bindings::Guest;
+use super::bindings::{current, Guest};
 use super::decider::Decider;
 use super::error::PolicyError;
 use super::module::Policy;
-use super::profiles::{checked_ranked, for_provider, sent_ids};
+use super::profiles::{checked_ranked, for_provider_ids};
 use super::runner::checked_decision;
 
 impl Policy {
     /// The order of a candidate's profiles and the decision on it: one
     /// `plan-candidate` call for a module of the current contract (sent
     /// only the profiles an answer can depend on, as `order-profiles` is),
-    /// `order-profiles` then `decide-candidate` for an earlier one.
+    /// `order-profiles` then `decide-candidate` for an earlier one. The
+    /// order is taken, not borrowed: its profiles cross without a copy.
     pub fn plan_candidate(
         &self,
-        order: &OrderRequest,
+        order: OrderRequest,
         facts: &CandidateFacts,
     ) -> Result<CandidatePlan, PolicyError> {
         if !self.contract().plans_candidates() {
-            return plan_by_two_calls(self, order, facts);
+            return plan_by_two_calls(self, &order, facts);
         }
-        let stored_sent = sent_ids(order);
-        let sent = for_provider(order, &stored_sent);
+        let sent: current::OrderRequest = narrowed(order).mirror();
         let plan: CandidatePlan = self.call("plan-candidate", |store, guest| match guest {
             Guest::Current(g) => g
                 .failover_policy_runner()
-                .call_plan_candidate(store, &sent.mirror(), facts.clone().mirror())
+                .call_plan_candidate(store, &sent, facts.clone().mirror())
                 .map(Mirror::mirror),
             Guest::V0_5(_) | Guest::V0_4(_) => Err(wasmtime::format_err!(
                 "a module before 0.6.0 has no plan-candidate"
             )),
         })?;
+        let stored_sent = sent.stored.iter().map(|p| p.id.as_str()).collect();
         checked_ranked("plan-candidate", &plan.ranked, &stored_sent)?;
         checked_decision("plan-candidate", &plan.decision, &plan.ranked)?;
         Ok(plan)
     }
+}
+
+/// `order` with only what concerns its provider (see
+/// [`for_provider`](super::profiles::for_provider)),
+/// its profiles moved rather than copied.
+fn narrowed(mut order: OrderRequest) -> OrderRequest {
+    let (keep_stored, keep_configured): (Vec<bool>, Vec<bool>) = {
+        let narrow = for_provider_ids(&order);
+        (
+            order
+                .stored
+                .iter()
+                .map(|p| narrow.stored.contains(p.id.as_str()))
+                .collect(),
+            order
+                .configured
+                .iter()
+                .map(|c| narrow.configured(c))
+                .collect(),
+        )
+    };
+    let mut keep = keep_stored.into_iter();
+    order.stored.retain(|_| keep.next().unwrap_or(false));
+    let mut keep = keep_configured.into_iter();
+    order.configured.retain(|_| keep.next().unwrap_or(false));
+    order
 }
 
 /// `order-profiles`, then `decide-candidate` on its answer: what

@@ -8,7 +8,8 @@ use super::bindings::on_guest;
 use super::error::PolicyError;
 use super::module::Policy;
 use policy_types::{
-    CooldownConfig, FailureEvent, OrderRequest, PinDecision, PinRequest, RankedProfile, Usage,
+    ConfiguredProfile, CooldownConfig, FailureEvent, OrderRequest, PinDecision, PinRequest,
+    RankedProfile, Usage,
 };
 
 /// Longest window a policy may open: a week past the call, the longest
@@ -29,8 +30,8 @@ impl Policy {
         // the whole one for a 0.4.0 module.
         let (sent, stored_sent): (OrderRequest, FxHashSet<&str>) =
             if self.contract().narrows_profiles() {
-                let sent = sent_ids(request);
-                (for_provider(request, &sent), sent)
+                let narrow = for_provider_ids(request);
+                (for_provider(request, &narrow), narrow.stored)
             } else {
                 (
                     request.clone(),
@@ -194,33 +195,43 @@ pub(crate) fn idle_success(usage: &Usage, now_ms: u64) -> Usage {
 /// an id of its profiles (an entry's mode applies by id). Every other
 /// profile costs lowering, a string at a time, on every candidate, and
 /// changes no answer of a policy that picks the provider's profiles.
-pub(super) fn for_provider(request: &OrderRequest, sent: &FxHashSet<&str>) -> OrderRequest {
-    let provider = request.provider.as_str();
-    let stored: Vec<_> = (request.stored.iter())
-        .filter(|p| sent.contains(p.id.as_str()))
-        .cloned()
-        .collect();
-    let own: FxHashSet<&str> = (request.stored.iter())
-        .filter(|p| p.provider == provider)
-        .map(|p| p.id.as_str())
-        .collect();
-    let configured = (request.configured.iter())
-        .filter(|c| c.provider == provider || own.contains(c.id.as_str()))
-        .cloned()
-        .collect();
+pub(super) fn for_provider(request: &OrderRequest, narrow: &Narrow) -> OrderRequest {
     OrderRequest {
         provider: request.provider.clone(),
         explicit_order: request.explicit_order.clone(),
-        configured,
-        stored,
+        configured: (request.configured.iter())
+            .filter(|c| narrow.configured(c))
+            .cloned()
+            .collect(),
+        stored: (request.stored.iter())
+            .filter(|p| narrow.stored.contains(p.id.as_str()))
+            .cloned()
+            .collect(),
         model: request.model.clone(),
         now_ms: request.now_ms,
     }
 }
 
-/// The ids of the stored profiles [`for_provider`] keeps: the provider's
-/// own, and those its explicit order or its configured entries name.
-pub(super) fn sent_ids(request: &OrderRequest) -> FxHashSet<&str> {
+/// What [`for_provider`] keeps of an order, by id.
+pub(super) struct Narrow<'a> {
+    provider: &'a str,
+    /// The stored profiles kept: the provider's own, and those its explicit
+    /// order or its configured entries name.
+    pub(super) stored: FxHashSet<&'a str>,
+    /// The provider's own stored profiles.
+    own: FxHashSet<&'a str>,
+}
+
+impl Narrow<'_> {
+    /// Whether a configured entry is kept: the provider's, or one of its
+    /// profiles'.
+    pub(super) fn configured(&self, entry: &ConfiguredProfile) -> bool {
+        entry.provider == self.provider || self.own.contains(entry.id.as_str())
+    }
+}
+
+/// What [`for_provider`] keeps of `request`.
+pub(super) fn for_provider_ids(request: &OrderRequest) -> Narrow<'_> {
     let provider = request.provider.as_str();
     let named: FxHashSet<&str> = (request.explicit_order.iter().flatten().map(String::as_str))
         .chain(
@@ -229,10 +240,17 @@ pub(super) fn sent_ids(request: &OrderRequest) -> FxHashSet<&str> {
                 .map(|c| c.id.as_str()),
         )
         .collect();
-    (request.stored.iter())
-        .filter(|p| p.provider == provider || named.contains(p.id.as_str()))
-        .map(|p| p.id.as_str())
-        .collect()
+    Narrow {
+        provider,
+        stored: (request.stored.iter())
+            .filter(|p| p.provider == provider || named.contains(p.id.as_str()))
+            .map(|p| p.id.as_str())
+            .collect(),
+        own: (request.stored.iter())
+            .filter(|p| p.provider == provider)
+            .map(|p| p.id.as_str())
+            .collect(),
+    }
 }
 
 /// A window the policy opened must end after `now` and within

@@ -46,7 +46,7 @@ pub(super) fn plans_agree(policy: &Policy) -> Result<(), PolicyError> {
     ];
     for (index, order) in orders.iter().enumerate() {
         for facts in &facts {
-            let one = policy.plan_candidate(order, facts)?;
+            let one = policy.plan_candidate(order.clone(), facts)?;
             let two = super::plan::plan_by_two_calls(policy, order, facts)?;
             if one != two {
                 return Err(PolicyError::InvalidOutput {

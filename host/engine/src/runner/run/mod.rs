@@ -183,7 +183,7 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
             model: Some(model.clone()),
             now_ms: now,
         };
-        let plan = self.policy.plan_candidate(&order, &self.facts(&provider))?;
+        let plan = self.policy.plan_candidate(order, &self.facts(&provider))?;
         let ranked = plan.ranked;
         let mut ids = match self.carry_out(&provider, plan.decision, now) {
             Ok(ids) => ids,
