@@ -3,13 +3,17 @@
 //! use, and for arbitrary text, nothing panics; the native core and the
 //! embedded component classify alike; a verdict's `failover` flag follows
 //! from its reason. A few hundred cases per property: the fuzzers run the
-//! millions.
+//! millions. And one the gate only samples: `plan-candidate` answers as
+//! `order-profiles` then `decide-candidate`, natively and in the component.
 
 use std::sync::OnceLock;
 
+use failover::auth::{CredentialKind, OrderRequest, RecordedReason, StoredProfile, Usage};
 use failover::config::Config;
+use failover::policy::plan_by_two_calls;
 use failover::replay::trace::Trace;
 use failover::report::flatten;
+use failover::runner::CandidateFacts;
 use failover::{Policy, PolicyEngine, ProviderError, Reason};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -136,8 +140,112 @@ fn check(error: &ProviderError) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// 2026-01-01 00:00 UTC.
+const NOW: u64 = 1_767_225_600_000;
+
+/// A stored profile of `openai` or `anthropic`, of any kind, maybe cooling
+/// down or disabled for any reason, maybe expired.
+fn stored_profile() -> impl Strategy<Value = StoredProfile> {
+    let reason = prop::sample::select(vec![
+        RecordedReason::RateLimit,
+        RecordedReason::Overloaded,
+        RecordedReason::Billing,
+        RecordedReason::AuthPermanent,
+        RecordedReason::Unknown,
+    ]);
+    let window = prop::option::of(-120_000i64..7_200_000);
+    (
+        (0..6u8, prop::bool::ANY, 0..3u8),
+        (window.clone(), prop::option::of(reason.clone())),
+        (window, prop::option::of(reason)),
+        (
+            prop::option::of(0..600_000u64),
+            prop::option::of(-60_000i64..60_000),
+            prop::bool::ANY,
+        ),
+    )
+        .prop_map(
+            |((name, other, kind), cooldown, disabled, (used, expires, refreshable))| {
+                let provider = if other { "anthropic" } else { "openai" };
+                let at = |offset: i64| NOW.saturating_add_signed(offset);
+                StoredProfile {
+                    id: format!("{provider}:{name}"),
+                    provider: provider.into(),
+                    kind: [
+                        CredentialKind::OAuth,
+                        CredentialKind::Token,
+                        CredentialKind::ApiKey,
+                    ][usize::from(kind)],
+                    expires: expires.map(at),
+                    refreshable,
+                    usage: Usage {
+                        last_used: used.map(|ago| NOW - ago),
+                        cooldown_until: cooldown.0.map(at),
+                        cooldown_reason: cooldown.1,
+                        disabled_until: disabled.0.map(at),
+                        disabled_reason: disabled.1,
+                        ..Usage::default()
+                    },
+                }
+            },
+        )
+}
+
+/// An order for `openai`: any stored profiles, maybe an explicit order
+/// naming some of them (and one that is not stored).
+fn order() -> impl Strategy<Value = OrderRequest> {
+    (
+        prop::collection::vec(stored_profile(), 0..7),
+        prop::option::of(prop::collection::vec(0..7u8, 0..5)),
+    )
+        .prop_map(|(stored, explicit)| OrderRequest {
+            provider: "openai".into(),
+            explicit_order: explicit
+                .map(|names| names.into_iter().map(|n| format!("openai:{n}")).collect()),
+            stored,
+            model: Some("openai/gpt-4o".into()),
+            now_ms: NOW,
+            ..OrderRequest::default()
+        })
+}
+
+fn facts() -> impl Strategy<Value = CandidateFacts> {
+    (
+        (
+            prop::bool::ANY,
+            prop::bool::ANY,
+            prop::bool::ANY,
+            prop::bool::ANY,
+        ),
+        prop::option::of(0..120_000u64),
+    )
+        .prop_map(
+            |((primary, sibling, transient_probe_used, has_fallbacks), probe_ago)| CandidateFacts {
+                primary,
+                sibling,
+                last_probe_at: probe_ago.map(|ago| NOW - ago),
+                transient_probe_used,
+                has_fallbacks,
+            },
+        )
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn a_plan_is_the_order_then_the_decision_natively_and_in_the_component(
+        order in order(),
+        facts in facts(),
+    ) {
+        let one = policy().plan_candidate(order.clone(), &facts)
+            .map_err(|e| TestCaseError::fail(format!("{e}")))?;
+        let two = plan_by_two_calls(policy(), &order, &facts)
+            .map_err(|e| TestCaseError::fail(format!("{e}")))?;
+        let native = crate::native::runner::plan_candidate(&order, &facts);
+        prop_assert_eq!(&one, &two);
+        prop_assert_eq!(&one, &native);
+    }
 
     #[test]
     fn native_and_component_agree_on_provider_shaped_errors(value in provider_error()) {

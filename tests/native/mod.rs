@@ -22,7 +22,8 @@ pub mod runner {
     use failover::runner::{GateDecision, ModelHealth, RunSummary, SummaryRequest};
 
     pub use policy_guest::runner::{
-        candidate_chain, decide_candidate, next_step, record_attempt_end, resolve_selection,
+        candidate_chain, decide_candidate, next_step, plan_candidate, record_attempt_end,
+        resolve_selection,
     };
 
     pub fn model_gate(health: &ModelHealth, others_remain: bool, now_ms: u64) -> GateDecision {
