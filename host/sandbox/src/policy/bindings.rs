@@ -82,8 +82,10 @@ pub(crate) const CONTRACTS_RUN: &str = "failover:policy@0.6.0 (or 0.5.0, 0.4.0)"
 pub enum ContractVersion {
     /// The current contract ([`CONTRACT`]).
     Current,
-    /// 0.5.0: every function, but each `model-gate`, `record-attempt-end`
-    /// and `resolve-selection` call is made (0.6.0 fixes some answers).
+    /// 0.5.0: no `plan-candidate` (the host asks `order-profiles` then
+    /// `decide-candidate`), and every `model-gate`, `record-attempt-end`,
+    /// `record-success` and `resolve-selection` call is made (0.6.0 fixes
+    /// some of their answers).
     V0_5,
     /// 0.4.0: also without `classify-batch`, which the host then does
     /// with one `classify` call per report.
@@ -128,7 +130,8 @@ impl ContractVersion {
 
     /// The contract fixes the answers the host then gives without a call
     /// (0.6.0 on): `model-gate` and `record-attempt-end` on a model with
-    /// no kept health, `resolve-selection` without a session override.
+    /// no kept health, `record-success` on a profile with nothing to clear,
+    /// `resolve-selection` without a session override.
     pub fn fixes_idle_answers(self) -> bool {
         self == ContractVersion::Current
     }

@@ -165,13 +165,19 @@ pub fn cases() -> Vec<Case> {
         .collect()
 }
 
-/// The errors of the corpus's `classify` cases, with their clocks: what the
-/// gate also sends as one `classify-batch`.
-pub(crate) fn classify_inputs() -> Vec<(ProviderError, u64)> {
+/// Every call of the corpus, in its order (the lines `cases` reads).
+fn calls() -> impl Iterator<Item = Call> {
     CORPUS
         .lines()
         .filter_map(|line| serde_json::from_str::<Line>(line).ok())
-        .filter_map(|line| match line.call {
+        .map(|line| line.call)
+}
+
+/// The errors of the corpus's `classify` cases, with their clocks: what the
+/// gate also sends as one `classify-batch`.
+pub(crate) fn classify_inputs() -> Vec<(ProviderError, u64)> {
+    calls()
+        .filter_map(|call| match call {
             Call::Classify { error, now_ms } => {
                 Some((ProviderError::from_json(&error).unwrap_or_default(), now_ms))
             }
@@ -183,10 +189,8 @@ pub(crate) fn classify_inputs() -> Vec<(ProviderError, u64)> {
 /// The requests of the corpus's `order-profiles` cases: orders the gate
 /// also sends as `plan-candidate`.
 pub(crate) fn order_inputs() -> Vec<OrderRequest> {
-    CORPUS
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Line>(line).ok())
-        .filter_map(|line| match line.call {
+    calls()
+        .filter_map(|call| match call {
             Call::OrderProfiles { request } => Some(request),
             _ => None,
         })

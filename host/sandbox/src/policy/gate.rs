@@ -4,8 +4,9 @@
 //! production limits without trapping or returning an invalid decision.
 //! A module of contract 0.5.0 on also sends the corpus's `classify` cases
 //! as one `classify-batch`, which must answer each as `classify` did; one
-//! of 0.6.0 must give the answers the contract fixes (and the host then
-//! gives without a call) on sample inputs.
+//! of 0.6.0 must, on sample inputs, answer `plan-candidate` as the two
+//! calls it stands for and give the answers the contract fixes (which the
+//! host then gives without a call).
 //! A refused module never serves.
 
 use super::conformance;

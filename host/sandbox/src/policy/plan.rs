@@ -76,7 +76,10 @@ pub fn plan_by_two_calls(
     order: &OrderRequest,
     facts: &CandidateFacts,
 ) -> Result<CandidatePlan, PolicyError> {
-    let ranked = decider.order_profiles(order)?;
-    let decision = decider.decide_candidate(&facts.request(order, ranked.clone()))?;
-    Ok(CandidatePlan { ranked, decision })
+    let request = facts.request(order, decider.order_profiles(order)?);
+    let decision = decider.decide_candidate(&request)?;
+    Ok(CandidatePlan {
+        ranked: request.ranked,
+        decision,
+    })
 }
