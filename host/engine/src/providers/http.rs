@@ -176,7 +176,7 @@ impl HttpProvider {
             .map_err(|_| capture::timeout_error(provider, millis(budget)))?
             .map_err(|e| capture::transport_error(provider, e))?;
         let completion = match endpoint.api {
-            Api::OpenAiChat => openai::parse_completion(&text),
+            Api::OpenAiChat => openai::parse_completion(text),
             Api::AnthropicMessages => anthropic::parse_completion(&text),
         }
         .map_err(|e| e.with_provider(provider))?;

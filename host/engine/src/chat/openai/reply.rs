@@ -11,25 +11,17 @@ use failover_sandbox::provider_error::ProviderError;
 
 /// Reads an upstream's non-streaming reply. An in-band error object, or a
 /// body that is not a completion, is a provider error carrying the body.
-pub fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
-    let read = whole::read(text).map_err(|unread| match unread {
+pub fn parse_completion(text: impl Into<String>) -> Result<Completion, ProviderError> {
+    let read = whole::read(text.into()).map_err(|(unread, text)| match unread {
         Unread::InBandError => ProviderError::message(text),
-        Unread::NotACompletion => unreadable(text),
+        Unread::NotACompletion => unreadable(&text),
     })?;
-    let mut message_extra = read.message;
-    message_extra.remove("role");
-    let content = message_extra.remove("content");
-    message_extra.retain(|_, v| !v.is_null());
-    let finish = finish(read.finish_reason.as_ref()).unwrap_or(FinishReason::Stop);
     Ok(Completion {
         id: read.id,
-        text: match content {
-            Some(Value::String(text)) => text,
-            _ => String::new(),
-        },
-        finish,
-        usage: usage(read.usage.as_ref()),
-        message_extra,
+        text: read.content.unwrap_or_default(),
+        finish: read.finish.unwrap_or(FinishReason::Stop),
+        usage: read.usage,
+        message_extra: read.message_extra,
         raw: Some(read.reply),
     })
 }
@@ -48,16 +40,22 @@ pub(crate) fn unreadable(text: &str) -> ProviderError {
 }
 
 fn finish(value: Option<&Value>) -> Option<FinishReason> {
-    Some(match value?.as_str()? {
+    Some(finish_named(value?.as_str()?))
+}
+
+/// The finish reason an OpenAI `finish_reason` names.
+pub(super) fn finish_named(name: &str) -> FinishReason {
+    match name {
         "stop" => FinishReason::Stop,
         "length" => FinishReason::Length,
         "content_filter" => FinishReason::ContentFilter,
         "tool_calls" | "function_call" => FinishReason::ToolCalls,
         other => FinishReason::Other(other.to_owned()),
-    })
+    }
 }
 
-fn usage(value: Option<&Value>) -> Option<TokenUsage> {
+/// Token counts from a parsed `usage` object (a stream's chunks).
+pub(super) fn usage(value: Option<&Value>) -> Option<TokenUsage> {
     let value = value?;
     // `get` chains, not `pointer`: a pointer allocates each of its tokens.
     let detail = |details: &str, count: &str| value.get(details)?.get(count)?.as_u64();

@@ -3,23 +3,29 @@
 //!
 //! The reply is split into its top-level members without building a tree
 //! of it: each member's value stays where it is in the text. Only the
-//! parts the gateway reads (the first choice, `usage`, `id`) are parsed
-//! further. An OpenAI client then gets the upstream's text member by member
-//! — every choice of `n`, `logprobs`, `system_fingerprint`, usage details,
-//! fields the gateway has never heard of, numbers exactly as written, in
-//! the upstream's order — with only `id`, `model` and `object` replaced.
-//! Building a `serde_json::Value` of it and writing it out again was a
-//! seventh of the gateway's own work per request (BENCHMARKS.md, issue 16).
+//! parts the gateway reads (the first choice, `usage`, `id`) are read
+//! further, the same way, member by member. An OpenAI client then gets the
+//! upstream's text member by member — every choice of `n`, `logprobs`,
+//! `system_fingerprint`, usage details, fields the gateway has never heard
+//! of, numbers exactly as written, in the upstream's order — with only
+//! `id`, `model` and `object` replaced. Building a `serde_json::Value` of
+//! it and writing it out again was a seventh of the gateway's own work per
+//! request; names and values copied out of the text, and the small trees
+//! of `message` and `usage`, were most of what remained (BENCHMARKS.md,
+//! issue 16).
 
 use std::borrow::Cow;
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::ops::Range;
 
 use rustc_hash::FxHashSet;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+
+use super::super::{FinishReason, TokenUsage};
+use super::reply::finish_named;
 
 /// An upstream's reply text and where its top-level members lie in it.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,56 +33,96 @@ pub struct WholeReply {
     text: String,
     /// Each member's name and the span of its value in `text`, in the
     /// upstream's order (a repeated name appears each time).
-    members: Vec<(String, Range<usize>)>,
+    members: Vec<(Name, Range<usize>)>,
 }
 
-/// The top-level members of a JSON object: names, and values borrowed
-/// from its text.
-struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+/// A member's name: where it lies in the reply's text, or, when it was
+/// written with escapes, the name they stand for.
+#[derive(Debug, Clone, PartialEq)]
+enum Name {
+    Span(Range<usize>),
+    Unescaped(String),
+}
 
-impl<'de> Deserialize<'de> for Members<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ObjectVisitor;
-        impl<'de> Visitor<'de> for ObjectVisitor {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(8));
-                while let Some(entry) = map.next_entry::<Cow<'de, str>, &'de RawValue>()? {
-                    members.push(entry);
-                }
-                Ok(Members(members))
-            }
+impl Name {
+    fn of(whole: &str, name: Cow<'_, str>) -> Name {
+        match name {
+            Cow::Borrowed(name) => Name::Span(span_in(whole, name)),
+            Cow::Owned(name) => Name::Unescaped(name),
         }
-        deserializer.deserialize_map(ObjectVisitor)
     }
 }
 
-/// What the gateway reads of a reply's first choice. A member that is
-/// present is kept whatever its value, `null` included.
-#[derive(Deserialize)]
-struct FirstChoice {
-    #[serde(default, deserialize_with = "present")]
-    message: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    finish_reason: Option<Value>,
-}
+/// An object member's name, borrowed from the text unless it was written
+/// with escapes. (`Cow<str>` itself always deserializes owned.)
+struct Key<'a>(Cow<'a, str>);
 
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
-}
-
-/// The first element of a JSON array, the others skipped unread; `None`
-/// for an empty array.
-struct First<T>(Option<T>);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
+impl<'de> Deserialize<'de> for Key<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct FirstVisitor<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for FirstVisitor<T> {
-            type Value = First<T>;
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(text)))
+            }
+            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(text.to_owned())))
+            }
+            fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(text)))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// Hands each member of a JSON object, in order, to a closure: its name
+/// and its value, both borrowed from the text where they can be.
+struct EachMember<F>(F);
+
+impl<'de, F: FnMut(Cow<'de, str>, &'de RawValue)> Visitor<'de> for EachMember<F> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        while let Some((Key(name), value)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
+            (self.0)(name, value);
+        }
+        Ok(())
+    }
+}
+
+impl<'de, F: FnMut(Cow<'de, str>, &'de RawValue)> DeserializeSeed<'de> for EachMember<F> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+/// Calls `each` on every member of the JSON object `text`; an error when
+/// `text` is not one.
+fn each_member<'a>(
+    text: &'a str,
+    each: impl FnMut(Cow<'a, str>, &'a RawValue),
+) -> serde_json::Result<()> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    EachMember(each).deserialize(&mut deserializer)?;
+    deserializer.end()
+}
+
+/// The first element of a JSON array as raw text, the others skipped
+/// unread; `None` for an empty array.
+struct First<'a>(Option<&'a RawValue>);
+
+impl<'de> Deserialize<'de> for First<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FirstVisitor;
+        impl<'de> Visitor<'de> for FirstVisitor {
+            type Value = First<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a JSON array")
             }
@@ -86,17 +132,21 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
                 Ok(First(first))
             }
         }
-        deserializer.deserialize_seq(FirstVisitor(std::marker::PhantomData))
+        deserializer.deserialize_seq(FirstVisitor)
     }
 }
 
 /// A reply read: what the gateway needs of it, and the reply itself.
 pub(super) struct Read {
     pub id: String,
-    /// The first choice's `message`, when it is an object.
-    pub message: Map<String, Value>,
-    pub finish_reason: Option<Value>,
-    pub usage: Option<Value>,
+    /// The first choice's message `content`, when it is a string.
+    pub content: Option<String>,
+    /// The first choice's message members besides `role` and `content`,
+    /// null ones left out.
+    pub message_extra: Map<String, Value>,
+    /// The first choice's `finish_reason`, when it is a string.
+    pub finish: Option<FinishReason>,
+    pub usage: Option<TokenUsage>,
     pub reply: WholeReply,
 }
 
@@ -108,47 +158,145 @@ pub(super) enum Unread {
     InBandError,
 }
 
-/// Reads `text` as a chat completion.
-pub(super) fn read(text: &str) -> Result<Read, Unread> {
-    let Members(members) = serde_json::from_str(text).map_err(|_| Unread::NotACompletion)?;
+/// Members a reply usually has (`id`, `object`, `created`, `model`,
+/// `choices`, `usage`, `system_fingerprint`, `service_tier`): room made
+/// for them at once.
+const USUAL_MEMBERS: usize = 8;
+
+/// Reads `text` as a chat completion; when it is not one, why, and the
+/// text back.
+pub(super) fn read(text: String) -> Result<Read, (Unread, String)> {
+    match read_parts(&text) {
+        Ok(parts) => Ok(Read {
+            id: parts.id,
+            content: parts.content,
+            message_extra: parts.message_extra,
+            finish: parts.finish,
+            usage: parts.usage,
+            reply: WholeReply {
+                text,
+                members: parts.members,
+            },
+        }),
+        Err(unread) => Err((unread, text)),
+    }
+}
+
+/// What [`read`] reads, before the text moves into the reply.
+struct Parts {
+    id: String,
+    content: Option<String>,
+    message_extra: Map<String, Value>,
+    finish: Option<FinishReason>,
+    usage: Option<TokenUsage>,
+    members: Vec<(Name, Range<usize>)>,
+}
+
+fn read_parts(text: &str) -> Result<Parts, Unread> {
+    let mut members = Vec::with_capacity(USUAL_MEMBERS);
     // A repeated name means its last value, as in a parsed object.
-    let member = |name: &str| {
-        members
-            .iter()
-            .rev()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.get())
-    };
-    if member("error").is_some_and(|error| error.trim() != "null") {
+    let (mut error, mut choices, mut id, mut usage) = (None, None, None, None);
+    each_member(text, |name, value| {
+        match &*name {
+            "error" => error = Some(value),
+            "choices" => choices = Some(value),
+            "id" => id = Some(value),
+            "usage" => usage = Some(value),
+            _ => {}
+        }
+        members.push((Name::of(text, name), span_in(text, value.get())));
+    })
+    .map_err(|_| Unread::NotACompletion)?;
+    if error.is_some_and(|error: &RawValue| error.get().trim() != "null") {
         return Err(Unread::InBandError);
     }
-    let first = member("choices")
-        .and_then(|choices| serde_json::from_str::<First<FirstChoice>>(choices).ok())
+    let first = choices
+        .and_then(|choices| serde_json::from_str::<First>(choices.get()).ok())
         .and_then(|First(first)| first)
         .ok_or(Unread::NotACompletion)?;
-    let message = match first.message.ok_or(Unread::NotACompletion)? {
-        Value::Object(message) => message,
-        _ => Map::new(),
-    };
-    let id = member("id")
-        .and_then(|id| serde_json::from_str::<Cow<str>>(id).ok())
-        .unwrap_or_default()
-        .into_owned();
-    let usage = member("usage").and_then(|usage| serde_json::from_str(usage).ok());
-    let reply = WholeReply {
-        text: text.to_owned(),
-        members: members
-            .iter()
-            .map(|(key, value)| (key.as_ref().to_owned(), span_in(text, value.get())))
-            .collect(),
-    };
-    Ok(Read {
-        id,
-        message,
-        finish_reason: first.finish_reason,
-        usage,
-        reply,
+    let (mut message, mut finish) = (None, None);
+    each_member(first.get(), |name, value| match &*name {
+        "message" => message = Some(value),
+        "finish_reason" => finish = Some(value),
+        _ => {}
     })
+    .map_err(|_| Unread::NotACompletion)?;
+    // Present whatever its value: `null` is an empty message.
+    let (content, message_extra) = message_of(message.ok_or(Unread::NotACompletion)?);
+    Ok(Parts {
+        id: id.and_then(string_of).unwrap_or_default().into_owned(),
+        content,
+        message_extra,
+        finish: finish.and_then(string_of).map(|name| finish_named(&name)),
+        usage: usage.and_then(usage_of),
+        members,
+    })
+}
+
+/// A JSON string's value, borrowed unless it was written with escapes;
+/// `None` for any other value.
+fn string_of(value: &RawValue) -> Option<Cow<'_, str>> {
+    serde_json::from_str::<Key>(value.get())
+        .ok()
+        .map(|Key(text)| text)
+}
+
+/// A message's string `content`, and its other members but `role`, null
+/// ones left out. What is not an object is an empty message.
+fn message_of(message: &RawValue) -> (Option<String>, Map<String, Value>) {
+    let (mut content, mut extra) = (None, Map::new());
+    let _not_an_object = each_member(message.get(), |name, value| match &*name {
+        "role" => {}
+        "content" => content = Some(value),
+        _ if value.get() == "null" => {
+            extra.remove(&*name);
+        }
+        _ => {
+            // The text was read as JSON already: its values parse.
+            if let Ok(value) = serde_json::from_str(value.get()) {
+                extra.insert(name.into_owned(), value);
+            }
+        }
+    });
+    let content = content.and_then(|content| serde_json::from_str(content.get()).ok());
+    (content, extra)
+}
+
+/// Token counts from a `usage` object: both counts must be there.
+fn usage_of(usage: &RawValue) -> Option<TokenUsage> {
+    let (mut prompt, mut completion, mut cached, mut reasoning) = (None, None, None, None);
+    each_member(usage.get(), |name, value| match &*name {
+        "prompt_tokens" => prompt = count_of(value),
+        "completion_tokens" => completion = count_of(value),
+        "prompt_tokens_details" => cached = detail_of(value, "cached_tokens"),
+        "completion_tokens_details" => reasoning = detail_of(value, "reasoning_tokens"),
+        _ => {}
+    })
+    .ok()?;
+    Some(TokenUsage {
+        prompt_tokens: prompt?,
+        completion_tokens: completion?,
+        cached_tokens: cached,
+        reasoning_tokens: reasoning,
+    })
+}
+
+/// A count: a non-negative integer that fits in 64 bits. (A JSON number
+/// with a fraction or an exponent is none, as `Value::as_u64` has it.)
+fn count_of(value: &RawValue) -> Option<u64> {
+    value.get().parse().ok()
+}
+
+/// The count `name` of a details object.
+fn detail_of(details: &RawValue, name: &str) -> Option<u64> {
+    let mut found = None;
+    each_member(details.get(), |member, value| {
+        if member == name {
+            found = count_of(value);
+        }
+    })
+    .ok()?;
+    found
 }
 
 /// Where `part`, a slice of `whole`, lies in it.
@@ -164,7 +312,40 @@ const GATEWAY_MEMBERS: [&str; 4] = ["id", "model", "object", "created"];
 /// The `object` of a whole chat completion, as JSON.
 const COMPLETION_OBJECT: &str = "\"chat.completion\"";
 
+/// Up to this many members, repeated names are found by comparing each
+/// with those after it; beyond, with a hash set (a reply may hold any
+/// number of members).
+const FEW_MEMBERS: usize = 16;
+
 impl WholeReply {
+    fn name<'a>(&'a self, name: &'a Name) -> &'a str {
+        match name {
+            Name::Span(span) => &self.text[span.clone()],
+            Name::Unescaped(name) => name,
+        }
+    }
+
+    /// For each member, whether no member after it has its name: a
+    /// repeated name is written once, with its last value.
+    fn last_of_their_names(&self) -> Vec<bool> {
+        let names: Vec<&str> = self
+            .members
+            .iter()
+            .map(|(name, _)| self.name(name))
+            .collect();
+        if names.len() <= FEW_MEMBERS {
+            return (0..names.len())
+                .map(|index| !names[index + 1..].contains(&names[index]))
+                .collect();
+        }
+        let mut named_later = FxHashSet::default();
+        let mut last = vec![false; names.len()];
+        for (index, name) in names.iter().enumerate().rev() {
+            last[index] = named_later.insert(*name);
+        }
+        last
+    }
+
     /// The reply as an OpenAI client gets it: the upstream's members in
     /// its order, with `id`, `model` and `object` the gateway's, and
     /// `created` the upstream's when it sent one, else `created`.
@@ -176,22 +357,19 @@ impl WholeReply {
             0 => push_json_string(out, id),
             1 => push_json_string(out, model),
             2 => out.push_str(COMPLETION_OBJECT),
-            _ => out.push_str(&created.to_string()),
+            _ => {
+                let _infallible = write!(out, "{created}");
+            }
         };
-        // A repeated name is written once, with its last value. Found in one
-        // pass: an upstream's reply may hold any number of members.
-        let mut named_later = FxHashSet::default();
-        let mut last = vec![false; self.members.len()];
-        for (index, (name, _)) in self.members.iter().enumerate().rev() {
-            last[index] = named_later.insert(name.as_str());
-        }
+        let last = self.last_of_their_names();
         let mut written = [false; GATEWAY_MEMBERS.len()];
         for (index, (name, span)) in self.members.iter().enumerate() {
             if !last[index] {
                 continue;
             }
-            open_member(&mut out, name);
-            let slot = GATEWAY_MEMBERS.iter().position(|ours| ours == name);
+            let name_text = self.name(name);
+            open_member(&mut out, name_text, matches!(name, Name::Span(_)));
+            let slot = GATEWAY_MEMBERS.iter().position(|ours| *ours == name_text);
             match slot {
                 // The upstream's own `created` stays.
                 Some(slot) if GATEWAY_MEMBERS[slot] != "created" => push_ours(&mut out, slot),
@@ -203,7 +381,7 @@ impl WholeReply {
         }
         for (slot, name) in GATEWAY_MEMBERS.iter().enumerate() {
             if !written[slot] {
-                open_member(&mut out, name);
+                open_member(&mut out, name, true);
                 push_ours(&mut out, slot);
             }
         }
@@ -212,12 +390,19 @@ impl WholeReply {
     }
 }
 
-/// Writes the separator (when a member came before) and `name:`.
-fn open_member(out: &mut String, name: &str) {
+/// Writes the separator (when a member came before) and `name:`; a name
+/// `plain` (one that needs no escapes) as it is.
+fn open_member(out: &mut String, name: &str, plain: bool) {
     if out.len() > 1 {
         out.push(',');
     }
-    push_json_string(out, name);
+    if plain {
+        out.push('"');
+        out.push_str(name);
+        out.push('"');
+    } else {
+        push_json_string(out, name);
+    }
     out.push(':');
 }
 
@@ -237,7 +422,7 @@ mod tests {
     use super::*;
 
     fn rendered(text: &str) -> String {
-        match read(text) {
+        match read(text.to_owned()) {
             Ok(read) => read.reply.render("gw-1", "openai/m", 7),
             Err(_) => panic!("not read: {text}"),
         }
@@ -294,7 +479,7 @@ mod tests {
     #[test]
     fn names_and_ids_with_escapes_stay_valid_json() {
         let text = r#"{"id":"a\"b","we\"ird":"\u00e9\n","choices":[{"message":{"content":"x"}}]}"#;
-        let read = read(text).ok().unwrap();
+        let read = read(text.to_owned()).ok().unwrap();
         assert_eq!(read.id, "a\"b");
         let out = read.reply.render("id \"quoted\"", "m\\n", 1);
         let value: Value = serde_json::from_str(&out).unwrap();
@@ -315,15 +500,57 @@ mod tests {
             r#"{"choices":[{"finish_reason":"stop"}]}"#,
             r#"{"choices":[{"message":{}}]"#,
         ] {
-            assert!(matches!(read(text), Err(Unread::NotACompletion)), "{text}");
+            assert!(
+                matches!(read(text.to_owned()), Err((Unread::NotACompletion, _))),
+                "{text}"
+            );
         }
         let error = r#"{"error":{"message":"overloaded"},"choices":[{"message":{}}]}"#;
-        assert!(matches!(read(error), Err(Unread::InBandError)));
+        assert!(matches!(
+            read(error.to_owned()),
+            Err((Unread::InBandError, _))
+        ));
         // A null error is no error (however spaced); a null message is an
         // empty one.
-        let read = read(r#"{ "error" : null , "choices" : [ { "message" : null } ] }"#)
+        let read = read(r#"{ "error" : null , "choices" : [ { "message" : null } ] }"#.to_owned())
             .ok()
             .unwrap();
-        assert!(read.message.is_empty());
+        assert!(read.message_extra.is_empty() && read.content.is_none());
+    }
+
+    /// The reply read member by member says what a parsed tree of it says.
+    #[test]
+    fn the_first_choice_and_usage_read_as_from_a_parsed_tree() {
+        for text in [
+            r#"{"choices":[{"message":{"role":"assistant","content":"hi","refusal":null,"tool_calls":[{"id":"t"}]},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[{"message":{"content":["part"],"x":1,"x":null,"y":null,"y":2}}],"usage":{"prompt_tokens":1,"completion_tokens":2}}"#,
+            r#"{"choices":[{"message":{"content":"a","content":"b\u00e9"},"finish_reason":null}],"usage":{"prompt_tokens":1}}"#,
+            r#"{"choices":[{"message":{"c\u006fntent":"esc"},"finish_reason":"odd"}],"usage":{"prompt_tokens":1.5,"completion_tokens":2}}"#,
+            r#"{"choices":[{"message":5}],"usage":{"prompt_tokens":18446744073709551615,"completion_tokens":0,"prompt_tokens_details":{"cached_tokens":7},"completion_tokens_details":null}}"#,
+            r#"{"choices":[{"message":{}}],"usage":{"prompt_tokens":3,"completion_tokens":4,"prompt_tokens_details":[1],"completion_tokens_details":{"reasoning_tokens":2,"reasoning_tokens":9}}}"#,
+            r#"{"choices":[{"message":{}}],"usage":[1,2]}"#,
+            r#"{"choices":[{"message":{}}],"usage":{"prompt_tokens":18446744073709551616,"completion_tokens":1}}"#,
+        ] {
+            let tree: Value = serde_json::from_str(text).unwrap();
+            let read = read(text.to_owned()).ok().unwrap();
+            let message = &tree["choices"][0]["message"];
+            assert_eq!(
+                read.content.as_deref(),
+                message["content"].as_str(),
+                "{text}"
+            );
+            let mut extra = message.as_object().cloned().unwrap_or_default();
+            extra.remove("role");
+            extra.remove("content");
+            extra.retain(|_, value| !value.is_null());
+            assert_eq!(read.message_extra, extra, "{text}");
+            let finish = tree["choices"][0]["finish_reason"].as_str();
+            assert_eq!(read.finish, finish.map(finish_named), "{text}");
+            assert_eq!(
+                read.usage,
+                super::super::reply::usage(tree.get("usage")),
+                "{text}"
+            );
+        }
     }
 }
