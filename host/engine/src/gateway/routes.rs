@@ -2,13 +2,14 @@
 
 use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use axum::{Json, Router};
 use serde_json::json;
+use tower::util::MapResponseLayer;
 
 use super::admission::{check_session_id, require_client_key, small_body};
 use super::chat_route::{chat, messages};
@@ -57,10 +58,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
             get(readyz).route_layer(middleware::from_fn(small_body)),
         )
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(
-            gateway.clone(),
-            policy_header,
-        ))
+        .layer(MapResponseLayer::new(policy_header(gateway.clone())))
         .layer(DefaultBodyLimit::max(SMALL_BODY_BYTES))
         .with_state(gateway)
 }
@@ -122,17 +120,17 @@ pub(super) fn set_policy_header(response: &mut Response, policy: &dyn failover_s
     }
 }
 
-/// Responses that ran no policy carry the active module's hash.
-async fn policy_header(
-    State(gateway): State<Arc<Gateway>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let mut response = next.run(request).await;
-    if !response.headers().contains_key(POLICY_HEADER) {
-        set_policy_header(&mut response, gateway.active_policy().as_ref());
+/// Responses that ran no policy carry the active module's hash. A plain
+/// response map, not a `from_fn` middleware: that one boxes the rest of
+/// the router and its future on every request (~3k instructions of the
+/// gateway's own work, BENCHMARKS.md, issue 16).
+fn policy_header(gateway: Arc<Gateway>) -> impl FnOnce(Response) -> Response + Clone {
+    move |mut response: Response| {
+        if !response.headers().contains_key(POLICY_HEADER) {
+            set_policy_header(&mut response, gateway.active_policy().as_ref());
+        }
+        response
     }
-    response
 }
 
 async fn models(State(gateway): State<Arc<Gateway>>) -> Response {
