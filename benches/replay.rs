@@ -39,6 +39,11 @@ struct Native {
 }
 
 impl Decider for Native {
+    /// The default policy's core answers as a module of the current
+    /// contract does: on what it is sent, narrowed.
+    fn narrows_profiles(&self) -> bool {
+        true
+    }
     fn version(&self) -> &PolicyVersion {
         &self.version
     }

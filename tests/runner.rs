@@ -13,6 +13,8 @@ use failover::runner::{
 use failover::state::{AuthStore, SessionEntry, SessionStore, StateDir};
 use failover::{Policy, PolicyEngine, ProviderError};
 
+mod orders;
+
 const NOW: u64 = 1_700_000_000_000;
 const PRIMARY: &str = "anthropic/claude-sonnet-4";
 const FALLBACK: &str = "openai/gpt-4o";

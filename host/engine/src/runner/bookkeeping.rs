@@ -7,9 +7,7 @@
 use failover_sandbox::policy::Decider;
 use failover_sandbox::provider_error::ProviderError;
 
-use crate::auth::{CooldownConfig, FailureEvent, RecordedReason, StoredProfile, Usage};
-use crate::state::stored_profiles;
-use std::collections::BTreeMap;
+use crate::auth::{CooldownConfig, FailureEvent, RecordedReason, Usage};
 
 use super::clock::Clock;
 use super::driver::{Runner, LAST_USED_WRITE_INTERVAL_MS};
@@ -105,28 +103,6 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             Some(deadline) => wait_ms.min(deadline.saturating_sub(self.clock.now_ms())),
             None => wait_ms,
         }
-    }
-
-    pub(super) fn stored(&self) -> Result<Vec<StoredProfile>, RunError> {
-        Ok(self.stored_and_usage()?.0)
-    }
-
-    /// [`Runner::stored`], and the routing state as the store holds it
-    /// (without this process's coalesced `lastUsed`).
-    pub(super) fn stored_and_usage(
-        &self,
-    ) -> Result<(Vec<StoredProfile>, BTreeMap<String, Usage>), RunError> {
-        let usage = self.store.usage()?;
-        let mut stored = self
-            .store
-            .with_summaries(|summaries| stored_profiles(summaries, &usage))?;
-        let recent = self.recent_use.lock().unwrap_or_else(|e| e.into_inner());
-        for profile in &mut stored {
-            if let Some(at) = recent.get(&profile.id) {
-                profile.usage.last_used = profile.usage.last_used.max(Some(*at));
-            }
-        }
-        Ok((stored, usage))
     }
 
     /// Records a success (F-6.9): written at once when it changes routing

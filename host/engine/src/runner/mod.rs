@@ -26,6 +26,7 @@ mod health;
 pub mod model;
 mod observer;
 mod options;
+mod order;
 mod outcome;
 mod plan;
 mod provider;

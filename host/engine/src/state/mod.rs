@@ -21,5 +21,5 @@ pub use error::StateError;
 pub use paths::{AgentPaths, StateDir, AGENT_ENV, DEFAULT_AGENT, STATE_DIR_ENV};
 pub use secrets::{canonical_provider, Credential, ProfileSummary, ProfilesFile, Secret};
 pub use sessions::{split_model, ModelOverride, ProfilePin, SessionEntry, SessionStore};
-pub use store::{stored_profiles, AuthStore, UpdateError};
+pub use store::{stored_profile, stored_profiles, AuthStore, UpdateError};
 pub use watch::StateWatch;

@@ -309,15 +309,21 @@ pub fn stored_profiles(
     summaries: &[ProfileSummary],
     usage: &BTreeMap<String, Usage>,
 ) -> Vec<crate::auth::StoredProfile> {
-    summaries
-        .iter()
-        .map(|s| crate::auth::StoredProfile {
-            id: s.id.clone(),
-            provider: canonical_provider(&s.provider).to_owned(),
-            kind: s.kind,
-            expires: s.expires,
-            refreshable: s.refreshable,
-            usage: usage.get(&s.id).cloned().unwrap_or_default(),
-        })
-        .collect()
+    summaries.iter().map(|s| stored_profile(s, usage)).collect()
+}
+
+/// One stored profile as the policy sees it, with its routing state in
+/// `usage` (the default state when it has none there).
+pub fn stored_profile(
+    summary: &ProfileSummary,
+    usage: &BTreeMap<String, Usage>,
+) -> crate::auth::StoredProfile {
+    crate::auth::StoredProfile {
+        id: summary.id.clone(),
+        provider: canonical_provider(&summary.provider).to_owned(),
+        kind: summary.kind,
+        expires: summary.expires,
+        refreshable: summary.refreshable,
+        usage: usage.get(&summary.id).cloned().unwrap_or_default(),
+    }
 }

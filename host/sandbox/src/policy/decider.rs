@@ -53,6 +53,13 @@ pub trait Decider: Send + Sync {
         &self,
         request: &CandidateRequest,
     ) -> Result<CandidateDecision, PolicyError>;
+    /// Whether `order-profiles` and `plan-candidate` answers depend only on
+    /// what [`Narrow`](super::Narrow) keeps of an order (a module of
+    /// contract 0.5.0 or later: it is sent no more). A host may then build
+    /// the order with those profiles only; otherwise it sends every one.
+    fn narrows_profiles(&self) -> bool {
+        false
+    }
     /// A candidate's order and the decision on it (`runner.plan-candidate`:
     /// `order-profiles`, then `decide-candidate` on its answer).
     fn plan_candidate(
@@ -134,6 +141,9 @@ impl Decider for Policy {
         request: &CandidateRequest,
     ) -> Result<CandidateDecision, PolicyError> {
         Policy::decide_candidate(self, request)
+    }
+    fn narrows_profiles(&self) -> bool {
+        self.contract().narrows_profiles()
     }
     fn plan_candidate(
         &self,

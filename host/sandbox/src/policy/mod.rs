@@ -32,7 +32,7 @@ pub use limits::*;
 pub use module::{Policy, PolicyVersion, MAX_RETRY_AFTER_MS};
 pub use plan::plan_by_two_calls;
 pub use pool::PolicyStats;
-pub use profiles::MAX_WINDOW_MS;
+pub use profiles::{Narrow, MAX_WINDOW_MS};
 pub use runner::MAX_CHAIN;
 
 /// The default policy component, built from `policy-guest` by the build

@@ -45,23 +45,23 @@ impl Policy {
 
 /// `order` with only what concerns its provider (see
 /// [`for_provider`](super::profiles::for_provider)),
-/// its profiles moved rather than copied.
+/// its profiles moved rather than copied; as it came when it has nothing
+/// else (a host that narrows sends it so).
 fn narrowed(mut order: OrderRequest) -> OrderRequest {
     let (keep_stored, keep_configured): (Vec<bool>, Vec<bool>) = {
         let narrow = for_provider_ids(&order);
         (
-            order
-                .stored
-                .iter()
-                .map(|p| narrow.stored.contains(p.id.as_str()))
+            (order.stored.iter())
+                .map(|p| narrow.keeps(&p.id, &p.provider))
                 .collect(),
-            order
-                .configured
-                .iter()
+            (order.configured.iter())
                 .map(|c| narrow.configured(c))
                 .collect(),
         )
     };
+    if !keep_stored.contains(&false) && !keep_configured.contains(&false) {
+        return order;
+    }
     let mut keep = keep_stored.into_iter();
     order.stored.retain(|_| keep.next().unwrap_or(false));
     let mut keep = keep_configured.into_iter();

@@ -28,16 +28,17 @@ impl Policy {
     ) -> Result<Vec<RankedProfile>, PolicyError> {
         // One copy of the request crosses: the narrowed one as it is, or
         // the whole one for a 0.4.0 module.
-        let (sent, stored_sent): (OrderRequest, FxHashSet<&str>) =
-            if self.contract().narrows_profiles() {
-                let narrow = for_provider_ids(request);
-                (for_provider(request, &narrow), narrow.stored)
-            } else {
-                (
-                    request.clone(),
-                    request.stored.iter().map(|p| p.id.as_str()).collect(),
-                )
-            };
+        let narrows = self.contract().narrows_profiles();
+        let narrow = for_provider_ids(request);
+        let sent = if narrows {
+            for_provider(request, &narrow)
+        } else {
+            request.clone()
+        };
+        let stored_sent: FxHashSet<&str> = (request.stored.iter())
+            .filter(|p| !narrows || narrow.keeps(&p.id, &p.provider))
+            .map(|p| p.id.as_str())
+            .collect();
         let ranked: Vec<RankedProfile> = self.call("order-profiles", |store, guest| {
             on_guest!(guest, g => g
                 .failover_policy_profiles()
@@ -204,7 +205,7 @@ pub(super) fn for_provider(request: &OrderRequest, narrow: &Narrow) -> OrderRequ
             .cloned()
             .collect(),
         stored: (request.stored.iter())
-            .filter(|p| narrow.stored.contains(p.id.as_str()))
+            .filter(|p| narrow.keeps(&p.id, &p.provider))
             .cloned()
             .collect(),
         model: request.model.clone(),
@@ -212,45 +213,74 @@ pub(super) fn for_provider(request: &OrderRequest, narrow: &Narrow) -> OrderRequ
     }
 }
 
-/// What [`for_provider`] keeps of an order, by id.
-pub(super) struct Narrow<'a> {
+/// What [`for_provider`] keeps of an order, by id: the profiles an
+/// `order-profiles` or `plan-candidate` answer can depend on from 0.5.0 on.
+/// A host can tell them before it builds any profile, and build only those
+/// ([`Decider::narrows_profiles`](super::Decider::narrows_profiles)).
+/// Telling costs no allocation when no explicit order or configured entry
+/// names a profile: the common case, checked on every candidate.
+pub struct Narrow<'a> {
     provider: &'a str,
-    /// The stored profiles kept: the provider's own, and those its explicit
-    /// order or its configured entries name.
-    pub(super) stored: FxHashSet<&'a str>,
-    /// The provider's own stored profiles.
+    /// The ids its explicit order and its configured entries name.
+    named: FxHashSet<&'a str>,
+    /// The provider's own stored profiles, when a configured entry of
+    /// another provider needs them; empty otherwise.
     own: FxHashSet<&'a str>,
 }
 
-impl Narrow<'_> {
+impl<'a> Narrow<'a> {
+    /// What an order for `provider` keeps, from its explicit order, the
+    /// configured entries, and the stored profiles as `(id, provider)`
+    /// (the provider canonical, as in a stored profile).
+    pub fn new(
+        provider: &'a str,
+        explicit_order: Option<&'a [String]>,
+        configured: &'a [ConfiguredProfile],
+        stored: impl Iterator<Item = (&'a str, &'a str)>,
+    ) -> Self {
+        let named = (explicit_order.into_iter().flatten().map(String::as_str))
+            .chain(
+                (configured.iter())
+                    .filter(|c| c.provider == provider)
+                    .map(|c| c.id.as_str()),
+            )
+            .collect();
+        let own = if configured.iter().any(|c| c.provider != provider) {
+            stored
+                .filter(|(_, of)| *of == provider)
+                .map(|(id, _)| id)
+                .collect()
+        } else {
+            FxHashSet::default()
+        };
+        Narrow {
+            provider,
+            named,
+            own,
+        }
+    }
+
+    /// Whether the stored profile `id` of `provider` is kept: the
+    /// provider's own, or one its explicit order or entries name.
+    pub fn keeps(&self, id: &str, provider: &str) -> bool {
+        provider == self.provider || self.named.contains(id)
+    }
+
     /// Whether a configured entry is kept: the provider's, or one of its
     /// profiles'.
-    pub(super) fn configured(&self, entry: &ConfiguredProfile) -> bool {
+    pub fn configured(&self, entry: &ConfiguredProfile) -> bool {
         entry.provider == self.provider || self.own.contains(entry.id.as_str())
     }
 }
 
 /// What [`for_provider`] keeps of `request`.
 pub(super) fn for_provider_ids(request: &OrderRequest) -> Narrow<'_> {
-    let provider = request.provider.as_str();
-    let named: FxHashSet<&str> = (request.explicit_order.iter().flatten().map(String::as_str))
-        .chain(
-            (request.configured.iter())
-                .filter(|c| c.provider == provider)
-                .map(|c| c.id.as_str()),
-        )
-        .collect();
-    Narrow {
-        provider,
-        stored: (request.stored.iter())
-            .filter(|p| p.provider == provider || named.contains(p.id.as_str()))
-            .map(|p| p.id.as_str())
-            .collect(),
-        own: (request.stored.iter())
-            .filter(|p| p.provider == provider)
-            .map(|p| p.id.as_str())
-            .collect(),
-    }
+    Narrow::new(
+        &request.provider,
+        request.explicit_order.as_deref(),
+        &request.configured,
+        (request.stored.iter()).map(|p| (p.id.as_str(), p.provider.as_str())),
+    )
 }
 
 /// A window the policy opened must end after `now` and within

@@ -18,7 +18,7 @@ use std::collections::HashSet;
 
 use failover_sandbox::policy::Decider;
 
-use crate::auth::{CooldownConfig, OrderRequest, RecordedReason};
+use crate::auth::{CooldownConfig, RecordedReason};
 use crate::state::{canonical_provider, split_model};
 
 mod attempts;
@@ -173,16 +173,9 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
             let summary = format!("skipped: {model} is slow (its attempts hang to the deadline)");
             return Ok(self.skip(RecordedReason::Timeout, summary));
         }
-        let (stored, seen_usage) = self.runner.stored_and_usage()?;
+        let (order, seen_usage) =
+            (self.runner).order_for(self.policy.narrows_profiles(), &provider, &model, now)?;
         self.seen_usage = seen_usage;
-        let order = OrderRequest {
-            provider: provider.clone(),
-            explicit_order: self.runner.config.explicit_order(&provider),
-            configured: self.runner.config.configured_profiles(),
-            stored,
-            model: Some(model.clone()),
-            now_ms: now,
-        };
         let plan = self.policy.plan_candidate(order, &self.facts(&provider))?;
         let ranked = plan.ranked;
         let mut ids = match self.carry_out(&provider, plan.decision, now) {

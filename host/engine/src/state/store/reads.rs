@@ -139,6 +139,37 @@ impl AuthStore {
         Ok(usage)
     }
 
+    /// [`AuthStore::usage`] of the profiles `ids` only (those that have
+    /// any): what a candidate's order needs, without copying every other
+    /// profile's state on every request. (In Redis every profile is still
+    /// read, and only these are returned.)
+    pub fn usage_of(&self, ids: &[&str]) -> Result<BTreeMap<String, Usage>, StateError> {
+        let pick = |all: &BTreeMap<String, Usage>| -> BTreeMap<String, Usage> {
+            (ids.iter())
+                .filter_map(|id| Some(((*id).to_owned(), all.get(*id)?.clone())))
+                .collect()
+        };
+        let usage = if let Some(shared) = &self.shared {
+            // Every profile still: reading one is what restores its state
+            // in a Redis that came back empty (from this replica's copy).
+            pick(&shared.usage(&self.profiles()?.ids()))
+        } else if let Some(memory) = self.memory() {
+            pick(&memory.usage.usage_stats)
+        } else {
+            let kept = (self.cache.usage).with(&self.paths.usage, UsageFile::read, |file| {
+                pick(&file.usage_stats)
+            })?;
+            match kept {
+                Some(usage) => usage,
+                None => pick(&self.legacy_usage_stats(true)?),
+            }
+        };
+        if let Some(watch) = &self.watch {
+            report_usage_seen(watch.as_ref(), &usage);
+        }
+        Ok(usage)
+    }
+
     /// The `usageStats` of the routing state file, copied out of the file
     /// held (in memory, or parsed from an unchanged file) without the rest
     /// of it.
