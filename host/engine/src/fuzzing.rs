@@ -64,10 +64,20 @@ fn decode(bytes: &[u8], cuts: &[usize]) -> (Vec<(String, String)>, bool) {
 }
 
 /// Parses `body` as an OpenAI chat request; what parses must render for
-/// an OpenAI upstream without a panic.
+/// an OpenAI upstream without a panic, and a body the one-pass reader
+/// takes must read as the general reader (through a tree) reads it.
 pub fn openai_request(body: &[u8]) {
-    if let Ok(request) = crate::chat::openai::parse_request(body) {
+    use crate::chat::openai::{parse_request, plain::plain_request, request_from_value};
+    if let Ok(request) = parse_request(body) {
         let _ = crate::chat::openai::render_request(&request, "gpt-x");
+    }
+    if let Some(plain) = plain_request(body) {
+        let tree = serde_json::from_slice(body).expect("read in one pass, but not JSON");
+        assert_eq!(
+            Ok(plain),
+            request_from_value(tree),
+            "the two readers differ"
+        );
     }
 }
 

@@ -8,6 +8,8 @@
 //! - [`whole`] — a whole upstream reply split into its members, relayed
 //!   as it came.
 
+pub(crate) mod plain;
+mod readers;
 mod reply;
 mod request;
 mod whole;

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::super::tools::{self, TOOL_FIELDS};
 use super::super::{ChatRequest, Message, Role};
+use super::plain::plain_request;
 
 /// Request fields that mean nothing to a translation and are dropped
 /// silently when a request goes to a non-OpenAI upstream.
@@ -25,8 +26,12 @@ const HARMLESS: &[&str] = &[
 #[error("{0}")]
 pub struct BadRequest(pub String);
 
-/// Parses a client's chat-completions request body.
+/// Parses a client's chat-completions request body: a plain one in one
+/// pass ([`plain_request`]), any other through a JSON tree.
 pub fn parse_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
+    if let Some(request) = plain_request(body) {
+        return Ok(request);
+    }
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| BadRequest(format!("the body is not JSON: {e}")))?;
     request_from_value(value)

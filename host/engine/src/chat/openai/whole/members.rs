@@ -4,35 +4,10 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use super::super::readers::Key;
+
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
-use serde::Deserialize;
 use serde_json::value::RawValue;
-
-/// An object member's name, borrowed from the text unless it was written
-/// with escapes. (`Cow<str>` itself always deserializes owned.)
-pub(super) struct Key<'a>(pub Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Borrowed(text)))
-            }
-            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(text.to_owned())))
-            }
-            fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(text)))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
-    }
-}
 
 /// Hands each member of a JSON object, in order, to a closure: its name
 /// and its value, both borrowed from the text where they can be.

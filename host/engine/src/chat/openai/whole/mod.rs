@@ -25,9 +25,10 @@ use rustc_hash::FxHashSet;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use self::choice::{Choice, First, Text};
+use self::choice::{Choice, First};
 use self::members::each_member;
 use super::super::{FinishReason, TokenUsage};
+use super::readers::Text;
 use super::reply::finish_named;
 
 /// An upstream's reply text and where its top-level members lie in it.
