@@ -10,7 +10,7 @@ parallel="${2:-2}"
 ./seed.sh >/dev/null
 cargo +nightly fuzz build -O
 mkdir -p logs
-targets=(classify guest_readers trace_reader sse_decoder openai_request anthropic_request config)
+targets=(classify guest_readers trace_reader sse_decoder openai_request openai_reply anthropic_request config)
 run() {
   local target="$1"
   cargo +nightly fuzz run -O "$target" -- -max_total_time="$seconds" -print_final_stats=1 \

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 root=..
-for target in classify guest_readers trace_reader sse_decoder openai_request anthropic_request config; do
+for target in classify guest_readers trace_reader sse_decoder openai_request openai_reply anthropic_request config; do
   mkdir -p "corpus/$target"
   if [ -d "seeds/$target" ]; then cp seeds/"$target"/* "corpus/$target/"; fi
 done

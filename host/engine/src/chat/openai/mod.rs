@@ -14,6 +14,7 @@ mod reply;
 mod request;
 mod whole;
 
+pub(crate) use reply::finish_named;
 pub(crate) use reply::unreadable;
 pub use reply::{chunk_json, completion_json, error_json, parse_completion, Chunk, StreamDecoder};
 pub use request::{parse_request, render_request, request_body, request_from_value, BadRequest};
