@@ -14,6 +14,7 @@ mod reply;
 mod request;
 mod whole;
 
+#[cfg(feature = "fuzzing")]
 pub(crate) use reply::finish_named;
 pub(crate) use reply::unreadable;
 pub use reply::{chunk_json, completion_json, error_json, parse_completion, Chunk, StreamDecoder};
