@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
@@ -114,9 +114,12 @@ async fn not_found() -> Response {
 /// The header naming the module that decided a response.
 pub const POLICY_HEADER: &str = "x-failover-policy";
 
+// Checked once: a name from a `&str` is parsed byte by byte on every use.
+static POLICY_HEADER_NAME: HeaderName = HeaderName::from_static(POLICY_HEADER);
+
 pub(super) fn set_policy_header(response: &mut Response, policy: &dyn failover_sandbox::Decider) {
     if let Ok(value) = HeaderValue::from_str(&policy.version().sha256) {
-        response.headers_mut().insert(POLICY_HEADER, value);
+        response.headers_mut().insert(POLICY_HEADER_NAME.clone(), value);
     }
 }
 
@@ -126,7 +129,7 @@ pub(super) fn set_policy_header(response: &mut Response, policy: &dyn failover_s
 /// gateway's own work, BENCHMARKS.md, issue 16).
 fn policy_header(gateway: Arc<Gateway>) -> impl FnOnce(Response) -> Response + Clone {
     move |mut response: Response| {
-        if !response.headers().contains_key(POLICY_HEADER) {
+        if !response.headers().contains_key(&POLICY_HEADER_NAME) {
             set_policy_header(&mut response, gateway.active_policy().as_ref());
         }
         response
