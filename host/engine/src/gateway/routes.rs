@@ -119,7 +119,9 @@ static POLICY_HEADER_NAME: HeaderName = HeaderName::from_static(POLICY_HEADER);
 
 pub(super) fn set_policy_header(response: &mut Response, policy: &dyn failover_sandbox::Decider) {
     if let Ok(value) = HeaderValue::from_str(&policy.version().sha256) {
-        response.headers_mut().insert(POLICY_HEADER_NAME.clone(), value);
+        response
+            .headers_mut()
+            .insert(POLICY_HEADER_NAME.clone(), value);
     }
 }
 

@@ -1,7 +1,8 @@
 //! The common chat-completions request — a model, text messages, and at
 //! most `stream`, `max_tokens`, `max_completion_tokens`, `temperature` and
 //! `top_p` — read in one pass from its text, without the JSON tree the
-//! general reader builds first (half of reading a short request, issue 16).
+//! general reader builds first (more than half of reading a short request,
+//! issue 16).
 //!
 //! Anything else — another field, a message with more than a role and a
 //! string, a value the general reader would refuse or keep as it came —
