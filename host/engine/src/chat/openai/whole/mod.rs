@@ -14,6 +14,8 @@
 //! of `message` and `usage`, were most of what remained (BENCHMARKS.md,
 //! issue 16).
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod agreement;
 mod choice;
 mod members;
 
@@ -88,32 +90,17 @@ const USUAL_MEMBERS: usize = 8;
 /// text back.
 pub(super) fn read(text: String) -> Result<Read, (Unread, String)> {
     match read_parts(&text) {
-        Ok(parts) => Ok(Read {
-            id: parts.id,
-            content: parts.content,
-            message_extra: parts.message_extra,
-            finish: parts.finish,
-            usage: parts.usage,
-            reply: WholeReply {
-                text,
-                members: parts.members,
-            },
-        }),
+        Ok(mut read) => {
+            read.reply.text = text;
+            Ok(read)
+        }
         Err(unread) => Err((unread, text)),
     }
 }
 
-/// What [`read`] reads, before the text moves into the reply.
-struct Parts {
-    id: String,
-    content: Option<String>,
-    message_extra: Map<String, Value>,
-    finish: Option<FinishReason>,
-    usage: Option<TokenUsage>,
-    members: Vec<(Name, Range<usize>)>,
-}
-
-fn read_parts(text: &str) -> Result<Parts, Unread> {
+/// What [`read`] reads, the reply's text left empty: it moves in after
+/// the borrows of it end.
+fn read_parts(text: &str) -> Result<Read, Unread> {
     let mut members = Vec::with_capacity(USUAL_MEMBERS);
     // A repeated name means its last value, as in a parsed object.
     let (mut error, mut choices, mut id, mut usage) = (None, None, None, None);
@@ -138,7 +125,7 @@ fn read_parts(text: &str) -> Result<Parts, Unread> {
     // Present whatever its value: `null` is an empty message.
     let message = choice.message.ok_or(Unread::NotACompletion)?;
     let id = id.and_then(|id| serde_json::from_str::<Text>(id.get()).ok());
-    Ok(Parts {
+    Ok(Read {
         id: (id.and_then(|Text(id)| id))
             .unwrap_or_default()
             .into_owned(),
@@ -148,7 +135,10 @@ fn read_parts(text: &str) -> Result<Parts, Unread> {
         usage: usage
             .and_then(|usage| serde_json::from_str::<choice::Usage>(usage.get()).ok())
             .and_then(|choice::Usage(usage)| usage),
-        members,
+        reply: WholeReply {
+            text: String::new(),
+            members,
+        },
     })
 }
 
