@@ -18,6 +18,7 @@ use serde::Deserialize;
 
 use super::super::{ChatRequest, Message, Role};
 use super::readers::{Count, Key, Text};
+use super::request::text_role;
 
 /// The request in `body`, when it is a plain one.
 pub(crate) fn plain_request(body: &[u8]) -> Option<ChatRequest> {
@@ -150,12 +151,7 @@ impl<'de> Deserialize<'de> for Turn {
                         _ => return Err(not_plain()),
                     }
                 }
-                let role = match role.as_deref() {
-                    Some("system" | "developer") => None,
-                    Some("user") => Some(Role::User),
-                    Some("assistant") => Some(Role::Assistant),
-                    _ => return Err(not_plain()),
-                };
+                let role = role.as_deref().and_then(text_role).ok_or_else(not_plain)?;
                 let content = content.map(Cow::into_owned).ok_or_else(not_plain)?;
                 Ok(Turn { role, content })
             }

@@ -167,11 +167,9 @@ fn read_messages(messages: &[Value], request: &mut ChatRequest) -> Result<(), Ba
         let extra_fields = message
             .keys()
             .any(|k| !matches!(k.as_str(), "role" | "content" | "name"));
-        let role = match role {
-            "system" | "developer" => None,
-            "user" => Some(Role::User),
-            "assistant" => Some(Role::Assistant),
-            "tool" | "function" => {
+        let role = match text_role(role) {
+            Some(role) => role,
+            None if matches!(role, "tool" | "function") => {
                 if !tools::translatable_message(message) {
                     request
                         .openai_only
@@ -180,7 +178,7 @@ fn read_messages(messages: &[Value], request: &mut ChatRequest) -> Result<(), Ba
                 plain = false;
                 continue;
             }
-            other => return Err(at(&format!("unknown role {other:?}"))),
+            None => return Err(at(&format!("unknown role {role:?}"))),
         };
         let Some(text) = text.filter(|_| !extra_fields) else {
             if !tools::translatable_message(message) {
@@ -206,6 +204,18 @@ fn read_messages(messages: &[Value], request: &mut ChatRequest) -> Result<(), Ba
         request.openai_messages = Some(messages.to_vec());
     }
     Ok(())
+}
+
+/// The role of a message that can be plain text: `Some(None)` for a
+/// system one (`system`, `developer`), `None` for a role that is not a
+/// text turn's. One table for both request readers.
+pub(super) fn text_role(role: &str) -> Option<Option<Role>> {
+    match role {
+        "system" | "developer" => Some(None),
+        "user" => Some(Some(Role::User)),
+        "assistant" => Some(Some(Role::Assistant)),
+        _ => None,
+    }
 }
 
 /// The text of content parts, when every part is text.
