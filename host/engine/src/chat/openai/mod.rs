@@ -13,9 +13,9 @@ mod readers;
 mod reply;
 mod request;
 mod whole;
-
 #[cfg(feature = "fuzzing")]
-pub(crate) use reply::finish_named;
+pub(crate) use whole::agreement::check_against_tree as check_reply_against_tree;
+
 pub(crate) use reply::unreadable;
 pub use reply::{chunk_json, completion_json, error_json, parse_completion, Chunk, StreamDecoder};
 pub use request::{parse_request, render_request, request_body, request_from_value, BadRequest};

@@ -44,7 +44,7 @@ fn finish(value: Option<&Value>) -> Option<FinishReason> {
 }
 
 /// The finish reason an OpenAI `finish_reason` names.
-pub(crate) fn finish_named(name: &str) -> FinishReason {
+pub(super) fn finish_named(name: &str) -> FinishReason {
     match name {
         "stop" => FinishReason::Stop,
         "length" => FinishReason::Length,

@@ -118,25 +118,7 @@ fn the_first_choice_and_usage_read_as_from_a_parsed_tree() {
         r#"{"choices":[{"finish_reason":"st\u006fp","message":{"role":"assistant","content":null,"refusal":"no"}}],"usage":{"completion_tokens":-1,"prompt_tokens":2}}"#,
         r#"{"choices":[{"message":{"content":true}}],"usage":{"prompt_tokens":1,"completion_tokens":1,"completion_tokens_details":{"reasoning_tokens":1.0,"cached_tokens":4},"prompt_tokens_details":{"reasoning_tokens":3}}}"#,
     ] {
-        let tree: Value = serde_json::from_str(text).unwrap();
-        let read = read(text.to_owned()).ok().unwrap();
-        let message = &tree["choices"][0]["message"];
-        assert_eq!(
-            read.content.as_deref(),
-            message["content"].as_str(),
-            "{text}"
-        );
-        let mut extra = message.as_object().cloned().unwrap_or_default();
-        extra.remove("role");
-        extra.remove("content");
-        extra.retain(|_, value| !value.is_null());
-        assert_eq!(read.message_extra, extra, "{text}");
-        let finish = tree["choices"][0]["finish_reason"].as_str();
-        assert_eq!(read.finish, finish.map(finish_named), "{text}");
-        assert_eq!(
-            read.usage,
-            super::super::reply::usage(tree.get("usage")),
-            "{text}"
-        );
+        assert!(read(text.to_owned()).is_ok(), "{text}");
+        super::agreement::check_against_tree(text);
     }
 }
