@@ -25,7 +25,7 @@ pub mod runner;
 
 pub use classify::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
 pub use mirror::Mirror;
-pub use plan::{profile_blocks, CandidateFacts, CandidatePlan};
+pub use plan::{profile_blocks, CandidateFacts, CandidatePlan, PlanHold};
 pub use profiles::{
     ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, OrderRequest, PinDecision,
     PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,

@@ -129,9 +129,10 @@ macro_rules! mirror {
 /// and the module `wit` of bindings generated from `wit/policy.wit` — the
 /// one place a side of the boundary needs (`policy_types::mirror_contract!(wit);`).
 /// Records and enums go field by field and case by case; the two variants
-/// and the count entries are spelled out. Bindings of a contract before
-/// 0.6.0 take `mirror_contract!(wit, before 0.6.0)`: those types lack
-/// `plan-candidate`'s.
+/// and the count entries are spelled out. Bindings of an earlier contract
+/// take `mirror_contract!(wit, before 0.7.0)` (0.6.0: a plan without its
+/// `holds`) or `mirror_contract!(wit, before 0.6.0)` (without
+/// `plan-candidate`'s types).
 #[macro_export]
 macro_rules! mirror_contract {
     ($wit:ident) => {
@@ -141,9 +142,40 @@ macro_rules! mirror_contract {
                 CandidateFacts = CandidateFacts {
                     primary, sibling, last_probe_at, transient_probe_used, has_fallbacks,
                 }
-                CandidatePlan = CandidatePlan { ranked, decision }
+                CandidatePlan = CandidatePlan { ranked, decision, holds }
+                PlanHold = PlanHold { until, reads_last_used }
             }
             enums {}
+        }
+    };
+    // Bindings of 0.6.0: a plan says nothing of where else it holds, so
+    // it holds at its own time only.
+    ($wit:ident, before 0.7.0) => {
+        $crate::mirror_contract!($wit, before 0.6.0);
+        $crate::mirror! { $wit;
+            records {
+                CandidateFacts = CandidateFacts {
+                    primary, sibling, last_probe_at, transient_probe_used, has_fallbacks,
+                }
+            }
+            enums {}
+        }
+        impl $crate::Mirror<$wit::CandidatePlan> for $crate::CandidatePlan {
+            fn mirror(self) -> $wit::CandidatePlan {
+                $wit::CandidatePlan {
+                    ranked: $crate::Mirror::mirror(self.ranked),
+                    decision: $crate::Mirror::mirror(self.decision),
+                }
+            }
+        }
+        impl $crate::Mirror<$crate::CandidatePlan> for $wit::CandidatePlan {
+            fn mirror(self) -> $crate::CandidatePlan {
+                $crate::CandidatePlan {
+                    ranked: $crate::Mirror::mirror(self.ranked),
+                    decision: $crate::Mirror::mirror(self.decision),
+                    holds: $crate::PlanHold::ONLY_NOW,
+                }
+            }
         }
     };
     // Bindings of a contract before 0.6.0, without `plan-candidate`'s types.

@@ -1,6 +1,6 @@
 //! A candidate planned in one call (contract 0.6.0): its profiles ordered
 //! and the decision on it, as `order-profiles` then `decide-candidate`
-//! would give them. The host's rule between the two — why each blocked
+//! would give them; from 0.7.0 on, with how long that answer holds. The host's rule between the two — why each blocked
 //! profile is blocked — is here, so that a module and the host apply the
 //! same one.
 
@@ -35,6 +35,47 @@ record! {
         pub ranked: Vec<RankedProfile>,
         /// `decide-candidate`'s answer on that order.
         pub decision: CandidateDecision,
+        /// Which other inputs give the same answer (0.7.0; a module of an
+        /// earlier contract says none: [`PlanHold::ONLY_NOW`]).
+        #[cfg_attr(feature = "serde", serde(default))]
+        pub holds: PlanHold,
+    }
+}
+
+record! {
+    /// Where a plan's answer holds besides its own input (contract 0.7.0):
+    /// the same order and facts give the same `ranked` and `decision` at
+    /// any `now-ms` from the order's up to (not including) `until`, and —
+    /// unless `reads-last-used` — whatever the profiles' `last-used` are.
+    /// What lets the host keep a plan across requests: a success moves
+    /// only the clock and a `last-used`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct PlanHold {
+        /// The first time the answer may differ; at or before the order's
+        /// `now-ms`, it holds at that time only.
+        pub until: u64,
+        /// The answer may change with a profile's `last-used`.
+        pub reads_last_used: bool,
+    }
+}
+
+impl PlanHold {
+    /// A plan that holds for its own input only: what a module that says
+    /// nothing (before 0.7.0, or the host's two calls) is taken to mean.
+    pub const ONLY_NOW: PlanHold = PlanHold {
+        until: 0,
+        reads_last_used: true,
+    };
+
+    /// Whether the plan decided at `decided_at` still holds at `now`.
+    pub fn holds_at(&self, decided_at: u64, now: u64) -> bool {
+        decided_at <= now && now < self.until
+    }
+}
+
+impl Default for PlanHold {
+    fn default() -> Self {
+        PlanHold::ONLY_NOW
     }
 }
 
