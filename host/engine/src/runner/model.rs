@@ -4,6 +4,6 @@
 pub use policy_types::{
     AttemptRecord, CandidateDecision, CandidateFacts, CandidatePlan, CandidateRequest,
     ChainRequest, FailedAttempt, FallbackChain, Gate, GateDecision, ModelHealth, OverrideSource,
-    ProfileBlock, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest,
+    PlanHold, ProfileBlock, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest,
     SelectionSource, SessionOverride, StopReason, SummaryRequest,
 };

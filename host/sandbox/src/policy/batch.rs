@@ -125,16 +125,16 @@ impl Policy {
                     .failover_policy_classifier()
                     .call_classify_batch(store, batch)
                     .map(Mirror::mirror),
-                // The same types, generated from the 0.5.0 WIT: converted
-                // through the host's (0.5.0 modules only).
-                Guest::V0_5(g) => {
-                    let batch: Vec<_> = (batch.iter())
-                        .map(|r| Mirror::<policy_types::ErrorReport>::mirror(r.clone()).mirror())
-                        .collect();
-                    g.failover_policy_classifier()
-                        .call_classify_batch(store, &batch)
-                        .map(Mirror::mirror)
-                }
+                // The same types, generated from an earlier WIT: converted
+                // through the host's (earlier modules only).
+                Guest::V0_6(g) => g
+                    .failover_policy_classifier()
+                    .call_classify_batch(store, &converted(batch))
+                    .map(Mirror::mirror),
+                Guest::V0_5(g) => g
+                    .failover_policy_classifier()
+                    .call_classify_batch(store, &converted(batch))
+                    .map(Mirror::mirror),
                 Guest::V0_4(_) => Err(wasmtime::format_err!(
                     "a 0.4.0 module has no classify-batch"
                 )),
@@ -162,4 +162,14 @@ fn text_bytes(report: &FlatReport) -> usize {
         })
         .sum();
     levels + report.provider.as_ref().map_or(0, String::len)
+}
+
+/// `batch` in an earlier contract's generated type, through the host's.
+fn converted<T>(batch: &[current::ErrorReport]) -> Vec<T>
+where
+    policy_types::ErrorReport: Mirror<T>,
+{
+    (batch.iter())
+        .map(|r| Mirror::<policy_types::ErrorReport>::mirror(r.clone()).mirror())
+        .collect()
 }

@@ -2,8 +2,9 @@
 //! version this host runs, and the conversions between them and the host's
 //! own types. Nothing outside `policy` sees a generated type.
 //!
-//! The current contract is `wit/policy.wit`; 0.5.0 (`wit/legacy/0.5.0`)
-//! has the same functions and types, without the calls 0.6.0 spares;
+//! The current contract is `wit/policy.wit`; 0.6.0 (`wit/legacy/0.6.0`)
+//! has the same functions, its plans without `holds`; 0.5.0
+//! (`wit/legacy/0.5.0`) lacks `plan-candidate`, and the calls 0.6.0 spares;
 //! 0.4.0 (`wit/legacy/0.4.0`) also lacks `classify-batch`. A module built
 //! for any of them runs: a [`Guest`] is an instance of one, and
 //! [`on_guest!`] makes a call the same way on each, converting its
@@ -24,7 +25,7 @@ pub(crate) struct Described {
 
 /// One contract version's generated bindings (from the WIT at `$path`),
 /// with the conversions between them and the host's types; the generated
-/// types module is `wit`. `before 0.6.0` marks an earlier contract's (see
+/// types module is `wit`. `before 0.7.0` or `before 0.6.0` marks an earlier contract's (see
 /// `policy_types::mirror_contract!`).
 macro_rules! contract_bindings {
     ($path:literal $(, $($before:tt)+)?) => {
@@ -55,6 +56,11 @@ pub(crate) mod current {
     pub(crate) use wit::{ErrorReport, OrderRequest};
 }
 
+/// Contract 0.6.0, frozen: modules whose plans do not say where they hold.
+pub(crate) mod v0_6 {
+    contract_bindings!("../../wit/legacy/0.6.0", before 0.7.0);
+}
+
 /// Contract 0.5.0, frozen: modules built before 0.6.0 spared calls.
 pub(crate) mod v0_5 {
     contract_bindings!("../../wit/legacy/0.5.0", before 0.6.0);
@@ -66,22 +72,25 @@ pub(crate) mod v0_4 {
 }
 
 /// The WIT package this host speaks, with its version.
-pub const CONTRACT: &str = "failover:policy@0.6.0";
+pub const CONTRACT: &str = "failover:policy@0.7.0";
 
 /// Prefix of every interface name in the contract.
 pub const CONTRACT_PACKAGE: &str = "failover:policy";
 
 /// The contract's semantic version.
-pub const CONTRACT_VERSION: &str = "0.6.0";
+pub const CONTRACT_VERSION: &str = "0.7.0";
 
 /// What error messages say this host runs.
-pub(crate) const CONTRACTS_RUN: &str = "failover:policy@0.6.0 (or 0.5.0, 0.4.0)";
+pub(crate) const CONTRACTS_RUN: &str = "failover:policy@0.7.0 (or 0.6.0, 0.5.0, 0.4.0)";
 
 /// Which contract a module was built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContractVersion {
     /// The current contract ([`CONTRACT`]).
     Current,
+    /// 0.6.0: a plan does not say where else it holds, so the host keeps
+    /// none.
+    V0_6,
     /// 0.5.0: no `plan-candidate` (the host asks `order-profiles` then
     /// `decide-candidate`), and every `model-gate`, `record-attempt-end`,
     /// `record-success` and `resolve-selection` call is made (0.6.0 fixes
@@ -97,6 +106,7 @@ impl ContractVersion {
     pub(crate) fn from_export_version(version: &str) -> Option<Self> {
         match version {
             CONTRACT_VERSION => Some(ContractVersion::Current),
+            "0.6.0" => Some(ContractVersion::V0_6),
             "0.5.0" => Some(ContractVersion::V0_5),
             "0.4.0" => Some(ContractVersion::V0_4),
             _ => None,
@@ -107,6 +117,7 @@ impl ContractVersion {
     pub fn contract(self) -> &'static str {
         match self {
             ContractVersion::Current => CONTRACT,
+            ContractVersion::V0_6 => "failover:policy@0.6.0",
             ContractVersion::V0_5 => "failover:policy@0.5.0",
             ContractVersion::V0_4 => "failover:policy@0.4.0",
         }
@@ -125,6 +136,12 @@ impl ContractVersion {
 
     /// The module exports `plan-candidate` (0.6.0 on).
     pub fn plans_candidates(self) -> bool {
+        matches!(self, ContractVersion::Current | ContractVersion::V0_6)
+    }
+
+    /// The module's plans say where else they hold (0.7.0 on), so the host
+    /// keeps them.
+    pub fn plans_hold(self) -> bool {
         self == ContractVersion::Current
     }
 
@@ -133,13 +150,14 @@ impl ContractVersion {
     /// no kept health, `record-success` on a profile with nothing to clear,
     /// `resolve-selection` without a session override.
     pub fn fixes_idle_answers(self) -> bool {
-        self == ContractVersion::Current
+        matches!(self, ContractVersion::Current | ContractVersion::V0_6)
     }
 }
 
 /// A module's exports, resolved once, for the contract it was built for.
 pub(crate) enum GuestPre {
     Current(current::PolicyPre<StoreState>),
+    V0_6(v0_6::PolicyPre<StoreState>),
     V0_5(v0_5::PolicyPre<StoreState>),
     V0_4(v0_4::PolicyPre<StoreState>),
 }
@@ -154,6 +172,7 @@ impl GuestPre {
             ContractVersion::Current => {
                 GuestPre::Current(current::PolicyPre::new(pre).map_err(missing)?)
             }
+            ContractVersion::V0_6 => GuestPre::V0_6(v0_6::PolicyPre::new(pre).map_err(missing)?),
             ContractVersion::V0_5 => GuestPre::V0_5(v0_5::PolicyPre::new(pre).map_err(missing)?),
             ContractVersion::V0_4 => GuestPre::V0_4(v0_4::PolicyPre::new(pre).map_err(missing)?),
         })
@@ -162,6 +181,7 @@ impl GuestPre {
     pub(crate) fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Guest> {
         Ok(match self {
             GuestPre::Current(pre) => Guest::Current(pre.instantiate(store)?),
+            GuestPre::V0_6(pre) => Guest::V0_6(pre.instantiate(store)?),
             GuestPre::V0_5(pre) => Guest::V0_5(pre.instantiate(store)?),
             GuestPre::V0_4(pre) => Guest::V0_4(pre.instantiate(store)?),
         })
@@ -171,6 +191,7 @@ impl GuestPre {
 /// An instance of a module, of the contract it was built for.
 pub(crate) enum Guest {
     Current(current::Policy),
+    V0_6(v0_6::Policy),
     V0_5(v0_5::Policy),
     V0_4(v0_4::Policy),
 }
@@ -185,6 +206,7 @@ macro_rules! on_guest {
         use policy_types::Mirror as _;
         match $guest {
             $crate::policy::bindings::Guest::Current($g) => $call.map(policy_types::Mirror::mirror),
+            $crate::policy::bindings::Guest::V0_6($g) => $call.map(policy_types::Mirror::mirror),
             $crate::policy::bindings::Guest::V0_5($g) => $call.map(policy_types::Mirror::mirror),
             $crate::policy::bindings::Guest::V0_4($g) => $call.map(policy_types::Mirror::mirror),
         }

@@ -14,9 +14,9 @@ use super::engine::PolicyEngine;
 use super::error::PolicyError;
 use super::limits::Limits;
 use super::module::{Policy, PolicyVersion};
-use super::samples::{fixed_answers_hold, plans_agree};
+use super::samples::{fixed_answers_hold, plans_agree, plans_hold};
 
-pub use super::samples::{FIXED_CASE, PLAN_CASE};
+pub use super::samples::{FIXED_CASE, HOLD_CASE, PLAN_CASE};
 
 /// What the gate found.
 #[derive(Debug, Clone)]
@@ -105,6 +105,9 @@ pub fn check(engine: &PolicyEngine, bytes: &[u8], limits: Limits) -> (Option<Pol
     }
     if policy.contract().plans_candidates() {
         cases.push((PLAN_CASE.into(), plans_agree(&policy).err()));
+    }
+    if policy.contract().plans_hold() {
+        cases.push((HOLD_CASE.into(), plans_hold(&policy).err()));
     }
     let report = GateReport {
         version: Some(policy.version().clone()),

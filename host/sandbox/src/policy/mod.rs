@@ -16,6 +16,7 @@ mod limits;
 mod memo;
 mod module;
 mod plan;
+mod plan_memo;
 mod pool;
 mod profiles;
 mod runner;

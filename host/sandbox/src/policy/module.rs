@@ -61,6 +61,9 @@ pub struct Policy {
     /// from contract 0.6.0 on.
     pub(crate) selections:
         super::memo::Memo<policy_types::SelectionRequest, policy_types::Selection>,
+    /// Plans of `plan-candidate` that say where else they hold (contract
+    /// 0.7.0 on): see [`super::plan_memo`].
+    pub(crate) plans: super::plan_memo::PlanMemo,
 }
 
 impl Policy {
@@ -106,6 +109,7 @@ impl Policy {
             pool,
             chains: super::memo::Memo::default(),
             selections: super::memo::Memo::default(),
+            plans: super::plan_memo::PlanMemo::default(),
         })
     }
 

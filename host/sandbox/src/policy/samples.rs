@@ -1,7 +1,8 @@
-//! The gate's checks of what contract 0.6.0 adds, on sample inputs:
-//! `plan-candidate` answers as `order-profiles` then `decide-candidate`
-//! do, and the answers the contract fixes (which the host then gives
-//! without a call) are the module's too. Samples, not proofs: a module
+//! The gate's checks of what contracts 0.6.0 and 0.7.0 add, on sample
+//! inputs: `plan-candidate` answers as `order-profiles` then
+//! `decide-candidate` do, the answers the contract fixes (which the host
+//! then gives without a call) are the module's too, and a plan holds where
+//! its `holds` says (where the host answers from it without a call). Samples, not proofs: a module
 //! that keeps to them on these inputs and not on others is wrong in a way
 //! the gate cannot see, as with any corpus.
 
@@ -23,9 +24,96 @@ pub const PLAN_CASE: &str =
 /// `decide-candidate` do, on the corpus's orders and on orders whose every
 /// profile is blocked (for each kind of block), with sample facts.
 pub(super) fn plans_agree(policy: &Policy) -> Result<(), PolicyError> {
+    for (index, order) in sample_orders().iter().enumerate() {
+        for facts in &sample_facts() {
+            let one = policy.ask_plan_candidate(order.clone(), facts)?;
+            let two = super::plan::plan_by_two_calls(policy, order, facts)?;
+            if (&one.ranked, &one.decision) != (&two.ranked, &two.decision) {
+                return Err(PolicyError::InvalidOutput {
+                    call: "plan-candidate",
+                    problem: format!(
+                        "on order {index} with {facts:?} it answered {one:?}, not {two:?}"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The name of the gate's case for where plans hold (0.7.0).
+pub const HOLD_CASE: &str =
+    "plan-candidate holds: each sample plan asked again at the last time it claims to hold, \
+     halfway there, and with other last-used values where it claims not to read them";
+
+/// Whether each sample plan gives the same `ranked` and `decision` when
+/// asked again where its `holds` says it holds: halfway to `until` and
+/// just before it, and — when it says it does not read them — with the
+/// stored profiles' `last-used` values changed.
+pub(super) fn plans_hold(policy: &Policy) -> Result<(), PolicyError> {
+    for (index, order) in sample_orders().iter().enumerate() {
+        for facts in &sample_facts() {
+            let plan = policy.ask_plan_candidate(order.clone(), facts)?;
+            let holds = plan.holds;
+            let mut again = Vec::new();
+            if holds.until > order.now_ms {
+                let span = holds.until - order.now_ms;
+                for now_ms in [order.now_ms + span / 2, holds.until - 1] {
+                    again.push(OrderRequest {
+                        now_ms,
+                        ..order.clone()
+                    });
+                }
+            }
+            if !holds.reads_last_used {
+                again.push(with_other_last_used(order));
+            }
+            for asked in again {
+                let answer = policy.ask_plan_candidate(asked.clone(), facts)?;
+                if (&answer.ranked, &answer.decision) != (&plan.ranked, &plan.decision) {
+                    return Err(PolicyError::InvalidOutput {
+                        call: "plan-candidate",
+                        problem: format!(
+                            "on order {index} with {facts:?} it answered {plan:?}, \
+                             but at {} with last-used {:?} {answer:?}",
+                            asked.now_ms,
+                            asked
+                                .stored
+                                .iter()
+                                .map(|p| p.usage.last_used)
+                                .collect::<Vec<_>>()
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `order` with its stored profiles' `last-used` reversed in rank: the
+/// first used most recently, the last never.
+fn with_other_last_used(order: &OrderRequest) -> OrderRequest {
+    let mut other = order.clone();
+    let count = other.stored.len() as u64;
+    for (rank, profile) in other.stored.iter_mut().enumerate() {
+        let rank = rank as u64;
+        profile.usage.last_used =
+            (rank + 1 < count).then(|| order.now_ms.saturating_sub(1_000 * (rank + 1)));
+    }
+    other
+}
+
+/// The corpus's orders and orders whose every profile is blocked.
+fn sample_orders() -> Vec<OrderRequest> {
     let mut orders = conformance::order_inputs();
     orders.extend(blocked_orders());
-    let facts = [
+    orders
+}
+
+/// Facts of a primary, a fallback and a sibling, probed or not.
+fn sample_facts() -> [CandidateFacts; 4] {
+    [
         CandidateFacts::default(),
         CandidateFacts {
             primary: true,
@@ -43,22 +131,7 @@ pub(super) fn plans_agree(policy: &Policy) -> Result<(), PolicyError> {
             has_fallbacks: true,
             ..CandidateFacts::default()
         },
-    ];
-    for (index, order) in orders.iter().enumerate() {
-        for facts in &facts {
-            let one = policy.plan_candidate(order.clone(), facts)?;
-            let two = super::plan::plan_by_two_calls(policy, order, facts)?;
-            if one != two {
-                return Err(PolicyError::InvalidOutput {
-                    call: "plan-candidate",
-                    problem: format!(
-                        "on order {index} with {facts:?} it answered {one:?}, not {two:?}"
-                    ),
-                });
-            }
-        }
-    }
-    Ok(())
+    ]
 }
 
 /// The clock of the blocked orders: 2026-01-01 00:00 UTC.
