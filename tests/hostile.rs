@@ -51,14 +51,22 @@ fn assert_healthy(policy: &Policy) {
 fn the_default_policy_passes_the_gate() {
     let (policy, report) = gate::check(engine(), DEFAULT_POLICY, Limits::default());
     assert!(policy.is_some(), "{}", report.render());
-    // The count the README and BENCHMARKS.md quote, then the batch case
-    // and contract 0.6.0's two.
-    assert_eq!(report.cases.len(), 118);
+    // The count the README and BENCHMARKS.md quote, then the batch case,
+    // contract 0.6.0's two and 0.7.0's.
+    assert_eq!(report.cases.len(), 119);
     let last: Vec<&str> = report.cases[115..]
         .iter()
         .map(|(n, _)| n.as_str())
         .collect();
-    assert_eq!(last, [gate::BATCH_CASE, gate::FIXED_CASE, gate::PLAN_CASE]);
+    assert_eq!(
+        last,
+        [
+            gate::BATCH_CASE,
+            gate::FIXED_CASE,
+            gate::PLAN_CASE,
+            gate::HOLD_CASE
+        ]
+    );
     assert!(report.render().ends_with("verdict: accepted\n"));
 }
 
@@ -262,6 +270,18 @@ fn a_module_whose_plan_is_not_its_order_and_decision_is_refused() {
         gate::PLAN_CASE,
         "plan-candidate",
         "not CandidatePlan",
+    );
+}
+
+#[test]
+fn a_module_whose_plan_does_not_hold_where_it_says_is_refused() {
+    // The host answers from a kept plan wherever it says it holds; a
+    // claim its own answers break would serve stale plans.
+    refused_in_one_case(
+        "plan-hold-lies",
+        gate::HOLD_CASE,
+        "plan-candidate",
+        "but at",
     );
 }
 

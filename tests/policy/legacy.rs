@@ -3,13 +3,16 @@
 //! from before `classify-batch`, gets its batches as single `classify`
 //! calls, with the verdicts the current default policy gives. A 0.5.0
 //! module is asked every `model-gate`, `record-attempt-end` and
-//! `resolve-selection` that 0.6.0 answers without a call.
+//! `resolve-selection` that 0.6.0 answers without a call. A 0.6.0 module,
+//! whose plans do not say where they hold, is asked every plan.
 
 use std::sync::OnceLock;
 
-use failover::auth::{RecordedReason, Usage};
+use failover::auth::{CredentialKind, OrderRequest, RecordedReason, StoredProfile, Usage};
 use failover::policy::{gate, ContractVersion, DEFAULT_POLICY};
-use failover::runner::{Gate, ModelHealth, OverrideSource, SelectionRequest, SessionOverride};
+use failover::runner::{
+    CandidateFacts, Gate, ModelHealth, OverrideSource, PlanHold, SelectionRequest, SessionOverride,
+};
 use failover::{Limits, Policy, ProviderError};
 
 /// 2026-01-01 00:00 UTC.
@@ -28,6 +31,11 @@ fn legacy_bytes() -> &'static [u8] {
 fn v0_5_bytes() -> &'static [u8] {
     static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
     BYTES.get_or_init(|| guests::component("tests/fixtures/legacy-policy", &["contract-0-5"]))
+}
+
+fn v0_6_bytes() -> &'static [u8] {
+    static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
+    BYTES.get_or_init(|| guests::component("tests/fixtures/legacy-policy", &["contract-0-6"]))
 }
 
 fn reference_errors() -> Vec<ProviderError> {
@@ -180,4 +188,57 @@ fn only_a_0_5_0_module_is_asked_what_0_6_0_fixes() {
     };
     assert_eq!(calls_of(&old, not_fixed), 5);
     assert_eq!(calls_of(&current, not_fixed), 5);
+}
+
+#[test]
+fn a_0_6_0_module_passes_the_gate_and_is_asked_every_plan_the_current_one_keeps() {
+    let (old, report) = gate::check(engine(), v0_6_bytes(), Limits::default());
+    let old = old.unwrap_or_else(|| panic!("{}", report.render()));
+    assert_eq!(old.contract(), ContractVersion::V0_6);
+    assert_eq!(old.version().contract, "failover:policy@0.6.0");
+    let names: Vec<&str> = report.cases.iter().map(|(name, _)| name.as_str()).collect();
+    assert!(names.contains(&gate::PLAN_CASE) && !names.contains(&gate::HOLD_CASE));
+    let current = Policy::load(engine(), DEFAULT_POLICY, Limits::default()).unwrap();
+    let order = |now_ms, last_used| OrderRequest {
+        provider: "openai".into(),
+        stored: vec![StoredProfile {
+            id: "openai:a".into(),
+            provider: "openai".into(),
+            kind: CredentialKind::ApiKey,
+            expires: None,
+            refreshable: false,
+            usage: Usage {
+                last_used: Some(last_used),
+                ..Usage::default()
+            },
+        }],
+        model: Some("openai/gpt-4o".into()),
+        now_ms,
+        ..OrderRequest::default()
+    };
+    let facts = CandidateFacts::default();
+    // A request a second for a minute, each after the last one's success.
+    let ask_all = |policy: &Policy| {
+        (0..60u64)
+            .map(|s| {
+                let at = NOW + 1_000 * s;
+                policy
+                    .plan_candidate(order(at, at - 1_000), &facts)
+                    .unwrap()
+            })
+            .collect::<Vec<_>>()
+    };
+    let counted = |policy: &Policy| {
+        let before = policy.stats().calls;
+        let plans = ask_all(policy);
+        (policy.stats().calls - before, plans)
+    };
+    let (old_calls, old_plans) = counted(&old);
+    let (current_calls, current_plans) = counted(&current);
+    assert_eq!((old_calls, current_calls), (60, 1));
+    for (a, b) in old_plans.iter().zip(&current_plans) {
+        assert_eq!((&a.ranked, &a.decision), (&b.ranked, &b.decision));
+        assert_eq!(a.holds, PlanHold::ONLY_NOW);
+        assert!(!b.holds.reads_last_used && b.holds.until > NOW + 59_000);
+    }
 }
