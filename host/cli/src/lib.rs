@@ -13,7 +13,15 @@
 //! An embedder depends on `failover-engine` (or only `failover-sandbox` to
 //! classify), not on this crate: it is the binary's, with clap and anyhow.
 
+pub mod allocator;
 pub mod cli;
+
+/// The allocator of everything linking this crate: the binary, the tests
+/// and the benchmarks — the floor proxy included, so the gateway is
+/// measured against the same stack. Embedders of `failover-engine` keep
+/// their own.
+#[global_allocator]
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 pub use failover_engine::{
     auth, chat, config, gateway, logging, providers, readiness, replay, runner, state, status,

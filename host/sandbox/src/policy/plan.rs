@@ -10,6 +10,7 @@ use super::bindings::{current, v0_6, Guest};
 use super::decider::Decider;
 use super::error::PolicyError;
 use super::module::Policy;
+use super::plan_memo::QuestionKey;
 use super::profiles::{checked_ranked, for_provider_ids, MAX_WINDOW_MS};
 use super::runner::checked_decision;
 
@@ -31,11 +32,12 @@ impl Policy {
         if !self.contract().plans_hold() {
             return self.plan_by_call(order, facts);
         }
-        if let Some(plan) = self.plans.get(&order, facts) {
+        let key = QuestionKey::of(&order, facts);
+        if let Some(plan) = self.plans.get(key, &order, facts) {
             return Ok(plan);
         }
         let plan = self.plan_by_call(order.clone(), facts)?;
-        self.plans.keep(order, facts.clone(), plan.clone());
+        self.plans.keep(key, order, facts.clone(), plan.clone());
         Ok(plan)
     }
 

@@ -7,39 +7,135 @@
 //! question it covers without a call. Kept per module (a swapped-in module
 //! starts empty), one plan per question, a few dozen questions.
 
+use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use policy_types::{CandidateFacts, CandidatePlan, OrderRequest, StoredProfile, Usage};
+use policy_types::{
+    CandidateFacts, CandidatePlan, ConfiguredProfile, OrderRequest, StoredProfile, Usage,
+};
+use rustc_hash::FxHasher;
 
 /// How many questions are kept: a gateway's providers and models, each
 /// as a primary and as a fallback, with room. The oldest goes first.
 const KEPT: usize = 64;
 
+/// A question's fingerprint: a hash of all [`same_question`] and the
+/// facts compare but `now-ms` and the profiles' `last-used`. Kept plans
+/// are compared in full only when their fingerprint matches: a replay
+/// keeps dozens of questions of one provider, alike up to some profile's
+/// usage, and comparing each in full was costlier than the call a hit
+/// saves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QuestionKey(u64);
+
+impl QuestionKey {
+    /// The fingerprint of `order` and `facts`.
+    pub(crate) fn of(order: &OrderRequest, facts: &CandidateFacts) -> QuestionKey {
+        let mut hasher = FxHasher::default();
+        let OrderRequest {
+            provider,
+            explicit_order,
+            configured,
+            stored,
+            model,
+            now_ms: _,
+        } = order;
+        (provider, explicit_order, model).hash(&mut hasher);
+        for ConfiguredProfile { id, provider, mode } in configured {
+            (id, provider, mode).hash(&mut hasher);
+        }
+        stored.len().hash(&mut hasher);
+        for profile in stored {
+            hash_profile(profile, &mut hasher);
+        }
+        let CandidateFacts {
+            primary,
+            sibling,
+            last_probe_at,
+            transient_probe_used,
+            has_fallbacks,
+        } = facts;
+        (
+            primary,
+            sibling,
+            last_probe_at,
+            transient_probe_used,
+            has_fallbacks,
+        )
+            .hash(&mut hasher);
+        QuestionKey(hasher.finish())
+    }
+}
+
+fn hash_profile(profile: &StoredProfile, hasher: &mut FxHasher) {
+    let StoredProfile {
+        id,
+        provider,
+        kind,
+        expires,
+        refreshable,
+        usage,
+    } = profile;
+    (id, provider, kind, expires, refreshable).hash(hasher);
+    let Usage {
+        last_used: _,
+        cooldown_until,
+        cooldown_reason,
+        cooldown_model,
+        disabled_until,
+        disabled_reason,
+        error_count,
+        failure_counts,
+        last_failure_at,
+    } = usage;
+    (
+        cooldown_until,
+        cooldown_reason,
+        cooldown_model,
+        disabled_until,
+    )
+        .hash(hasher);
+    (
+        disabled_reason,
+        error_count,
+        failure_counts,
+        last_failure_at,
+    )
+        .hash(hasher);
+}
+
 /// A checked plan and the question it answered.
 #[derive(Debug)]
 struct Kept {
+    key: QuestionKey,
     order: OrderRequest,
     facts: CandidateFacts,
     plan: CandidatePlan,
 }
 
-/// Checked plans by question.
+/// Checked plans by question, oldest first. Each is boxed: replacing or
+/// dropping one then moves pointers, not the plans (a few hundred bytes
+/// each, sixty-four of them: the moves were most of a miss's cost).
 #[derive(Debug, Default)]
 pub(crate) struct PlanMemo {
-    entries: Mutex<Vec<Kept>>,
+    #[allow(clippy::vec_box)] // Boxed to move pointers, not plans (above).
+    entries: Mutex<Vec<Box<Kept>>>,
 }
 
 impl PlanMemo {
     /// The kept plan that holds for `order` and `facts`, if one does.
+    /// `key` is their [`QuestionKey`].
     pub(crate) fn get(
         &self,
+        key: QuestionKey,
         order: &OrderRequest,
         facts: &CandidateFacts,
     ) -> Option<CandidatePlan> {
         let entries = self.lock();
         let kept = entries.iter().find(|kept| {
             let holds = kept.plan.holds;
-            holds.holds_at(kept.order.now_ms, order.now_ms)
+            kept.key == key
+                && holds.holds_at(kept.order.now_ms, order.now_ms)
                 && kept.facts == *facts
                 && same_question(&kept.order, order, holds.reads_last_used)
         })?;
@@ -49,19 +145,34 @@ impl PlanMemo {
     /// Keeps `plan`, the checked answer to `order` and `facts`, in place
     /// of any plan kept for the same question at another time or
     /// `last-used`. A plan that holds for its own input only is not kept.
-    pub(crate) fn keep(&self, order: OrderRequest, facts: CandidateFacts, plan: CandidatePlan) {
+    /// `key` is their [`QuestionKey`].
+    pub(crate) fn keep(
+        &self,
+        key: QuestionKey,
+        order: OrderRequest,
+        facts: CandidateFacts,
+        plan: CandidatePlan,
+    ) {
         if plan.holds.until <= order.now_ms {
             return;
         }
         let mut entries = self.lock();
-        entries.retain(|kept| !(kept.facts == facts && same_question(&kept.order, &order, false)));
+        entries.retain(|kept| {
+            !(kept.key == key && kept.facts == facts && same_question(&kept.order, &order, false))
+        });
         if entries.len() == KEPT {
             entries.remove(0);
         }
-        entries.push(Kept { order, facts, plan });
+        entries.push(Box::new(Kept {
+            key,
+            order,
+            facts,
+            plan,
+        }));
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<Kept>> {
+    #[allow(clippy::vec_box)] // As `entries`.
+    fn lock(&self) -> MutexGuard<'_, Vec<Box<Kept>>> {
         // Plain data, changed in single steps: a poisoned lock is still sound.
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -129,7 +240,9 @@ fn same_usage(a: &Usage, b: &Usage, with_last_used: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_types::{CandidateDecision, CredentialKind, PlanHold, RankedProfile};
+    use policy_types::{
+        CandidateDecision, CredentialKind, PlanHold, RankedProfile, RecordedReason,
+    };
 
     const NOW: u64 = 1_767_225_600_000;
 
@@ -152,6 +265,50 @@ mod tests {
         }
     }
 
+    fn get(memo: &PlanMemo, order: &OrderRequest, facts: &CandidateFacts) -> Option<CandidatePlan> {
+        memo.get(QuestionKey::of(order, facts), order, facts)
+    }
+
+    fn keep(memo: &PlanMemo, order: OrderRequest, facts: CandidateFacts, plan: CandidatePlan) {
+        memo.keep(QuestionKey::of(&order, &facts), order, facts, plan);
+    }
+
+    #[test]
+    fn a_fingerprint_leaves_out_the_clock_and_last_used_and_nothing_else() {
+        let facts = CandidateFacts::default();
+        let key = QuestionKey::of(&order(Some(1), NOW), &facts);
+        assert_eq!(QuestionKey::of(&order(Some(7), NOW + 5), &facts), key);
+        assert_eq!(QuestionKey::of(&order(None, NOW), &facts), key);
+        let mut cooled = order(Some(1), NOW);
+        cooled.stored[0].usage.cooldown_until = Some(NOW + 50);
+        assert_ne!(QuestionKey::of(&cooled, &facts), key);
+        let mut counted = order(Some(1), NOW);
+        (counted.stored[0].usage.failure_counts).insert(RecordedReason::RateLimit, 1);
+        assert_ne!(QuestionKey::of(&counted, &facts), key);
+        let mut modelled = order(Some(1), NOW);
+        modelled.model = Some("gpt-x".into());
+        assert_ne!(QuestionKey::of(&modelled, &facts), key);
+        let fallback = CandidateFacts {
+            has_fallbacks: true,
+            ..CandidateFacts::default()
+        };
+        assert_ne!(QuestionKey::of(&order(Some(1), NOW), &fallback), key);
+    }
+
+    #[test]
+    fn a_plan_is_answered_only_for_its_own_question_even_under_a_matching_key() {
+        let memo = PlanMemo::default();
+        let facts = CandidateFacts::default();
+        let kept = order(Some(1), NOW);
+        let key = QuestionKey::of(&kept, &facts);
+        memo.keep(key, kept, facts.clone(), plan(NOW + 100, false));
+        // A colliding fingerprint stands for another question: compared in full.
+        let mut other = order(Some(1), NOW);
+        other.stored[0].usage.error_count = 3;
+        assert_eq!(memo.get(key, &other, &facts), None);
+        assert!(memo.get(key, &order(Some(1), NOW), &facts).is_some());
+    }
+
     fn plan(until: u64, reads_last_used: bool) -> CandidatePlan {
         CandidatePlan {
             ranked: vec![RankedProfile {
@@ -171,48 +328,64 @@ mod tests {
     fn a_plan_answers_inside_its_range_and_nowhere_else() {
         let memo = PlanMemo::default();
         let facts = CandidateFacts::default();
-        memo.keep(order(Some(1), NOW), facts.clone(), plan(NOW + 100, false));
+        keep(
+            &memo,
+            order(Some(1), NOW),
+            facts.clone(),
+            plan(NOW + 100, false),
+        );
         let kept = plan(NOW + 100, false);
-        assert_eq!(memo.get(&order(Some(1), NOW), &facts), Some(kept.clone()));
+        assert_eq!(get(&memo, &order(Some(1), NOW), &facts), Some(kept.clone()));
         // Later, and with another `last-used`: it says it does not read it.
-        assert_eq!(memo.get(&order(Some(9), NOW + 99), &facts), Some(kept));
+        assert_eq!(get(&memo, &order(Some(9), NOW + 99), &facts), Some(kept));
         // At its end, before its start, with other facts, for another usage.
-        assert_eq!(memo.get(&order(Some(1), NOW + 100), &facts), None);
-        assert_eq!(memo.get(&order(Some(1), NOW - 1), &facts), None);
+        assert_eq!(get(&memo, &order(Some(1), NOW + 100), &facts), None);
+        assert_eq!(get(&memo, &order(Some(1), NOW - 1), &facts), None);
         let probed = CandidateFacts {
             last_probe_at: Some(NOW),
             ..CandidateFacts::default()
         };
-        assert_eq!(memo.get(&order(Some(1), NOW), &probed), None);
+        assert_eq!(get(&memo, &order(Some(1), NOW), &probed), None);
         let mut cooled = order(Some(1), NOW);
         cooled.stored[0].usage.cooldown_until = Some(NOW + 50);
-        assert_eq!(memo.get(&cooled, &facts), None);
+        assert_eq!(get(&memo, &cooled, &facts), None);
     }
 
     #[test]
     fn a_plan_that_reads_last_used_answers_only_for_the_same_values() {
         let memo = PlanMemo::default();
         let facts = CandidateFacts::default();
-        memo.keep(order(Some(1), NOW), facts.clone(), plan(NOW + 100, true));
-        assert!(memo.get(&order(Some(1), NOW + 50), &facts).is_some());
-        assert_eq!(memo.get(&order(Some(2), NOW + 50), &facts), None);
+        keep(
+            &memo,
+            order(Some(1), NOW),
+            facts.clone(),
+            plan(NOW + 100, true),
+        );
+        assert!(get(&memo, &order(Some(1), NOW + 50), &facts).is_some());
+        assert_eq!(get(&memo, &order(Some(2), NOW + 50), &facts), None);
     }
 
     #[test]
     fn a_newer_plan_replaces_the_one_for_the_same_question_and_a_plan_for_now_only_is_not_kept() {
         let memo = PlanMemo::default();
         let facts = CandidateFacts::default();
-        memo.keep(order(Some(1), NOW), facts.clone(), plan(NOW + 100, true));
-        memo.keep(
+        keep(
+            &memo,
+            order(Some(1), NOW),
+            facts.clone(),
+            plan(NOW + 100, true),
+        );
+        keep(
+            &memo,
             order(Some(2), NOW + 10),
             facts.clone(),
             plan(NOW + 200, true),
         );
         assert_eq!(memo.lock().len(), 1);
-        assert_eq!(memo.get(&order(Some(1), NOW + 20), &facts), None);
-        assert!(memo.get(&order(Some(2), NOW + 150), &facts).is_some());
-        memo.keep(order(None, NOW), facts.clone(), plan(NOW, true));
-        memo.keep(order(None, NOW), facts.clone(), plan(0, true));
+        assert_eq!(get(&memo, &order(Some(1), NOW + 20), &facts), None);
+        assert!(get(&memo, &order(Some(2), NOW + 150), &facts).is_some());
+        keep(&memo, order(None, NOW), facts.clone(), plan(NOW, true));
+        keep(&memo, order(None, NOW), facts.clone(), plan(0, true));
         assert_eq!(memo.lock().len(), 1);
     }
 
@@ -224,10 +397,10 @@ mod tests {
             ..CandidateFacts::default()
         };
         for at in 0..=KEPT {
-            memo.keep(order(None, NOW), facts(at), plan(NOW + 100, false));
+            keep(&memo, order(None, NOW), facts(at), plan(NOW + 100, false));
         }
         assert_eq!(memo.lock().len(), KEPT);
-        assert_eq!(memo.get(&order(None, NOW), &facts(0)), None);
-        assert!(memo.get(&order(None, NOW), &facts(KEPT)).is_some());
+        assert_eq!(get(&memo, &order(None, NOW), &facts(0)), None);
+        assert!(get(&memo, &order(None, NOW), &facts(KEPT)).is_some());
     }
 }
