@@ -7,11 +7,13 @@
 //! question it covers without a call. Kept per module (a swapped-in module
 //! starts empty), one plan per question, a few dozen questions.
 
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use policy_types::{
-    CandidateFacts, CandidatePlan, ConfiguredProfile, OrderRequest, StoredProfile, Usage,
+    CandidateFacts, CandidatePlan, ConfiguredProfile, CredentialKind, OrderRequest, RecordedReason,
+    StoredProfile, Usage,
 };
 use rustc_hash::FxHasher;
 
@@ -68,6 +70,34 @@ impl QuestionKey {
 }
 
 fn hash_profile(profile: &StoredProfile, hasher: &mut FxHasher) {
+    profile_parts(profile).hash(hasher);
+}
+
+/// What of a profile a question is: all of it but `last-used` (compared
+/// apart, when a plan read it). Hashed for a [`QuestionKey`] and compared
+/// by [`same_profile`], so the two cannot disagree on what counts.
+type ProfileParts<'a> = (
+    (&'a str, &'a str, CredentialKind, Option<u64>, bool),
+    UsageParts<'a>,
+);
+
+/// [`ProfileParts`]' share of the usage.
+type UsageParts<'a> = (
+    (
+        Option<u64>,
+        Option<RecordedReason>,
+        Option<&'a str>,
+        Option<u64>,
+    ),
+    (
+        Option<RecordedReason>,
+        u32,
+        &'a BTreeMap<RecordedReason, u32>,
+        Option<u64>,
+    ),
+);
+
+fn profile_parts(profile: &StoredProfile) -> ProfileParts<'_> {
     let StoredProfile {
         id,
         provider,
@@ -76,7 +106,6 @@ fn hash_profile(profile: &StoredProfile, hasher: &mut FxHasher) {
         refreshable,
         usage,
     } = profile;
-    (id, provider, kind, expires, refreshable).hash(hasher);
     let Usage {
         last_used: _,
         cooldown_until,
@@ -89,19 +118,22 @@ fn hash_profile(profile: &StoredProfile, hasher: &mut FxHasher) {
         last_failure_at,
     } = usage;
     (
-        cooldown_until,
-        cooldown_reason,
-        cooldown_model,
-        disabled_until,
+        (id, provider, *kind, *expires, *refreshable),
+        (
+            (
+                *cooldown_until,
+                *cooldown_reason,
+                cooldown_model.as_deref(),
+                *disabled_until,
+            ),
+            (
+                *disabled_reason,
+                *error_count,
+                failure_counts,
+                *last_failure_at,
+            ),
+        ),
     )
-        .hash(hasher);
-    (
-        disabled_reason,
-        error_count,
-        failure_counts,
-        last_failure_at,
-    )
-        .hash(hasher);
 }
 
 /// A checked plan and the question it answered.
@@ -198,51 +230,14 @@ fn same_question(a: &OrderRequest, b: &OrderRequest, with_last_used: bool) -> bo
 }
 
 fn same_profile(a: &StoredProfile, b: &StoredProfile, with_last_used: bool) -> bool {
-    let StoredProfile {
-        id,
-        provider,
-        kind,
-        expires,
-        refreshable,
-        usage,
-    } = a;
-    *id == b.id
-        && *provider == b.provider
-        && *kind == b.kind
-        && *expires == b.expires
-        && *refreshable == b.refreshable
-        && same_usage(usage, &b.usage, with_last_used)
-}
-
-fn same_usage(a: &Usage, b: &Usage, with_last_used: bool) -> bool {
-    let Usage {
-        last_used,
-        cooldown_until,
-        cooldown_reason,
-        cooldown_model,
-        disabled_until,
-        disabled_reason,
-        error_count,
-        failure_counts,
-        last_failure_at,
-    } = a;
-    (!with_last_used || *last_used == b.last_used)
-        && *cooldown_until == b.cooldown_until
-        && *cooldown_reason == b.cooldown_reason
-        && *cooldown_model == b.cooldown_model
-        && *disabled_until == b.disabled_until
-        && *disabled_reason == b.disabled_reason
-        && *error_count == b.error_count
-        && *failure_counts == b.failure_counts
-        && *last_failure_at == b.last_failure_at
+    (!with_last_used || a.usage.last_used == b.usage.last_used)
+        && profile_parts(a) == profile_parts(b)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use policy_types::{
-        CandidateDecision, CredentialKind, PlanHold, RankedProfile, RecordedReason,
-    };
+    use policy_types::{CandidateDecision, PlanHold, RankedProfile};
 
     const NOW: u64 = 1_767_225_600_000;
 
