@@ -279,8 +279,10 @@ impl std::fmt::Debug for StreamReply {
 /// What a provider call returns.
 #[derive(Debug)]
 pub enum ChatReply {
-    /// A whole reply.
-    Complete(Completion),
+    /// A whole reply. Boxed: a completion is a few hundred bytes, and a
+    /// reply is moved a few dozen times on its way out of a run (a tenth
+    /// of the gateway's own instructions were those copies, issue 16).
+    Complete(Box<Completion>),
     /// A streamed reply, its start arrived.
     Stream(StreamReply),
 }

@@ -2,6 +2,8 @@
 //! `models.providers.<provider>`, with built-in defaults for well-known
 //! providers so a config can name them without a `baseUrl`.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use super::{Config, DEFAULT_ATTEMPT_TIMEOUT_SECONDS};
@@ -142,10 +144,12 @@ impl Config {
     /// `provider`'s endpoint (aliases resolved), from the config or the
     /// built-ins; `None` when neither knows it. Configured ones were resolved
     /// once, when the config was read.
-    pub fn endpoint(&self, provider: &str) -> Option<Endpoint> {
+    /// A configured one is lent, not copied: a copy cost three strings
+    /// allocated and freed on every attempt (issue 16).
+    pub fn endpoint(&self, provider: &str) -> Option<Cow<'_, Endpoint>> {
         match self.endpoints.get(provider) {
-            Some(endpoint) => Some(endpoint.clone()),
-            None => resolve(self, provider),
+            Some(endpoint) => Some(Cow::Borrowed(endpoint)),
+            None => resolve(self, provider).map(Cow::Owned),
         }
     }
 
@@ -243,7 +247,7 @@ fn known_model(config: &Config, model: &str) -> Result<Endpoint, String> {
             "unknown model {model:?}: not in models.providers.{provider}.models"
         ));
     }
-    Ok(endpoint)
+    Ok(endpoint.into_owned())
 }
 
 /// Checks one `models.providers` entry; the message names the field.

@@ -51,7 +51,7 @@ pub fn success(outcome: RunOutcome<ChatReply>, context: StreamContext, face: Fac
                         header::CONTENT_TYPE,
                         HeaderValue::from_static("application/json"),
                     )],
-                    openai::completion_json(&id, &model, created, completion),
+                    openai::completion_json(&id, &model, created, *completion),
                 )
                     .into_response(),
                 Face::Anthropic => {

@@ -181,7 +181,7 @@ impl HttpProvider {
         }
         .map_err(|e| e.with_provider(provider))?;
         if !request.stream {
-            return Ok(ChatReply::Complete(completion));
+            return Ok(ChatReply::Complete(Box::new(completion)));
         }
         // Asked to stream, answered whole: a stream of one piece (its text,
         // its tool calls).

@@ -4,6 +4,8 @@
 //! the configured primary put first once when an auto override is due to
 //! re-probe it (F-12.2).
 
+use std::borrow::Cow;
+
 use failover_sandbox::policy::Decider;
 
 use crate::config::{AgentModel, ModelChoice};
@@ -50,32 +52,34 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         };
         let agent = self.agent_choice(options);
         let defaults = self.defaults(options);
-        let selection = self.select(policy, options, session.as_ref(), &agent, &defaults)?;
+        let mut selection = self.select(policy, options, session.as_ref(), &agent, &defaults)?;
         if selection.clear_override {
             if let Some(id) = &options.session {
                 self.sessions
                     .update(id, SessionEntry::clear_model_override)?;
             }
         }
-        let requested = selection.model.clone().ok_or(RunError::NoModel)?;
+        let requested = selection.model.take().ok_or(RunError::NoModel)?;
         let source_fallbacks = match selection.source {
             SelectionSource::AgentPrimary => agent.fallbacks,
             SelectionSource::CronJob => options.cron.as_ref().and_then(|c| c.fallbacks.clone()),
             _ => None,
         };
-        let mut chain = policy
-            .candidate_chain(&ChainRequest {
-                requested: requested.clone(),
-                source: selection.source,
-                configured_primary: defaults.primary.clone(),
-                configured_fallbacks: defaults.fallbacks.clone().unwrap_or_default(),
-                source_fallbacks,
-                fallbacks_override: options
-                    .one_off_fallbacks
-                    .clone()
-                    .or_else(|| options.fallbacks_override.clone()),
-            })?
-            .candidates;
+        // The request owns the model only while it is asked: taken back
+        // after, not copied.
+        let question = ChainRequest {
+            requested,
+            source: selection.source,
+            configured_primary: defaults.primary.clone(),
+            configured_fallbacks: defaults.fallbacks.clone().unwrap_or_default(),
+            source_fallbacks,
+            fallbacks_override: options
+                .one_off_fallbacks
+                .clone()
+                .or_else(|| options.fallbacks_override.clone()),
+        };
+        let mut chain = policy.candidate_chain(&question)?.candidates;
+        let requested = question.requested;
         let probing_primary = self.probe_first(options, &selection, &defaults, &mut chain)?;
         Ok(Plan {
             session,
@@ -110,18 +114,18 @@ impl<P: Provider, C: Clock> Runner<P, C> {
     }
 
     /// The configured model and fallbacks: the image model's for an image
-    /// run (F-1.2), the text model's otherwise.
-    fn defaults(&self, options: &RunOptions) -> ModelChoice {
+    /// run (F-1.2), the text model's otherwise (lent, not copied).
+    fn defaults(&self, options: &RunOptions) -> Cow<'_, ModelChoice> {
         if !options.image {
-            return self.config.agents.defaults.model.clone();
+            return Cow::Borrowed(&self.config.agents.defaults.model);
         }
         match &self.config.agents.defaults.image_model {
-            Some(AgentModel::Name(model)) => ModelChoice {
+            Some(AgentModel::Name(model)) => Cow::Owned(ModelChoice {
                 primary: Some(model.clone()),
                 ..Default::default()
-            },
-            Some(AgentModel::Choice(choice)) => choice.clone(),
-            None => ModelChoice::default(),
+            }),
+            Some(AgentModel::Choice(choice)) => Cow::Borrowed(choice),
+            None => Cow::Owned(ModelChoice::default()),
         }
     }
 

@@ -1,11 +1,11 @@
 //! The reply reader held to a JSON tree of the same text: what the unit
 //! tests and the `openai_reply` fuzz target both check.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::super::reply::{completion_json, finish_named, usage};
-use super::{read, Unread};
-use crate::chat::{Completion, FinishReason};
+use super::{one_pass, read, two_passes, Found, Unread};
+use crate::chat::{Completion, FinishReason, TokenUsage};
 
 /// Checks the reader on `text` against a tree of it (nothing to check when
 /// no tree can be built: the reader takes a few texts a tree refuses, a
@@ -16,6 +16,7 @@ use crate::chat::{Completion, FinishReason};
 /// the gateway's `id`, `model` and `object`, and `created` the upstream's
 /// when it sent one. Panics, naming the text, on any difference.
 pub(crate) fn check_against_tree(text: &str) {
+    check_one_pass(text);
     let Ok(tree) = serde_json::from_str::<Value>(text) else {
         return;
     };
@@ -83,4 +84,36 @@ pub(crate) fn check_against_tree(text: &str) {
         .filter(|name| !tree.contains_key(**name))
         .count();
     assert_eq!(relayed.len(), tree.len() + added, "{text}");
+}
+
+/// Wherever the one-pass reader answers, it reads what the two-pass one
+/// reads: the same member spans, the same members found.
+pub(crate) fn check_one_pass(text: &str) {
+    let Some((members, found)) = one_pass::read(text) else {
+        return;
+    };
+    let Ok((two_members, two_found)) = two_passes(text) else {
+        panic!("read in one pass, refused in two: {text}");
+    };
+    assert_eq!(members, two_members, "{text}");
+    assert_eq!(seen(&found), seen(&two_found), "{text}");
+}
+
+/// What a [`Found`] holds, in a form to compare.
+type Seen = (
+    bool,
+    Option<(Option<(Option<String>, Map<String, Value>)>, Option<String>)>,
+    Option<String>,
+    Option<TokenUsage>,
+);
+
+fn seen(found: &Found) -> Seen {
+    let choice = found.choice.as_ref().map(|choice| {
+        (
+            (choice.message.as_ref()).map(|m| (m.content.clone(), m.extra.clone())),
+            choice.finish_reason.as_deref().map(str::to_owned),
+        )
+    });
+    let id = found.id.as_deref().map(str::to_owned);
+    (found.error, choice, id, found.usage.clone())
 }

@@ -18,6 +18,7 @@
 pub(crate) mod agreement;
 mod choice;
 mod members;
+mod one_pass;
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -98,9 +99,50 @@ pub(super) fn read(text: String) -> Result<Read, (Unread, String)> {
     }
 }
 
+/// What the gateway reads of a reply's members, each from the last
+/// member of its name.
+#[derive(Default)]
+struct Found<'a> {
+    /// The `error` member is there and not `null`.
+    error: bool,
+    /// The first choice, when `choices` is an array of which it reads.
+    choice: Option<Choice<'a>>,
+    /// The `id`, when it is a string.
+    id: Option<Cow<'a, str>>,
+    usage: Option<TokenUsage>,
+}
+
 /// What [`read`] reads, the reply's text left empty: it moves in after
-/// the borrows of it end.
+/// the borrows of it end. The usual reply is read in one pass; the rest
+/// (names with escapes, members of other shapes, what is not JSON) the
+/// way that splits the reply into members first.
 fn read_parts(text: &str) -> Result<Read, Unread> {
+    let (members, found) = match one_pass::read(text) {
+        Some(read) => read,
+        None => two_passes(text)?,
+    };
+    if found.error {
+        return Err(Unread::InBandError);
+    }
+    let choice = found.choice.ok_or(Unread::NotACompletion)?;
+    // Present whatever its value: `null` is an empty message.
+    let message = choice.message.ok_or(Unread::NotACompletion)?;
+    Ok(Read {
+        id: found.id.unwrap_or_default().into_owned(),
+        content: message.content,
+        message_extra: message.extra,
+        finish: choice.finish_reason.map(|name| finish_named(&name)),
+        usage: found.usage,
+        reply: WholeReply {
+            text: String::new(),
+            members,
+        },
+    })
+}
+
+/// The reply split into its members, then the gateway's members read
+/// from their raw values.
+fn two_passes(text: &str) -> Result<(Vec<(Name, Range<usize>)>, Found<'_>), Unread> {
     let mut members = Vec::with_capacity(USUAL_MEMBERS);
     // A repeated name means its last value, as in a parsed object.
     let (mut error, mut choices, mut id, mut usage) = (None, None, None, None);
@@ -115,31 +157,19 @@ fn read_parts(text: &str) -> Result<Read, Unread> {
         members.push((Name::of(text, name), span_in(text, value.get())));
     })
     .map_err(|_| Unread::NotACompletion)?;
-    if error.is_some_and(|error: &RawValue| error.get().trim() != "null") {
-        return Err(Unread::InBandError);
-    }
-    let choice = choices
-        .and_then(|choices| serde_json::from_str::<First<Choice>>(choices.get()).ok())
-        .and_then(|First(first)| first)
-        .ok_or(Unread::NotACompletion)?;
-    // Present whatever its value: `null` is an empty message.
-    let message = choice.message.ok_or(Unread::NotACompletion)?;
-    let id = id.and_then(|id| serde_json::from_str::<Text>(id.get()).ok());
-    Ok(Read {
-        id: (id.and_then(|Text(id)| id))
-            .unwrap_or_default()
-            .into_owned(),
-        content: message.content,
-        message_extra: message.extra,
-        finish: choice.finish_reason.map(|name| finish_named(&name)),
+    let found = Found {
+        error: error.is_some_and(|error: &RawValue| error.get().trim() != "null"),
+        choice: choices
+            .and_then(|choices| serde_json::from_str::<First<Choice>>(choices.get()).ok())
+            .and_then(|First(first)| first),
+        id: id
+            .and_then(|id| serde_json::from_str::<Text>(id.get()).ok())
+            .and_then(|Text(id)| id),
         usage: usage
             .and_then(|usage| serde_json::from_str::<choice::Usage>(usage.get()).ok())
             .and_then(|choice::Usage(usage)| usage),
-        reply: WholeReply {
-            text: String::new(),
-            members,
-        },
-    })
+    };
+    Ok((members, found))
 }
 
 /// Where `part`, a slice of `whole`, lies in it.

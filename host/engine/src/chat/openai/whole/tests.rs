@@ -122,3 +122,40 @@ fn the_first_choice_and_usage_read_as_from_a_parsed_tree() {
         super::agreement::check_against_tree(text);
     }
 }
+
+/// The usual reply, however it is spaced, is read in one pass, and that
+/// pass reads what splitting it into members first reads; a reply the
+/// pass cannot read (an escaped name, a member of another shape, text that
+/// is not JSON) is left to the two passes.
+#[test]
+fn the_one_pass_reads_what_two_passes_read_and_declines_the_rest() {
+    let answered = [
+        r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#,
+        " \r\n{ \"id\" :\t\"c\" ,\n \"choices\"\n:\n[ {\"message\" : {\"content\":\"a,b}\"} } ] , \"\":{} ,\"n\":[1 , 2] } \n",
+        r#"{"choices":[{"message":null}],"usage":null,"id":5,"error":null,"x":"\"},\"y\":1"}"#,
+        r#"{"error":{"message":"no"},"choices":[]}"#,
+        r#"{"choices":[{"message":{}}],"choices":[],"id":"a","id":"b","usage":{"prompt_tokens":1,"completion_tokens":2},"usage":7}"#,
+        r#"{}"#,
+    ];
+    for text in answered {
+        assert!(one_pass::read(text).is_some(), "declined: {text}");
+        super::agreement::check_one_pass(text);
+        super::agreement::check_against_tree(text);
+    }
+    let declined = [
+        r#"{"\u0069d":"c","choices":[{"message":{}}]}"#,
+        r#"{"choices":5}"#,
+        r#"{"choices":[7]}"#,
+        r#"{"choices":[{"message":{}}]"#,
+        r#"[{"choices":[{"message":{}}]}]"#,
+        r#"{"choices":[{"message":{}}]} x"#,
+    ];
+    for text in declined {
+        assert!(one_pass::read(text).is_none(), "answered: {text}");
+        super::agreement::check_against_tree(text);
+    }
+    assert_eq!(
+        rendered(answered[1]),
+        r#"{"id":"gw-1","choices":[ {"message" : {"content":"a,b}"} } ],"":{},"n":[1 , 2],"model":"openai/m","object":"chat.completion","created":7}"#
+    );
+}
