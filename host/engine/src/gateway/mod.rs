@@ -19,6 +19,7 @@ pub mod admin;
 mod admission;
 mod anthropic_errors;
 mod chat_route;
+mod header_values;
 mod keys;
 pub mod metrics;
 mod readiness;

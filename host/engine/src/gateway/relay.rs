@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::StreamExt;
 
+use super::header_values;
 use super::reply::{MODEL_HEADER, PROFILE_HEADER, PROVIDER_HEADER};
 use crate::chat::guard::{self, Broken};
 use crate::chat::messages::{self, StreamEncoder};
@@ -79,12 +80,12 @@ pub fn success(outcome: RunOutcome<ChatReply>, context: StreamContext, face: Fac
         }
     };
     let headers = response.headers_mut();
-    for (name, value) in [
-        (&PROVIDER, &outcome.provider),
-        (&MODEL, &outcome.model),
-        (&PROFILE, &outcome.profile),
+    for (name, slot, value) in [
+        (&PROVIDER, &header_values::PROVIDER, &outcome.provider),
+        (&MODEL, &header_values::MODEL, &outcome.model),
+        (&PROFILE, &header_values::PROFILE, &outcome.profile),
     ] {
-        if let Ok(value) = HeaderValue::from_str(value) {
+        if let Some(value) = header_values::value_of(slot, value) {
             headers.insert(name.clone(), value);
         }
     }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{header, HeaderName, HeaderValue, StatusCode};
+use axum::http::{header, HeaderName, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
@@ -118,7 +118,9 @@ pub const POLICY_HEADER: &str = "x-failover-policy";
 static POLICY_HEADER_NAME: HeaderName = HeaderName::from_static(POLICY_HEADER);
 
 pub(super) fn set_policy_header(response: &mut Response, policy: &dyn failover_sandbox::Decider) {
-    if let Ok(value) = HeaderValue::from_str(&policy.version().sha256) {
+    let policy_hash = &policy.version().sha256;
+    if let Some(value) = super::header_values::value_of(&super::header_values::POLICY, policy_hash)
+    {
         response
             .headers_mut()
             .insert(POLICY_HEADER_NAME.clone(), value);
