@@ -13,6 +13,7 @@
 //! rewrite. Secrets leave this module only inside [`Secret`], whose `Debug`
 //! hides them; nothing here prints or logs one.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -35,24 +36,27 @@ pub fn canonical_provider(provider: &str) -> &str {
     }
 }
 
-/// The typed view of one credential, for validation and summaries.
+/// The typed view of one credential, for validation and summaries: its
+/// strings borrowed from the file's tree, not copied (a copy was four
+/// strings allocated and freed on every credential read, issue 16).
 #[derive(Deserialize)]
-struct Fields {
+struct Fields<'a> {
     #[serde(rename = "type")]
     kind: CredentialKind,
-    provider: String,
-    #[serde(default)]
-    key: Option<String>,
-    #[serde(default)]
-    access: Option<String>,
-    #[serde(default)]
-    refresh: Option<String>,
-    #[serde(default)]
-    token: Option<String>,
+    #[serde(borrow)]
+    provider: Cow<'a, str>,
+    #[serde(default, borrow)]
+    key: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    access: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    refresh: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    token: Option<Cow<'a, str>>,
     #[serde(default)]
     expires: Option<u64>,
-    #[serde(default)]
-    email: Option<String>,
+    #[serde(default, borrow)]
+    email: Option<Cow<'a, str>>,
 }
 
 /// What may be shown about a profile: never its secret.
@@ -219,7 +223,9 @@ impl ProfilesFile {
             kind: fields.kind,
             provider: canonical_provider(&fields.provider).to_owned(),
             secret: Secret(secret_of(&fields)?.to_owned()),
-            refresh: fields.refresh.clone().filter(|r| !r.is_empty()).map(Secret),
+            refresh: (fields.refresh.as_deref())
+                .filter(|r| !r.is_empty())
+                .map(|r| Secret(r.to_owned())),
             expires: fields.expires,
         })
     }
@@ -318,7 +324,7 @@ fn secret_field(kind: CredentialKind) -> &'static str {
     }
 }
 
-fn secret_of(fields: &Fields) -> Option<&str> {
+fn secret_of<'a>(fields: &'a Fields<'_>) -> Option<&'a str> {
     match fields.kind {
         CredentialKind::ApiKey => fields.key.as_deref(),
         CredentialKind::OAuth => fields.access.as_deref(),
@@ -326,18 +332,18 @@ fn secret_of(fields: &Fields) -> Option<&str> {
     }
 }
 
-fn summary(id: &str, fields: &Fields) -> ProfileSummary {
+fn summary(id: &str, fields: &Fields<'_>) -> ProfileSummary {
     let digest = Sha256::digest(secret_of(fields).unwrap_or_default().as_bytes());
     let fingerprint: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
     ProfileSummary {
         id: id.to_owned(),
-        stored_provider: fields.provider.clone(),
+        stored_provider: fields.provider.clone().into_owned(),
         provider: canonical_provider(&fields.provider).to_owned(),
         kind: fields.kind,
         expires: fields.expires,
         refreshable: fields.kind == CredentialKind::OAuth
             && fields.refresh.as_deref().is_some_and(|r| !r.is_empty()),
-        email: fields.email.clone(),
+        email: fields.email.clone().map(Cow::into_owned),
         fingerprint: format!("sha256:{fingerprint}"),
     }
 }

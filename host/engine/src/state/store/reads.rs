@@ -144,10 +144,17 @@ impl AuthStore {
     /// profile's state on every request. (In Redis every profile is still
     /// read, and only these are returned.)
     pub fn usage_of(&self, ids: &[&str]) -> Result<BTreeMap<String, Usage>, StateError> {
+        // Inserted one by one: collecting sorts through a vector first,
+        // which for the one or two profiles of a candidate cost more than
+        // the map (issue 16).
         let pick = |all: &BTreeMap<String, Usage>| -> BTreeMap<String, Usage> {
-            (ids.iter())
-                .filter_map(|id| Some(((*id).to_owned(), all.get(*id)?.clone())))
-                .collect()
+            let mut picked = BTreeMap::new();
+            for id in ids {
+                if let Some(usage) = all.get(*id) {
+                    picked.insert((*id).to_owned(), usage.clone());
+                }
+            }
+            picked
         };
         let usage = if let Some(shared) = &self.shared {
             // Every profile still: reading one is what restores its state
