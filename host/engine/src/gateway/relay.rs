@@ -47,14 +47,20 @@ pub fn success(outcome: RunOutcome<ChatReply>, context: StreamContext, face: Fac
         ChatReply::Complete(completion) => {
             let id = response_id(&completion.id, face);
             match face {
-                Face::OpenAi => (
-                    [(
+                Face::OpenAi => {
+                    // Built as it is sent: a `String`'s response first sets
+                    // a `text/plain` type for this one to replace.
+                    let json = openai::completion_json(&id, &model, created, *completion);
+                    let mut response = Response::new(Body::from(json));
+                    let headers = response.headers_mut();
+                    // Room for the type, the served-by names and the policy.
+                    headers.reserve(5);
+                    headers.insert(
                         header::CONTENT_TYPE,
                         HeaderValue::from_static("application/json"),
-                    )],
-                    openai::completion_json(&id, &model, created, *completion),
-                )
-                    .into_response(),
+                    );
+                    response
+                }
                 Face::Anthropic => {
                     Json(messages::message_json(&id, &model, &completion)).into_response()
                 }

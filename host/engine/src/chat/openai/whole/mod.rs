@@ -21,7 +21,6 @@ mod members;
 mod one_pass;
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::ops::Range;
 
 use rustc_hash::FxHashSet;
@@ -206,17 +205,30 @@ impl WholeReply {
             .iter()
             .map(|(name, _)| self.name(name))
             .collect();
-        if names.len() <= FEW_MEMBERS {
-            return (0..names.len())
-                .map(|index| !names[index + 1..].contains(&names[index]))
-                .collect();
-        }
         let mut named_later = FxHashSet::default();
         let mut last = vec![false; names.len()];
         for (index, name) in names.iter().enumerate().rev() {
             last[index] = named_later.insert(*name);
         }
         last
+    }
+
+    /// [`WholeReply::last_of_their_names`] as bits, bit `index` set for a
+    /// member that is the last of its name; `None` past [`FEW_MEMBERS`].
+    /// Found by comparing each name with those after it, nothing allocated.
+    fn last_of_their_names_few(&self) -> Option<u32> {
+        let count = self.members.len();
+        if count > FEW_MEMBERS {
+            return None;
+        }
+        let name = |index: usize| self.name(&self.members[index].0);
+        let mut last = 0u32;
+        for index in 0..count {
+            if !(index + 1..count).any(|later| name(later) == name(index)) {
+                last |= 1 << index;
+            }
+        }
+        Some(last)
     }
 
     /// The reply as an OpenAI client gets it: the upstream's members in
@@ -230,14 +242,21 @@ impl WholeReply {
             0 => push_json_string(out, id),
             1 => push_json_string(out, model),
             2 => out.push_str(COMPLETION_OBJECT),
-            _ => {
-                let _infallible = write!(out, "{created}");
-            }
+            _ => push_decimal(out, created),
         };
-        let last = self.last_of_their_names();
+        let few = self.last_of_their_names_few();
+        let many = if few.is_none() {
+            self.last_of_their_names()
+        } else {
+            Vec::new()
+        };
+        let is_last = |index: usize| match few {
+            Some(bits) => bits & (1 << index) != 0,
+            None => many[index],
+        };
         let mut written = [false; GATEWAY_MEMBERS.len()];
         for (index, (name, span)) in self.members.iter().enumerate() {
-            if !last[index] {
+            if !is_last(index) {
                 continue;
             }
             let name_text = self.name(name);
@@ -277,6 +296,24 @@ fn open_member(out: &mut String, name: &str, plain: bool) {
         push_json_string(out, name);
     }
     out.push(':');
+}
+
+/// Writes `number` in decimal, without the formatting machinery (which
+/// was a tenth of relaying a small reply).
+fn push_decimal(out: &mut String, mut number: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (number % 10) as u8;
+        number /= 10;
+        if number == 0 {
+            break;
+        }
+    }
+    for &digit in &digits[start..] {
+        out.push(char::from(digit));
+    }
 }
 
 /// Writes `text` as a JSON string.

@@ -159,3 +159,12 @@ fn the_one_pass_reads_what_two_passes_read_and_declines_the_rest() {
         r#"{"id":"gw-1","choices":[ {"message" : {"content":"a,b}"} } ],"":{},"n":[1 , 2],"model":"openai/m","object":"chat.completion","created":7}"#
     );
 }
+
+#[test]
+fn numbers_are_written_in_decimal() {
+    for number in [0, 7, 10, 1_700_000_000, u64::MAX] {
+        let mut out = String::from("x");
+        push_decimal(&mut out, number);
+        assert_eq!(out, format!("x{number}"));
+    }
+}
