@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderName, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -183,7 +183,9 @@ pub(super) fn authorize(gateway: &Gateway, headers: &HeaderMap) -> Result<(), Re
 /// (`x-session-id: café`) are names like any other; other bytes are
 /// refused, and the refusal shows them as they came.
 pub(super) fn session_id(headers: &HeaderMap) -> Result<Option<String>, Refusal> {
-    let Some(value) = headers.get(SESSION_HEADER) else {
+    // A name checked once: looked up by a `&str`, it is parsed each time.
+    static SESSION: HeaderName = HeaderName::from_static(SESSION_HEADER);
+    let Some(value) = headers.get(&SESSION) else {
         return Ok(None);
     };
     let id = match std::str::from_utf8(value.as_bytes()) {
