@@ -115,5 +115,5 @@ fn seen(found: &Found) -> Seen {
         )
     });
     let id = found.id.as_deref().map(str::to_owned);
-    (found.error, choice, id, found.usage.clone())
+    (found.error, choice, id, found.usage)
 }

@@ -98,6 +98,9 @@ pub(super) fn read(text: String) -> Result<Read, (Unread, String)> {
     }
 }
 
+/// Each member's name and the span of its value, in the reply's order.
+type Members = Vec<(Name, Range<usize>)>;
+
 /// What the gateway reads of a reply's members, each from the last
 /// member of its name.
 #[derive(Default)]
@@ -141,7 +144,7 @@ fn read_parts(text: &str) -> Result<Read, Unread> {
 
 /// The reply split into its members, then the gateway's members read
 /// from their raw values.
-fn two_passes(text: &str) -> Result<(Vec<(Name, Range<usize>)>, Found<'_>), Unread> {
+fn two_passes(text: &str) -> Result<(Members, Found<'_>), Unread> {
     let mut members = Vec::with_capacity(USUAL_MEMBERS);
     // A repeated name means its last value, as in a parsed object.
     let (mut error, mut choices, mut id, mut usage) = (None, None, None, None);

@@ -19,7 +19,7 @@ use serde::de::{Deserializer, Error as _, IgnoredAny, MapAccess, Visitor};
 
 use super::super::readers::{Key, Text};
 use super::choice::{Choice, First, Usage};
-use super::{span_in, Found, Name};
+use super::{span_in, Found, Members, Name};
 
 /// What the pass found, names in the upstream's order.
 struct Pass<'a> {
@@ -60,7 +60,7 @@ impl<'de> Visitor<'de> for PassVisitor {
 
 /// The reply's members and what the gateway reads of them; `None` when
 /// the two-pass way must read it (see the module's note).
-pub(super) fn read(text: &str) -> Option<(Vec<(Name, Range<usize>)>, Found<'_>)> {
+pub(super) fn read(text: &str) -> Option<(Members, Found<'_>)> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let pass = deserializer.deserialize_map(PassVisitor).ok()?;
     deserializer.end().ok()?;
@@ -78,7 +78,7 @@ fn is_json_space(byte: u8) -> bool {
 /// value and the next name's opening quote only whitespace and `,`; after
 /// the last value only whitespace and `}`. `None` if the text says
 /// otherwise (it cannot, for a text the pass read).
-fn member_spans(text: &str, names: &[&str]) -> Option<Vec<(Name, Range<usize>)>> {
+fn member_spans(text: &str, names: &[&str]) -> Option<Members> {
     let bytes = text.as_bytes();
     let name_spans: Vec<Range<usize>> = names
         .iter()
