@@ -10,6 +10,8 @@
 //! untimed, and prints nothing: the form to count instructions in, which
 //! machine noise does not move —
 //! `valgrind --tool=callgrind --toggle-collect='classify::counted' <bench binary> --bench`.
+//! `FAILOVER_BENCH_INPUT` picks another input for it (`typical`, `corpus`,
+//! `corpus-1KiB`, `corpus-4KiB`): the padded two give the count per byte.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -208,13 +210,21 @@ fn summarise(inputs: &[Inputs]) {
 const ONLY_VAR: &str = "FAILOVER_BENCH_ONLY";
 
 /// How often `counted` goes over the reference corpus: enough that the
-/// first call's set-up is a small part of the count.
+/// first call's set-up is a small part of the count. A longer input is
+/// gone over as much fewer times as its texts are longer.
 const ONLY_REPEATS: usize = 1000;
 
-/// The reference corpus classified `ONLY_REPEATS` times, one way.
+/// The reference corpus's texts are about this long; see [`ONLY_REPEATS`].
+const REFERENCE_TEXT_BYTES: usize = 50;
+
+/// Names the input `counted` classifies (default: the reference corpus).
+const INPUT_VAR: &str = "FAILOVER_BENCH_INPUT";
+
+/// An input classified `ONLY_REPEATS` times, one way.
 #[inline(never)]
 fn counted(policy: &Policy, reference: &Inputs, only: &str) {
-    for _ in 0..ONLY_REPEATS {
+    let bytes = (reference.average_text_bytes() as usize).max(REFERENCE_TEXT_BYTES);
+    for _ in 0..ONLY_REPEATS * REFERENCE_TEXT_BYTES / bytes {
         match only {
             "component" => {
                 for error in &reference.errors {
@@ -240,7 +250,10 @@ fn main() {
     let engine = PolicyEngine::new().expect("engine");
     let policy = Policy::default_policy(&engine).expect("default policy");
     if let Some(only) = std::env::var_os(ONLY_VAR) {
-        let reference = Inputs::new("reference", reference());
+        let wanted = std::env::var(INPUT_VAR).unwrap_or_else(|_| "reference".into());
+        let Some(reference) = all_inputs().into_iter().find(|i| i.label == wanted) else {
+            panic!("{INPUT_VAR}={wanted}: expected typical, reference, corpus, corpus-1KiB or corpus-4KiB");
+        };
         // One warm call first: instantiation is not what is counted.
         policy
             .classify(&reference.errors[0], NOW_MS)

@@ -44,10 +44,8 @@ struct Dfa {
     classes: [u8; 256],
     class_count: usize,
     /// Premultiplied: `transitions[state + class]` → the next state, where a
-    /// state is represented by `id * class_count` (the scan's dependency
-    /// chain is then one add and one load per byte, no multiply). In the
-    /// generated table, states that report matches also carry `MATCH_FLAG`,
-    /// so a scan can `or` states together and test once per round.
+    /// state is represented by `id * class_count`. The generated table (see
+    /// `to_rust`) lays the rows out by byte offset instead.
     transitions: Vec<u32>,
     /// States at or above this id report matches (written premultiplied).
     first_match_state: usize,
@@ -58,9 +56,6 @@ struct Dfa {
 }
 
 const NONE: u32 = u32::MAX;
-
-/// Set on the states that report matches (see `Dfa::transitions`).
-const MATCH_FLAG: u32 = 1 << 31;
 
 impl Dfa {
     fn build(patterns: &[Vec<u8>]) -> Dfa {
@@ -185,7 +180,72 @@ impl Dfa {
         }
     }
 
+    /// Writes the automaton for the scan in `src/signals.rs`.
+    ///
+    /// A state is the *byte offset* of its row (`CLASS_COUNT` `u32`s), and
+    /// an entry is the next state's offset: a step is `state + 4 * class`
+    /// and one load, and the multiply by 4 is on the class, which does not
+    /// wait for the previous step (wasm has no scaled addressing, so a scale
+    /// on the state would lengthen every step's dependency chain).
+    ///
+    /// States without output fill the rows from offset 0; the states that
+    /// report matches start at `MATCH_FLAG`, the first power of two past
+    /// them, so a match state is exactly one whose offset has that bit set
+    /// (the rows between are zero, never reached).
+    ///
+    /// Two tables. In `TRANSITIONS`, the one the fast loop steps, a match
+    /// state's row leads back to itself whatever the byte: a run that
+    /// reaches a match stays there until the end of its round, so the round
+    /// tells whether it met a match by its last state alone, with nothing
+    /// to accumulate on every step. `MATCH_TRANSITIONS` holds the match
+    /// states' real rows; a round that met a match is stepped again through
+    /// both tables (the exact automaton), recording where matches end.
     fn to_rust(&self) -> String {
+        let stride = self.class_count * 4;
+        let plain_bytes = self.first_match_state * stride;
+        let match_flag = plain_bytes.next_power_of_two();
+        let match_states = self.transitions.len() / self.class_count - self.first_match_state;
+        assert!(
+            match_states * stride < match_flag,
+            "match states must stay below twice the flag"
+        );
+        let offset_of = |premultiplied: u32| -> u32 {
+            let id = premultiplied as usize / self.class_count;
+            let offset = if id < self.first_match_state {
+                id * stride
+            } else {
+                match_flag + (id - self.first_match_state) * stride
+            };
+            u32::try_from(offset).expect("the table fits u32 offsets")
+        };
+        let total_bytes = match_flag + match_states * stride;
+        let mut fast = vec![0u32; total_bytes / 4];
+        let mut match_rows = vec![0u32; match_states * self.class_count];
+        for (index, &next) in self.transitions.iter().enumerate() {
+            let (id, class) = (index / self.class_count, index % self.class_count);
+            let row = offset_of((id * self.class_count) as u32) as usize;
+            if id < self.first_match_state {
+                fast[row / 4 + class] = offset_of(next);
+            } else {
+                fast[row / 4 + class] = row as u32;
+                match_rows[(row - match_flag) / 4 + class] = offset_of(next);
+            }
+        }
+        // Every entry starts a row, so any entry plus any class stays in its
+        // table: the scan relies on this to read without bounds checks.
+        let starts_a_row = |offset: usize| {
+            (offset < plain_bytes && offset.is_multiple_of(stride))
+                || (offset >= match_flag
+                    && offset < total_bytes
+                    && (offset - match_flag).is_multiple_of(stride))
+        };
+        assert!(
+            fast.iter()
+                .chain(&match_rows)
+                .all(|&next| starts_a_row(next as usize)),
+            "every entry starts a row"
+        );
+
         let mut out = String::new();
         writeln!(
             out,
@@ -193,35 +253,10 @@ impl Dfa {
         )
         .unwrap();
         writeln!(out, "const CLASS_COUNT: usize = {};", self.class_count).unwrap();
-        writeln!(
-            out,
-            "const FIRST_MATCH_STATE: usize = {};",
-            self.first_match_state
-        )
-        .unwrap();
-        writeln!(out, "const MATCH_FLAG: u32 = {MATCH_FLAG};").unwrap();
+        writeln!(out, "const MATCH_FLAG: u32 = {match_flag};").unwrap();
         write_array(&mut out, "CLASSES", "u8", self.classes.iter());
-        // Padded to a power of two so the scan can mask its index instead of
-        // bounds-checking it (a branch per byte); the mask also drops the flag.
-        let mut padded: Vec<u32> = self
-            .transitions
-            .iter()
-            .map(|&next| {
-                let id = next as usize / self.class_count;
-                if id >= self.first_match_state {
-                    next | MATCH_FLAG
-                } else {
-                    next
-                }
-            })
-            .collect();
-        padded.resize(self.transitions.len().next_power_of_two(), 0);
-        assert!(
-            padded.len() <= MATCH_FLAG as usize,
-            "the flag bit must stay free"
-        );
-        writeln!(out, "const TRANSITION_MASK: usize = {};", padded.len() - 1).unwrap();
-        write_array(&mut out, "TRANSITIONS", "u32", padded.iter());
+        write_array(&mut out, "TRANSITIONS", "u32", fast.iter());
+        write_array(&mut out, "MATCH_TRANSITIONS", "u32", match_rows.iter());
         write_array(&mut out, "OUTPUT_STARTS", "u16", self.output_starts.iter());
         write_array(
             &mut out,

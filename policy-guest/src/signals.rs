@@ -49,24 +49,30 @@ const PHRASE_SIGNALS: [u128; PHRASES.len()] = {
     sets
 };
 
-// CLASS_COUNT, FIRST_MATCH_STATE, MATCH_FLAG, CLASSES, TRANSITION_MASK,
-// TRANSITIONS, OUTPUT_STARTS, OUTPUT_PATTERNS: the DFA that build.rs
-// generated from the phrase table.
+// CLASS_COUNT, MATCH_FLAG, CLASSES, TRANSITIONS, MATCH_TRANSITIONS,
+// OUTPUT_STARTS, OUTPUT_PATTERNS: the DFA that build.rs generated from the
+// phrase table. A state is the byte offset of its row; match states are
+// those with MATCH_FLAG set. In TRANSITIONS a match state leads back to
+// itself; MATCH_TRANSITIONS holds its real row (see build.rs, `to_rust`).
 include!(concat!(env!("OUT_DIR"), "/phrase_dfa.rs"));
+
+/// Bytes of one row of the transition tables.
+const ROW_BYTES: usize = CLASS_COUNT * 4;
 
 /// Letters, digits and `_`: `extra_forbidden` is one word, not "forbidden".
 fn is_word_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || byte == b'_'
 }
 
-/// Bytes stepped per round of the scan's fast loop: the round has no
+/// Bytes stepped per round of the scan's fast loops: a round has no
 /// branches, so the per-block overhead of the sandbox (fuel, epoch checks)
 /// is paid once per round rather than once per byte.
 const ROUND: usize = 8;
 
 /// Independent DFA runs interleaved over a long text. One run is bound by
 /// the latency of its table lookups (each needs the previous state); four
-/// runs over four parts of the text keep the CPU busy meanwhile.
+/// runs over four parts of the text keep the CPU busy meanwhile. The laned
+/// loop names its four states one by one (see [`scan_laned`]).
 const LANES: usize = 4;
 
 /// Texts shorter than this are scanned by one run: splitting them would
@@ -91,12 +97,54 @@ const MAX_PHRASE_LEN: usize = {
 /// phrase that ends inside the part is found.
 const WARMUP: usize = MAX_PHRASE_LEN - 1;
 
-/// One DFA step. States are premultiplied by `CLASS_COUNT` and flagged with
-/// `MATCH_FLAG` when they report matches (see build.rs); the mask keeps the
-/// index in bounds without a branch and drops the flag.
+/// Reads the entry at byte `offset` of `table`.
+///
+/// # Safety
+///
+/// `offset` is a multiple of 4 below `4 * table.len()`.
+#[inline(always)]
+unsafe fn entry(table: &[u32], offset: usize) -> u32 {
+    debug_assert!(offset.is_multiple_of(4) && offset < table.len() * 4);
+    // SAFETY: the caller keeps `offset` an aligned entry inside `table`.
+    unsafe { table.as_ptr().cast::<u8>().add(offset).cast::<u32>().read() }
+}
+
+/// A byte's class, as the byte offset of its column in a row.
+#[inline(always)]
+fn column(byte: u8) -> usize {
+    4 * usize::from(CLASSES[usize::from(byte)])
+}
+
+/// One step of the fast loops, through [`TRANSITIONS`]: exact until a match
+/// state, which it then never leaves. The dependency chain from one step to
+/// the next is one add and one load.
 #[inline(always)]
 fn step(state: u32, byte: u8) -> u32 {
-    TRANSITIONS[(state as usize + usize::from(CLASSES[usize::from(byte)])) & TRANSITION_MASK]
+    // SAFETY: `state` starts a row of `TRANSITIONS`: it is the initial state
+    // 0 or an entry of a table, and build.rs checked that every entry starts
+    // a row (the test `every_entry_starts_a_row` checks it again). A class
+    // is below `CLASS_COUNT`, so the offset is a whole entry of the row. Read
+    // unchecked: this is the scan's inner loop, where a bounds check per
+    // byte would cost more than the lookup.
+    unsafe { entry(&TRANSITIONS, state as usize + column(byte)) }
+}
+
+/// One step of the exact automaton: a match state's real row is in
+/// [`MATCH_TRANSITIONS`].
+#[inline(always)]
+fn step_exact(state: u32, byte: u8) -> u32 {
+    if is_match(state) {
+        // SAFETY: a match state is `MATCH_FLAG` plus the offset of its row
+        // in `MATCH_TRANSITIONS` (see `step` for the rest).
+        unsafe {
+            entry(
+                &MATCH_TRANSITIONS,
+                (state - MATCH_FLAG) as usize + column(byte),
+            )
+        }
+    } else {
+        step(state, byte)
+    }
 }
 
 fn is_match(state: u32) -> bool {
@@ -105,18 +153,42 @@ fn is_match(state: u32) -> bool {
 
 /// Scans `text` once and returns every signal whose phrase occurs in it.
 ///
-/// Rounds without a match (nearly all) run branch-free; a round that reached
-/// a match state is stepped again from its first state to record where. A
-/// long text is cut into [`LANES`] parts scanned side by side, each lane
-/// starting [`WARMUP`] bytes early; a phrase near a cut may be found by two
-/// lanes, which is harmless since signals form a set.
+/// Rounds without a match (nearly all) run branch-free; a round that met a
+/// match is stepped again exactly from its first state to record where. A
+/// long text is cut into [`LANES`] parts scanned side by side (see
+/// [`scan_laned`]).
+///
+/// Kept out of line: inlined into the classifier, the laned loop competed
+/// for registers with everything around it.
+#[inline(never)]
 pub fn scan(text: &str) -> Signals {
     let bytes = text.as_bytes();
     let mut signals = Signals::default();
     if bytes.len() < MIN_LANED_LEN {
         scan_from(bytes, 0, bytes.len(), &mut signals);
-        return signals;
+    } else {
+        scan_laned(bytes, &mut signals);
     }
+    signals
+}
+
+/// The `ROUND` bytes of `bytes` from `at`.
+#[inline(always)]
+fn round_at(bytes: &[u8], at: usize) -> &[u8; ROUND] {
+    bytes[at..at + ROUND]
+        .try_into()
+        .expect("a round is ROUND bytes")
+}
+
+/// Scans a text of at least [`MIN_LANED_LEN`] bytes as four runs over its
+/// four parts, each starting [`WARMUP`] bytes early; a phrase near a cut may
+/// be found by two lanes, which is harmless since signals form a set.
+///
+/// The four states are four variables stepped byte by byte in turn, so the
+/// compiled code keeps them in registers and the lanes' lookups overlap. A
+/// round's steps feed nothing but the next step: whether it met a match is
+/// read from its last states (see [`step`]).
+fn scan_laned(bytes: &[u8], signals: &mut Signals) {
     let part = bytes.len().div_ceil(LANES);
     let starts: [usize; LANES] = std::array::from_fn(|k| (k * part).saturating_sub(WARMUP));
     let ends: [usize; LANES] = std::array::from_fn(|k| ((k + 1) * part).min(bytes.len()));
@@ -124,44 +196,64 @@ pub fn scan(text: &str) -> Signals {
     // finishes its own part alone.
     let common = (0..LANES).map(|k| ends[k] - starts[k]).min().unwrap_or(0);
     let rounds = common / ROUND;
-    let mut states = [0u32; LANES];
+    // Every lane's rounds lie inside the text: checked once here, so the
+    // loop reads its bytes without a check per round.
+    assert!(starts
+        .iter()
+        .all(|&start| start + rounds * ROUND <= bytes.len()));
+    let (mut s0, mut s1, mut s2, mut s3) = (0u32, 0u32, 0u32, 0u32);
     for round in 0..rounds {
         let offset = round * ROUND;
-        let firsts = states;
-        let chunks: [&[u8; ROUND]; LANES] = std::array::from_fn(|k| {
-            let at = starts[k] + offset;
-            bytes[at..at + ROUND]
-                .try_into()
-                .expect("a round is ROUND bytes")
-        });
-        // One load per lane and round, the bytes shifted out of it: in wasm
-        // a load costs more than a shift.
-        let words: [u64; LANES] = std::array::from_fn(|k| u64::from_le_bytes(*chunks[k]));
-        let mut seen = 0u32;
-        // Byte by byte, all lanes at each byte: the lanes' lookups overlap.
+        // SAFETY: `start + offset + ROUND <= start + rounds * ROUND`, which
+        // the assertion above keeps within `bytes`.
+        let (p0, p1, p2, p3) = unsafe {
+            let at = bytes.as_ptr().add(offset);
+            (
+                at.add(starts[0]),
+                at.add(starts[1]),
+                at.add(starts[2]),
+                at.add(starts[3]),
+            )
+        };
+        let (f0, f1, f2, f3) = (s0, s1, s2, s3);
         for i in 0..ROUND {
-            for (state, word) in states.iter_mut().zip(&words) {
-                *state = step(*state, (word >> (8 * i)) as u8);
-                seen |= *state;
+            // SAFETY: `i < ROUND`, and each lane's round is in `bytes` (above).
+            unsafe {
+                s0 = step(s0, *p0.add(i));
+                s1 = step(s1, *p1.add(i));
+                s2 = step(s2, *p2.add(i));
+                s3 = step(s3, *p3.add(i));
             }
         }
-        if is_match(seen) {
-            for k in 0..LANES {
-                step_recording(
-                    bytes,
-                    chunks[k],
-                    starts[k] + offset,
-                    firsts[k],
-                    &mut signals,
-                );
-            }
+        if is_match(s0 | s1 | s2 | s3) {
+            // The first states go into an array only here: built before the
+            // round, it was written to memory on every round.
+            [s0, s1, s2, s3] = record_round(bytes, &starts, offset, [f0, f1, f2, f3], signals);
         }
     }
+    let states = [s0, s1, s2, s3];
     for k in 0..LANES {
         let done = starts[k] + rounds * ROUND;
-        step_recording(bytes, &bytes[done..ends[k]], done, states[k], &mut signals);
+        step_recording(bytes, &bytes[done..ends[k]], done, states[k], signals);
     }
-    signals
+}
+
+/// Steps a round of every lane again, exactly, from its first state,
+/// recording where matches end; returns the lanes' exact states. Rare, and
+/// out of the laned loop's way.
+#[cold]
+#[inline(never)]
+fn record_round(
+    bytes: &[u8],
+    starts: &[usize; LANES],
+    offset: usize,
+    firsts: [u32; LANES],
+    signals: &mut Signals,
+) -> [u32; LANES] {
+    std::array::from_fn(|k| {
+        let at = starts[k] + offset;
+        step_recording(bytes, round_at(bytes, at), at, firsts[k], signals)
+    })
 }
 
 /// Scans `bytes[start..end]` as one run from the initial state.
@@ -171,21 +263,19 @@ fn scan_from(bytes: &[u8], start: usize, end: usize, signals: &mut Signals) {
     let mut offset = start;
     for round in &mut rounds {
         let first = state;
-        let mut seen = 0u32;
         for &byte in round {
             state = step(state, byte);
-            seen |= state;
         }
-        if is_match(seen) {
-            step_recording(bytes, round, offset, first, signals);
+        if is_match(state) {
+            state = step_recording(bytes, round, offset, first, signals);
         }
         offset += ROUND;
     }
     step_recording(bytes, rounds.remainder(), offset, state, signals);
 }
 
-/// Steps `part` (which starts at `offset` in `bytes`) from `state`, recording
-/// every match; returns the final state.
+/// Steps `part` (which starts at `offset` in `bytes`) exactly from `state`,
+/// recording every match; returns the final state.
 fn step_recording(
     bytes: &[u8],
     part: &[u8],
@@ -194,7 +284,7 @@ fn step_recording(
     signals: &mut Signals,
 ) -> u32 {
     for (index, &byte) in part.iter().enumerate() {
-        state = step(state, byte);
+        state = step_exact(state, byte);
         if is_match(state) {
             record_matches(bytes, state, offset + index + 1, signals);
         }
@@ -206,7 +296,7 @@ fn step_recording(
 /// checking each phrase's word edges.
 #[cold]
 fn record_matches(bytes: &[u8], state: u32, end: usize, signals: &mut Signals) {
-    let slot = (state as usize & TRANSITION_MASK) / CLASS_COUNT - FIRST_MATCH_STATE;
+    let slot = (state - MATCH_FLAG) as usize / ROW_BYTES;
     let outputs = usize::from(OUTPUT_STARTS[slot])..usize::from(OUTPUT_STARTS[slot + 1]);
     for &pattern in &OUTPUT_PATTERNS[outputs] {
         let (phrase, _, edge) = PHRASES[usize::from(pattern)];
@@ -344,6 +434,125 @@ mod tests {
                     assert_eq!(scan(&text), single, "{phrase:?} at {at} of {len}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn every_entry_starts_a_row() {
+        // What `step` and `step_exact` read unchecked relies on: from any
+        // entry, any class stays inside the table the entry's row is in.
+        let match_rows_bytes = MATCH_TRANSITIONS.len() * 4;
+        for (index, &next) in TRANSITIONS.iter().chain(&MATCH_TRANSITIONS).enumerate() {
+            let (row, table_bytes) = if is_match(next) {
+                ((next - MATCH_FLAG) as usize, match_rows_bytes)
+            } else {
+                (next as usize, MATCH_FLAG as usize)
+            };
+            assert_eq!(row % ROW_BYTES, 0, "entry {index} = {next}");
+            assert!(row + ROW_BYTES <= table_bytes, "entry {index} = {next}");
+        }
+        assert_eq!(
+            TRANSITIONS.len() * 4,
+            MATCH_FLAG as usize + match_rows_bytes,
+            "the fast table holds every match state's row"
+        );
+        assert!(usize::from(*CLASSES.iter().max().unwrap()) < CLASS_COUNT);
+        assert_eq!(
+            usize::from(*OUTPUT_STARTS.last().unwrap()),
+            OUTPUT_PATTERNS.len()
+        );
+        assert_eq!(
+            (OUTPUT_STARTS.len() - 1) * ROW_BYTES,
+            match_rows_bytes,
+            "one output list per match state"
+        );
+    }
+
+    #[test]
+    fn the_fast_table_keeps_a_run_in_the_match_it_reached() {
+        for (index, &next) in MATCH_TRANSITIONS.iter().enumerate() {
+            let state = MATCH_FLAG + (index / CLASS_COUNT * ROW_BYTES) as u32;
+            let byte = CLASSES
+                .iter()
+                .position(|&class| usize::from(class) == index % CLASS_COUNT)
+                .map(|b| b as u8);
+            if let Some(byte) = byte {
+                assert_eq!(step(state, byte), state);
+                assert_eq!(step_exact(state, byte), next);
+            }
+        }
+    }
+
+    #[test]
+    fn dense_matches_in_every_round_are_all_found() {
+        // Rounds that start in a match state, and matches in consecutive
+        // rounds of every lane: the fast loop hands each such round over.
+        let text = "overloaded rate limit ".repeat(40);
+        let mut single = Signals::default();
+        scan_from(text.as_bytes(), 0, text.len(), &mut single);
+        assert_eq!(scan(&text), single);
+        assert!(single.has(Overloaded) && single.has(RateLimit));
+    }
+
+    /// Every phrase looked for at every position, edges checked: what
+    /// `scan` must find, by the plainest means.
+    fn scan_naively(text: &str) -> Signals {
+        let lower = text.as_bytes().to_ascii_lowercase();
+        let mut signals = Signals::default();
+        for (index, (phrase, _, edge)) in PHRASES.iter().enumerate() {
+            let phrase = phrase.as_bytes();
+            for start in 0..=lower.len().saturating_sub(phrase.len()) {
+                let end = start + phrase.len();
+                if end > lower.len() || &lower[start..end] != phrase {
+                    continue;
+                }
+                let before = start == 0 || !is_word_byte(lower[start - 1]);
+                let after = end == lower.len() || !is_word_byte(lower[end]);
+                let stands = match edge {
+                    Edge::Anywhere => true,
+                    Edge::Word => before && after,
+                    Edge::WordEnd => after,
+                    Edge::WordStart => before,
+                };
+                if stands {
+                    signals.0 |= PHRASE_SIGNALS[index];
+                }
+            }
+        }
+        signals
+    }
+
+    #[test]
+    fn agrees_with_a_naive_search_on_mixed_texts() {
+        // Phrases (some cut short, some upper-cased) between filler, at
+        // lengths on both sides of the laned threshold.
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        let fillers = [" ", "x", "_", "; id 7f3a ", "\n", "é", "—", "429"];
+        for case in 0..400 {
+            let target = [40, 250, 300, 700, 1500][case % 5];
+            let mut text = String::new();
+            while text.len() < target {
+                let (phrase, _, _) = PHRASES[next(PHRASES.len())];
+                let piece = match next(4) {
+                    0 => phrase.to_ascii_uppercase(),
+                    1 => phrase[..phrase.floor_char_boundary(phrase.len() / 2)].to_string(),
+                    _ => phrase.to_string(),
+                };
+                text.push_str(&piece);
+                for _ in 0..next(3) {
+                    text.push_str(fillers[next(fillers.len())]);
+                }
+                if next(3) == 0 {
+                    text.push_str(&"lorem ipsum ".repeat(next(12)));
+                }
+            }
+            assert_eq!(scan(&text), scan_naively(&text), "{text:?}");
         }
     }
 
