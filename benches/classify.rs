@@ -12,6 +12,7 @@
 //! `valgrind --tool=callgrind --toggle-collect='classify::counted' <bench binary> --bench`.
 //! `FAILOVER_BENCH_INPUT` picks another input for it (`typical`, `corpus`,
 //! `corpus-1KiB`, `corpus-4KiB`): the padded two give the count per byte.
+//! `FAILOVER_BENCH_TIMED=1` also times each pass and prints the fastest.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -220,29 +221,56 @@ const REFERENCE_TEXT_BYTES: usize = 50;
 /// Names the input `counted` classifies (default: the reference corpus).
 const INPUT_VAR: &str = "FAILOVER_BENCH_INPUT";
 
-/// An input classified `ONLY_REPEATS` times, one way.
+/// An input classified `ONLY_REPEATS` times, one way. With
+/// `FAILOVER_BENCH_TIMED` set, each pass over the input is timed and the
+/// fastest and the median pass are printed, per classification: the fastest
+/// is the figure a noisy machine disturbs least.
 #[inline(never)]
-fn counted(policy: &Policy, reference: &Inputs, only: &str) {
-    let bytes = (reference.average_text_bytes() as usize).max(REFERENCE_TEXT_BYTES);
+fn counted(policy: &Policy, input: &Inputs, only: &str) {
+    let bytes = (input.average_text_bytes() as usize).max(REFERENCE_TEXT_BYTES);
+    let timed = std::env::var_os(TIMED_VAR).is_some();
+    let mut passes = Vec::new();
     for _ in 0..ONLY_REPEATS * REFERENCE_TEXT_BYTES / bytes {
-        match only {
-            "component" => {
-                for error in &reference.errors {
-                    black_box(policy.classify(error, NOW_MS).expect("classifies"));
-                }
-            }
-            "batch" => {
-                for verdict in policy.classify_many(&reference.errors, NOW_MS) {
-                    black_box(verdict.expect("classifies"));
-                }
-            }
-            "native" => {
-                for report in &reference.native {
-                    black_box(policy_guest::classify(report));
-                }
-            }
-            other => panic!("{ONLY_VAR}={other}: expected component, batch or native"),
+        let start = std::time::Instant::now();
+        one_pass(policy, input, only);
+        if timed {
+            passes.push(start.elapsed().as_nanos() as f64 / input.errors.len() as f64);
         }
+    }
+    if timed {
+        passes.sort_by(f64::total_cmp);
+        println!(
+            "{} {only}: fastest {:.0} ns, median {:.0} ns a classification ({} passes)",
+            input.label,
+            passes[0],
+            passes[passes.len() / 2],
+            passes.len()
+        );
+    }
+}
+
+/// Names the switch that makes `counted` time its passes.
+const TIMED_VAR: &str = "FAILOVER_BENCH_TIMED";
+
+/// Classifies every error of `input` once, one way.
+fn one_pass(policy: &Policy, input: &Inputs, only: &str) {
+    match only {
+        "component" => {
+            for error in &input.errors {
+                black_box(policy.classify(error, NOW_MS).expect("classifies"));
+            }
+        }
+        "batch" => {
+            for verdict in policy.classify_many(&input.errors, NOW_MS) {
+                black_box(verdict.expect("classifies"));
+            }
+        }
+        "native" => {
+            for report in &input.native {
+                black_box(policy_guest::classify(report));
+            }
+        }
+        other => panic!("{ONLY_VAR}={other}: expected component, batch or native"),
     }
 }
 

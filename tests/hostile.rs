@@ -51,9 +51,9 @@ fn assert_healthy(policy: &Policy) {
 fn the_default_policy_passes_the_gate() {
     let (policy, report) = gate::check(engine(), DEFAULT_POLICY, Limits::default());
     assert!(policy.is_some(), "{}", report.render());
-    // The count the README and BENCHMARKS.md quote, then the batch case,
-    // contract 0.6.0's two and 0.7.0's.
-    assert_eq!(report.cases.len(), 119);
+    // The count the README and BENCHMARKS.md quote, then 0.8.0's packed
+    // case, the batch case, contract 0.6.0's two and 0.7.0's.
+    assert_eq!(report.cases.len(), 120);
     let last: Vec<&str> = report.cases[115..]
         .iter()
         .map(|(n, _)| n.as_str())
@@ -61,6 +61,7 @@ fn the_default_policy_passes_the_gate() {
     assert_eq!(
         last,
         [
+            gate::PACKED_CASE,
             gate::BATCH_CASE,
             gate::FIXED_CASE,
             gate::PLAN_CASE,
@@ -270,6 +271,18 @@ fn a_module_whose_plan_is_not_its_order_and_decision_is_refused() {
         gate::PLAN_CASE,
         "plan-candidate",
         "not CandidatePlan",
+    );
+}
+
+#[test]
+fn a_module_whose_packed_verdicts_differ_from_its_records_is_refused() {
+    // The host only ever calls `classify-packed`; a module reading the
+    // packed bytes otherwise than the record would decide unseen.
+    refused_in_one_case(
+        "packed-disagrees",
+        gate::PACKED_CASE,
+        "classify-packed",
+        "is not classify's",
     );
 }
 

@@ -1,11 +1,13 @@
-//! The policy's readers of untrusted text: a header block for the wait it
-//! asks for, and a message as a provider's JSON error body.
+//! The policy's readers of untrusted input: a header block for the wait it
+//! asks for, a message as a provider's JSON error body, and bytes as a
+//! packed report or batch (contract 0.8.0).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
+    policy_guest::fuzzing::packed(data);
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };

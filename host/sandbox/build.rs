@@ -39,8 +39,9 @@ fn main() {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let guest_dir = root.join("policy-guest");
 
-    // The whole guest crate: its sources, its own build script, its manifest.
-    for watched in ["policy-guest", "wit", "Cargo.lock"] {
+    // The whole guest crate (its sources, its own build script, its
+    // manifest) and the one workspace crate it builds on.
+    for watched in ["policy-guest", "policy-types", "wit", "Cargo.lock"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
 

@@ -14,14 +14,56 @@ use crate::retry_after;
 use crate::rules::{self, Evidence, LevelFacts, ProviderScope};
 use crate::signals;
 use crate::text::{self, Bare};
-use policy_types::{Classification, Detail, ErrorReport, Reason};
+use crate::trim::{trim, trim_end};
+use policy_types::packed::{self, LevelRef, PackedError};
+use policy_types::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
 
 /// Providers whose 429s carry real out-of-balance errors.
 const BILLING_429_PROVIDERS: &[&str] = &["moonshot", "kimi", "xai", "baichuan"];
 
 /// Classifies one failed provider call.
 pub fn classify(report: &ErrorReport) -> Classification {
-    let provider = provider_scope(report.provider.as_deref());
+    classify_levels(
+        report.provider.as_deref(),
+        report.levels.iter().map(ErrorLevel::borrowed),
+        report.now_ms,
+    )
+}
+
+/// Classifies one failed provider call packed into bytes (contract 0.8.0's
+/// `classify-packed`): what [`classify`] answers for the same report.
+pub fn classify_packed(bytes: &[u8]) -> Result<Classification, PackedError> {
+    let report = packed::read_report(bytes)?;
+    Ok(classify_levels(
+        report.provider,
+        report.levels.iter().copied(),
+        report.now_ms,
+    ))
+}
+
+/// Classifies every report of a packed batch (`classify-packed-batch`), in
+/// order.
+pub fn classify_packed_batch(bytes: &[u8]) -> Result<Vec<Classification>, PackedError> {
+    Ok(packed::read_batch(bytes)?
+        .iter()
+        .map(|report| {
+            classify_levels(
+                report.provider,
+                report.levels.iter().copied(),
+                report.now_ms,
+            )
+        })
+        .collect())
+}
+
+/// Classifies a report given by its parts, its levels borrowed wherever
+/// they are kept.
+fn classify_levels<'a>(
+    provider: Option<&str>,
+    levels: impl Iterator<Item = LevelRef<'a>> + Clone,
+    now_ms: u64,
+) -> Classification {
+    let provider = provider_scope(provider);
 
     // (depth, status) of the levels enclosing the current one that had a
     // status; a level inherits the innermost.
@@ -39,22 +81,21 @@ pub fn classify(report: &ErrorReport) -> Classification {
     let mut format_cleared = false;
     // The error's code is its first code, depth-first: a credential refused
     // for good (`deactivated_workspace`) decides from any depth.
-    let first_code = report
-        .levels
-        .iter()
-        .find_map(|level| level.code.as_deref().filter(|c| !c.trim().is_empty()));
+    let first_code = levels
+        .clone()
+        .find_map(|level| level.code.filter(|c| !trim(c).is_empty()));
     if first_code.is_some_and(rules::names_revoked_credential) {
         chosen = Some(Reason::AuthPermanent);
     }
 
-    for level in &report.levels {
-        let message = level.message.trim();
-        let has_code = level.code.as_deref().is_some_and(|c| !c.trim().is_empty());
+    for level in levels {
+        let message = trim(level.message);
+        let has_code = level.code.is_some_and(|c| !trim(c).is_empty());
         anything_said |= !message.is_empty() || level.status.is_some() || has_code;
         let bare = text::bare(message);
         no_error_details |= bare == Some(Bare::NoErrorDetails);
         if retry_after_ms.is_none() {
-            retry_after_ms = retry_after::from_headers(&level.headers, report.now_ms);
+            retry_after_ms = retry_after::from_headers(level.headers, now_ms);
         }
         if chosen.is_some() {
             // The reason is settled; a later body matters only for a retry
@@ -76,12 +117,7 @@ pub fn classify(report: &ErrorReport) -> Classification {
         // in front of the message (`429 {…}`, `HTTP 410: No body`).
         let given_status = level
             .status
-            .or_else(|| {
-                level
-                    .code
-                    .as_deref()
-                    .and_then(|c| body::status_from_text(c.trim()))
-            })
+            .or_else(|| level.code.and_then(|c| body::status_from_text(trim(c))))
             .or(body.as_ref().and_then(|b| b.status));
         let text_status = given_status
             .is_none()
@@ -111,7 +147,7 @@ pub fn classify(report: &ErrorReport) -> Classification {
             }
         }
 
-        let mut codes: Vec<Code> = level.code.as_deref().map(Code::read).into_iter().collect();
+        let mut codes: Vec<Code> = level.code.map(Code::read).into_iter().collect();
         if let Some(body) = &body {
             codes.extend(body.codes.iter().map(|code| Code::read(code)));
         }
@@ -182,7 +218,7 @@ fn provider_scope(provider: Option<&str>) -> ProviderScope {
 /// the response's.
 fn read_body(message: &str, status_first: bool) -> Option<BodyFacts> {
     let body = body::parse(message)?;
-    let prefix = message[..body.offset].trim_end();
+    let prefix = trim_end(&message[..body.offset]);
     let wrapped = prefix.is_empty() || prefix.ends_with([':', '-']) || status_first;
     wrapped.then_some(body)
 }

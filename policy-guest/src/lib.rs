@@ -34,6 +34,7 @@ mod rules;
 pub mod runner;
 mod signals;
 mod text;
+mod trim;
 
 /// Entry points for the fuzz targets in `fuzz/` (feature `fuzzing`): the
 /// readers of untrusted text the rules use, otherwise private.
@@ -63,6 +64,35 @@ pub mod fuzzing {
             assert!((100..=599).contains(&status), "status {status}");
         }
     }
+
+    /// Reads bytes as a packed report and as a packed batch: never a
+    /// panic; what reads writes back as the same bytes; a packed report is
+    /// classified as the same report given whole.
+    pub fn packed(bytes: &[u8]) {
+        use policy_types::packed;
+        if let Ok(report) = packed::read_report(bytes) {
+            let whole = report.to_report();
+            let mut again = Vec::new();
+            packed::write_report(&mut again, &whole);
+            assert_eq!(again, bytes, "a packed report does not write back as read");
+            assert_eq!(
+                crate::classify_packed(bytes).expect("it read"),
+                crate::classify(&whole)
+            );
+        }
+        if let Ok(reports) = packed::read_batch(bytes) {
+            let mut again = Vec::new();
+            packed::write_batch_count(&mut again, reports.len());
+            for report in &reports {
+                packed::write_report(&mut again, &report.to_report());
+            }
+            assert_eq!(again, bytes, "a packed batch does not write back as read");
+            assert_eq!(
+                crate::classify_packed_batch(bytes).expect("it read").len(),
+                reports.len()
+            );
+        }
+    }
 }
 
 /// The WIT glue: the generated bindings and [`component::DefaultPolicy`]
@@ -72,7 +102,7 @@ pub mod fuzzing {
 pub mod component;
 
 pub use body::MAX_JSON_BODY_BYTES;
-pub use classify::classify;
+pub use classify::{classify, classify_packed, classify_packed_batch};
 /// The data types, for the glue macro's users.
 #[doc(hidden)]
 pub use policy_types;
@@ -86,4 +116,4 @@ pub const POLICY_NAME: &str = "failover-default";
 pub const POLICY_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The WIT contract this policy implements.
-pub const CONTRACT: &str = "failover:policy@0.7.0";
+pub const CONTRACT: &str = "failover:policy@0.8.0";

@@ -8,6 +8,8 @@
 //! compare it whole, so a number or a word in the middle of a sentence never
 //! becomes a status or a bare message.
 
+use crate::trim::{trim, trim_end, trim_start};
+
 /// A status written at the start of a message, and the text after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeadingStatus<'a> {
@@ -31,7 +33,7 @@ const MAX_BARE_BYTES: usize = 64;
 /// `HTTP/1.1`, `status code` (two wrappers at most:
 /// `RateLimitError: Error code: 429 - …`).
 pub fn leading_status(message: &str) -> Option<LeadingStatus<'_>> {
-    let mut text = message.trim_start();
+    let mut text = trim_start(message);
     // A status within reach of the start: most messages have no digit there
     // and are done with at once.
     let head = &text.as_bytes()[..text.len().min(MAX_STATUS_OFFSET)];
@@ -65,7 +67,7 @@ pub fn leading_status(message: &str) -> Option<LeadingStatus<'_>> {
         after.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ':' | '-' | ')' | ','));
     Some(LeadingStatus {
         status,
-        rest: rest.trim_end(),
+        rest: trim_end(rest),
     })
 }
 
@@ -160,8 +162,8 @@ pub fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
 /// `text` without surrounding whitespace and one final `.`: what a whole
 /// message is compared by.
 fn trimmed_sentence(text: &str) -> &str {
-    let text = text.trim();
-    text.strip_suffix('.').unwrap_or(text).trim_end()
+    let text = trim(text);
+    trim_end(text.strip_suffix('.').unwrap_or(text))
 }
 
 /// What HTTP wrappers say when the response had no body.
@@ -185,7 +187,7 @@ pub fn says_no_body(text: &str) -> bool {
 /// Whether `text` is an HTML page (a gateway's or CDN's error page). A
 /// captured body may be cut, so the closing tag is not required.
 pub fn is_html_page(text: &str) -> bool {
-    let text = text.trim_start();
+    let text = trim_start(text);
     starts_with_ignore_case(text, "<!doctype html") || starts_with_ignore_case(text, "<html")
 }
 
@@ -208,7 +210,7 @@ pub fn bare(message: &str) -> Option<Bare> {
     if message.len() > MAX_BARE_BYTES {
         return None;
     }
-    let text = message.trim();
+    let text = trim(message);
     let text = ["error:", "typeerror:"]
         .iter()
         .find(|p| starts_with_ignore_case(text, p))
@@ -282,7 +284,7 @@ fn find_ignore_case(text: &str, needle: &str) -> Option<usize> {
 /// `Credit balance …`, `Payment required`, `HTTP 402`) and goes on about
 /// paying: an upgrade, credits, a payment, a purchase, a plan.
 pub fn billing_head(message: &str) -> bool {
-    let text = message.trim_start();
+    let text = trim_start(message);
     let text = strip_prefix_ignore_case(text, "error").map_or(text, trim_delimiters);
     let head = [
         "billing",
@@ -309,7 +311,7 @@ pub fn billing_head(message: &str) -> bool {
 /// The message with a leading `402` / `HTTP 402 Payment Required` /
 /// `Payment required` wrapper removed: what a 402's own text says.
 pub fn without_402_wrapper(message: &str) -> &str {
-    let mut text = message.trim_start();
+    let mut text = trim_start(message);
     if let Some(rest) = strip_prefix_ignore_case(text, "error") {
         text = trim_delimiters(rest);
     }
@@ -318,15 +320,15 @@ pub fn without_402_wrapper(message: &str) -> &str {
         .strip_prefix("402");
     let rest = match after_status {
         Some(rest) => {
-            let rest = rest.trim_start();
+            let rest = trim_start(rest);
             strip_prefix_ignore_case(rest, "payment required").unwrap_or(rest)
         }
         None => match strip_prefix_ignore_case(text, "payment required") {
             Some(rest) => rest,
-            None => return message.trim(),
+            None => return trim(message),
         },
     };
-    trim_delimiters(rest).trim_end()
+    trim_end(trim_delimiters(rest))
 }
 
 fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {

@@ -6,6 +6,8 @@
 //! [`mirror!`] — one conversion per side, written once.
 //!
 //! - [`classify`] — a captured provider error and the verdict on it (§5).
+//! - [`packed`] — an error report packed into bytes, as it crosses into a
+//!   0.8.0 module.
 //! - [`profiles`] — profiles' routing state and the profile decisions
 //!   (§4, §6).
 //! - [`runner`] — the run's decisions: selection, chain, candidates, next
@@ -19,12 +21,14 @@
 
 pub mod classify;
 pub mod mirror;
+pub mod packed;
 pub mod plan;
 pub mod profiles;
 pub mod runner;
 
 pub use classify::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
 pub use mirror::Mirror;
+pub use packed::{LevelRef, PackedError, PackedReport};
 pub use plan::{profile_blocks, CandidateFacts, CandidatePlan, PlanHold};
 pub use profiles::{
     ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, OrderRequest, PinDecision,

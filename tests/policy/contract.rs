@@ -67,7 +67,7 @@ fn component_exports_the_world_interfaces() {
     let (_, exports) = component_names();
     assert_eq!(exports, world_exports);
     assert!(
-        exports.contains("failover:policy/classifier@0.7.0"),
+        exports.contains("failover:policy/classifier@0.8.0"),
         "{exports:?}"
     );
 }
@@ -82,7 +82,7 @@ fn default_policy_describes_itself() {
     assert!(version.sha256.bytes().all(|b| b.is_ascii_hexdigit()));
     assert!(version
         .to_string()
-        .starts_with("failover-default 0.1.0 (failover:policy@0.7.0, sha256:"));
+        .starts_with("failover-default 0.1.0 (failover:policy@0.8.0, sha256:"));
 }
 
 fn load_wat(wat: &str) -> Result<Policy, PolicyError> {
@@ -118,7 +118,7 @@ fn a_module_for_another_contract_version_is_refused() {
     .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "the module was built for failover:policy@0.1.0, but this host runs failover:policy@0.7.0 (or 0.6.0, 0.5.0, 0.4.0)"
+        "the module was built for failover:policy@0.1.0, but this host runs failover:policy@0.8.0 (or 0.7.0, 0.6.0, 0.5.0, 0.4.0)"
     );
 }
 

@@ -4,7 +4,9 @@
 //! calls, with the verdicts the current default policy gives. A 0.5.0
 //! module is asked every `model-gate`, `record-attempt-end` and
 //! `resolve-selection` that 0.6.0 answers without a call. A 0.6.0 module,
-//! whose plans do not say where they hold, is asked every plan.
+//! whose plans do not say where they hold, is asked every plan. A 0.7.0
+//! module gets its reports as records (`classify`, `classify-batch`), with
+//! the verdicts the packed calls of 0.8.0 give.
 
 use std::sync::OnceLock;
 
@@ -36,6 +38,11 @@ fn v0_5_bytes() -> &'static [u8] {
 fn v0_6_bytes() -> &'static [u8] {
     static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
     BYTES.get_or_init(|| guests::component("tests/fixtures/legacy-policy", &["contract-0-6"]))
+}
+
+fn v0_7_bytes() -> &'static [u8] {
+    static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
+    BYTES.get_or_init(|| guests::component("tests/fixtures/legacy-policy", &["contract-0-7"]))
 }
 
 fn reference_errors() -> Vec<ProviderError> {
@@ -241,4 +248,39 @@ fn a_0_6_0_module_passes_the_gate_and_is_asked_every_plan_the_current_one_keeps(
         assert_eq!(a.holds, PlanHold::ONLY_NOW);
         assert!(!b.holds.reads_last_used && b.holds.until > NOW + 59_000);
     }
+}
+
+#[test]
+fn a_0_7_0_module_gets_records_and_gives_the_packed_verdicts() {
+    let (old, report) = gate::check(engine(), v0_7_bytes(), Limits::default());
+    let old = old.unwrap_or_else(|| panic!("{}", report.render()));
+    assert_eq!(old.contract(), ContractVersion::V0_7);
+    assert!(!old.contract().packs_reports() && old.contract().plans_hold());
+    assert_eq!(old.version().contract, "failover:policy@0.7.0");
+    let names: Vec<&str> = report.cases.iter().map(|(name, _)| name.as_str()).collect();
+    assert!(names.contains(&gate::BATCH_CASE) && names.contains(&gate::HOLD_CASE));
+    assert!(!names.contains(&gate::PACKED_CASE));
+
+    let current = Policy::load(engine(), DEFAULT_POLICY, Limits::default()).unwrap();
+    assert!(current.contract().packs_reports());
+    let errors = reference_errors();
+    let batched = |policy: &Policy| {
+        let before = policy.stats().calls;
+        let verdicts: Vec<_> = policy
+            .classify_many(&errors, NOW)
+            .into_iter()
+            .map(|v| v.expect("classifies"))
+            .collect();
+        (policy.stats().calls - before, verdicts)
+    };
+    let (old_calls, old_verdicts) = batched(&old);
+    let (current_calls, current_verdicts) = batched(&current);
+    // One batch call each (the reference corpus fits one batch).
+    assert_eq!((old_calls, current_calls), (1, 1));
+    assert_eq!(old_verdicts, current_verdicts);
+    let singles: Vec<_> = errors
+        .iter()
+        .map(|e| old.classify(e, NOW).expect("classifies"))
+        .collect();
+    assert_eq!(singles, current_verdicts);
 }

@@ -76,8 +76,12 @@ impl classifier::Guest for ContextAdvances {
         <DefaultPolicy as classifier::Guest>::classify(report)
     }
 
-    fn classify_batch(reports: Vec<ErrorReport>) -> Vec<Classification> {
-        <DefaultPolicy as classifier::Guest>::classify_batch(reports)
+    fn classify_packed(report: Vec<u8>) -> Classification {
+        <DefaultPolicy as classifier::Guest>::classify_packed(report)
+    }
+
+    fn classify_packed_batch(reports: Vec<u8>) -> Vec<Classification> {
+        <DefaultPolicy as classifier::Guest>::classify_packed_batch(reports)
     }
 }
 

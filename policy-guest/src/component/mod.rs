@@ -39,8 +39,18 @@ policy_types::mirror_contract!(wit);
 pub struct DefaultPolicy;
 
 crate::default_policy_glue!(DefaultPolicy, crate::CONTRACT, {
-    fn classify_batch(reports: Vec<wit::ErrorReport>) -> Vec<wit::Classification> {
-        reports.into_iter().map(Self::classify).collect()
+    fn classify_packed(report: Vec<u8>) -> wit::Classification {
+        // The host never sends bytes that break the layout (the contract
+        // lets a module trap on them).
+        crate::classify_packed(&report)
+            .unwrap_or_else(|e| panic!("classify-packed: {e}"))
+            .mirror()
+    }
+
+    fn classify_packed_batch(reports: Vec<u8>) -> Vec<wit::Classification> {
+        crate::classify_packed_batch(&reports)
+            .unwrap_or_else(|e| panic!("classify-packed-batch: {e}"))
+            .mirror()
     }
 }, runner {
     fn plan_candidate(order: wit::OrderRequest, facts: wit::CandidateFacts) -> wit::CandidatePlan {

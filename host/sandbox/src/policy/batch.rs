@@ -1,5 +1,6 @@
-//! Classifying many errors at once: `classify-batch` for modules of
-//! contract 0.5.0 on, one `classify` call per report for 0.4.0 modules.
+//! Classifying many errors at once: `classify-packed-batch` for modules of
+//! contract 0.8.0, `classify-batch` from 0.5.0 to 0.7.0, one `classify`
+//! call per report for 0.4.0 modules.
 //!
 //! A call into the module has a fixed cost of the order of a
 //! classification itself (entering the sandbox, setting fuel and deadline,
@@ -13,11 +14,11 @@
 //! `classify` call gets. So a report's verdict, or its failure, never
 //! depends on the reports batched with it.
 
-use policy_types::Mirror;
+use policy_types::{packed, ErrorReport, Mirror};
 
-use super::bindings::{current, Guest};
+use super::bindings::Guest;
 use super::error::PolicyError;
-use super::module::{checked_verdict, Policy};
+use super::module::{checked_verdict, with_packing_buffer, Policy};
 use crate::classification::Classification;
 use crate::provider_error::ProviderError;
 use crate::report::{self, FlatReport};
@@ -52,10 +53,11 @@ impl Policy {
 
     /// Classifies already flattened reports (see [`Policy::classify_many`]).
     ///
-    /// Batches go to `classify-batch`; a batch the module fails on (a trap,
-    /// an answer of the wrong length or a refused verdict) is classified
-    /// again one report at a time, so only the report that causes the
-    /// failure fails. A 0.4.0 module gets one `classify` call per report.
+    /// Batches go to `classify-packed-batch` (`classify-batch` before
+    /// 0.8.0); a batch the module fails on (a trap, an answer of the wrong
+    /// length or a refused verdict) is classified again one report at a
+    /// time, so only the report that causes the failure fails. A 0.4.0
+    /// module gets one `classify` call per report.
     pub fn classify_reports(
         &self,
         reports: Vec<FlatReport>,
@@ -67,7 +69,7 @@ impl Policy {
                 .collect();
         }
         let mut verdicts = Vec::with_capacity(reports.len());
-        let mut batch: Vec<current::ErrorReport> = Vec::new();
+        let mut batch: Vec<ErrorReport> = Vec::new();
         let mut batch_bytes = 0;
         for report in reports {
             let bytes = text_bytes(&report);
@@ -78,7 +80,7 @@ impl Policy {
                 batch.clear();
                 batch_bytes = 0;
             }
-            batch.push(report.report.mirror());
+            batch.push(report.report);
             batch_bytes += bytes;
         }
         if !batch.is_empty() {
@@ -87,46 +89,54 @@ impl Policy {
         verdicts
     }
 
-    /// `reports` in one `classify-batch` call, with no fallback: the
-    /// admission gate's check of the function itself.
+    /// `reports` in one batch call, with no fallback: the admission gate's
+    /// check of the function itself.
     pub(crate) fn classify_batch_strict(
         &self,
         reports: Vec<FlatReport>,
     ) -> Result<Vec<Classification>, PolicyError> {
-        let batch: Vec<current::ErrorReport> =
-            reports.into_iter().map(|r| r.report.mirror()).collect();
+        let batch: Vec<ErrorReport> = reports.into_iter().map(|r| r.report).collect();
         self.try_batch(&batch)
     }
 
-    /// One `classify-batch` call, or single calls when it fails. (A batch
-    /// of one that trapped would only trap again alone; one the module
-    /// answered wrongly gets its `classify` answer.)
-    fn classify_batch(
-        &self,
-        batch: &[current::ErrorReport],
-    ) -> Vec<Result<Classification, PolicyError>> {
+    /// One batch call, or single calls when it fails. (A batch of one that
+    /// trapped would only trap again alone; one the module answered wrongly
+    /// gets its single answer.)
+    fn classify_batch(&self, batch: &[ErrorReport]) -> Vec<Result<Classification, PolicyError>> {
         match self.try_batch(batch) {
             Ok(verdicts) => verdicts.into_iter().map(Ok).collect(),
             Err(error @ PolicyError::Trap { .. }) if batch.len() == 1 => vec![Err(error)],
             Err(_) => batch
                 .iter()
-                .map(|report| self.classify_plain(report.clone().mirror()))
+                .map(|report| self.classify_plain(report.clone()))
                 .collect(),
         }
     }
 
-    fn try_batch(
-        &self,
-        batch: &[current::ErrorReport],
-    ) -> Result<Vec<Classification>, PolicyError> {
-        let verdicts: Vec<Classification> =
-            self.call("classify-batch", |store, guest| match guest {
+    fn try_batch(&self, batch: &[ErrorReport]) -> Result<Vec<Classification>, PolicyError> {
+        let call = if self.contract().packs_reports() {
+            "classify-packed-batch"
+        } else {
+            "classify-batch"
+        };
+        let verdicts: Vec<Classification> = with_packing_buffer(|bytes| {
+            if self.contract().packs_reports() {
+                packed::write_batch_count(bytes, batch.len());
+                for report in batch {
+                    packed::write_report(bytes, report);
+                }
+            }
+            self.call(call, |store, guest| match guest {
                 Guest::Current(g) => g
                     .failover_policy_classifier()
-                    .call_classify_batch(store, batch)
+                    .call_classify_packed_batch(store, bytes)
                     .map(Mirror::mirror),
-                // The same types, generated from an earlier WIT: converted
-                // through the host's (earlier modules only).
+                // Earlier contracts' generated types, converted through
+                // the host's.
+                Guest::V0_7(g) => g
+                    .failover_policy_classifier()
+                    .call_classify_batch(store, &converted(batch))
+                    .map(Mirror::mirror),
                 Guest::V0_6(g) => g
                     .failover_policy_classifier()
                     .call_classify_batch(store, &converted(batch))
@@ -138,16 +148,17 @@ impl Policy {
                 Guest::V0_4(_) => Err(wasmtime::format_err!(
                     "a 0.4.0 module has no classify-batch"
                 )),
-            })?;
+            })
+        })?;
         if verdicts.len() != batch.len() {
             return Err(PolicyError::InvalidOutput {
-                call: "classify-batch",
+                call,
                 problem: format!("{} verdicts for {} reports", verdicts.len(), batch.len()),
             });
         }
         verdicts
             .into_iter()
-            .map(|verdict| checked_verdict("classify-batch", verdict))
+            .map(|verdict| checked_verdict(call, verdict))
             .collect()
     }
 }
@@ -164,12 +175,10 @@ fn text_bytes(report: &FlatReport) -> usize {
     levels + report.provider.as_ref().map_or(0, String::len)
 }
 
-/// `batch` in an earlier contract's generated type, through the host's.
-fn converted<T>(batch: &[current::ErrorReport]) -> Vec<T>
+/// `batch` in an earlier contract's generated type.
+fn converted<T>(batch: &[ErrorReport]) -> Vec<T>
 where
-    policy_types::ErrorReport: Mirror<T>,
+    ErrorReport: Mirror<T>,
 {
-    (batch.iter())
-        .map(|r| Mirror::<policy_types::ErrorReport>::mirror(r.clone()).mirror())
-        .collect()
+    batch.iter().map(|r| r.clone().mirror()).collect()
 }

@@ -2,8 +2,10 @@
 //! version this host runs, and the conversions between them and the host's
 //! own types. Nothing outside `policy` sees a generated type.
 //!
-//! The current contract is `wit/policy.wit`; 0.6.0 (`wit/legacy/0.6.0`)
-//! has the same functions, its plans without `holds`; 0.5.0
+//! The current contract is `wit/policy.wit`; 0.7.0 (`wit/legacy/0.7.0`)
+//! has the same types, its reports crossing as records (`classify-batch`
+//! where 0.8.0 has `classify-packed-batch`); 0.6.0 (`wit/legacy/0.6.0`)
+//! has 0.7.0's functions, its plans without `holds`; 0.5.0
 //! (`wit/legacy/0.5.0`) lacks `plan-candidate`, and the calls 0.6.0 spares;
 //! 0.4.0 (`wit/legacy/0.4.0`) also lacks `classify-batch`. A module built
 //! for any of them runs: a [`Guest`] is an instance of one, and
@@ -53,7 +55,12 @@ macro_rules! contract_bindings {
 pub(crate) mod current {
     contract_bindings!("../../wit");
 
-    pub(crate) use wit::{ErrorReport, OrderRequest};
+    pub(crate) use wit::OrderRequest;
+}
+
+/// Contract 0.7.0, frozen: modules whose reports cross as records.
+pub(crate) mod v0_7 {
+    contract_bindings!("../../wit/legacy/0.7.0");
 }
 
 /// Contract 0.6.0, frozen: modules whose plans do not say where they hold.
@@ -72,22 +79,25 @@ pub(crate) mod v0_4 {
 }
 
 /// The WIT package this host speaks, with its version.
-pub const CONTRACT: &str = "failover:policy@0.7.0";
+pub const CONTRACT: &str = "failover:policy@0.8.0";
 
 /// Prefix of every interface name in the contract.
 pub const CONTRACT_PACKAGE: &str = "failover:policy";
 
 /// The contract's semantic version.
-pub const CONTRACT_VERSION: &str = "0.7.0";
+pub const CONTRACT_VERSION: &str = "0.8.0";
 
 /// What error messages say this host runs.
-pub(crate) const CONTRACTS_RUN: &str = "failover:policy@0.7.0 (or 0.6.0, 0.5.0, 0.4.0)";
+pub(crate) const CONTRACTS_RUN: &str = "failover:policy@0.8.0 (or 0.7.0, 0.6.0, 0.5.0, 0.4.0)";
 
 /// Which contract a module was built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContractVersion {
     /// The current contract ([`CONTRACT`]).
     Current,
+    /// 0.7.0: reports cross as records, one allocation call per string
+    /// and list, and a batch goes to `classify-batch`.
+    V0_7,
     /// 0.6.0: a plan does not say where else it holds, so the host keeps
     /// none.
     V0_6,
@@ -106,6 +116,7 @@ impl ContractVersion {
     pub(crate) fn from_export_version(version: &str) -> Option<Self> {
         match version {
             CONTRACT_VERSION => Some(ContractVersion::Current),
+            "0.7.0" => Some(ContractVersion::V0_7),
             "0.6.0" => Some(ContractVersion::V0_6),
             "0.5.0" => Some(ContractVersion::V0_5),
             "0.4.0" => Some(ContractVersion::V0_4),
@@ -117,6 +128,7 @@ impl ContractVersion {
     pub fn contract(self) -> &'static str {
         match self {
             ContractVersion::Current => CONTRACT,
+            ContractVersion::V0_7 => "failover:policy@0.7.0",
             ContractVersion::V0_6 => "failover:policy@0.6.0",
             ContractVersion::V0_5 => "failover:policy@0.5.0",
             ContractVersion::V0_4 => "failover:policy@0.4.0",
@@ -134,15 +146,25 @@ impl ContractVersion {
         self != ContractVersion::V0_4
     }
 
+    /// The module exports `classify-packed` and `classify-packed-batch`
+    /// (0.8.0 on), which the host then calls instead of `classify` and
+    /// `classify-batch`.
+    pub fn packs_reports(self) -> bool {
+        self == ContractVersion::Current
+    }
+
     /// The module exports `plan-candidate` (0.6.0 on).
     pub fn plans_candidates(self) -> bool {
-        matches!(self, ContractVersion::Current | ContractVersion::V0_6)
+        matches!(
+            self,
+            ContractVersion::Current | ContractVersion::V0_7 | ContractVersion::V0_6
+        )
     }
 
     /// The module's plans say where else they hold (0.7.0 on), so the host
     /// keeps them.
     pub fn plans_hold(self) -> bool {
-        self == ContractVersion::Current
+        matches!(self, ContractVersion::Current | ContractVersion::V0_7)
     }
 
     /// The contract fixes the answers the host then gives without a call
@@ -150,13 +172,17 @@ impl ContractVersion {
     /// no kept health, `record-success` on a profile with nothing to clear,
     /// `resolve-selection` without a session override.
     pub fn fixes_idle_answers(self) -> bool {
-        matches!(self, ContractVersion::Current | ContractVersion::V0_6)
+        matches!(
+            self,
+            ContractVersion::Current | ContractVersion::V0_7 | ContractVersion::V0_6
+        )
     }
 }
 
 /// A module's exports, resolved once, for the contract it was built for.
 pub(crate) enum GuestPre {
     Current(current::PolicyPre<StoreState>),
+    V0_7(v0_7::PolicyPre<StoreState>),
     V0_6(v0_6::PolicyPre<StoreState>),
     V0_5(v0_5::PolicyPre<StoreState>),
     V0_4(v0_4::PolicyPre<StoreState>),
@@ -172,6 +198,7 @@ impl GuestPre {
             ContractVersion::Current => {
                 GuestPre::Current(current::PolicyPre::new(pre).map_err(missing)?)
             }
+            ContractVersion::V0_7 => GuestPre::V0_7(v0_7::PolicyPre::new(pre).map_err(missing)?),
             ContractVersion::V0_6 => GuestPre::V0_6(v0_6::PolicyPre::new(pre).map_err(missing)?),
             ContractVersion::V0_5 => GuestPre::V0_5(v0_5::PolicyPre::new(pre).map_err(missing)?),
             ContractVersion::V0_4 => GuestPre::V0_4(v0_4::PolicyPre::new(pre).map_err(missing)?),
@@ -181,6 +208,7 @@ impl GuestPre {
     pub(crate) fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Guest> {
         Ok(match self {
             GuestPre::Current(pre) => Guest::Current(pre.instantiate(store)?),
+            GuestPre::V0_7(pre) => Guest::V0_7(pre.instantiate(store)?),
             GuestPre::V0_6(pre) => Guest::V0_6(pre.instantiate(store)?),
             GuestPre::V0_5(pre) => Guest::V0_5(pre.instantiate(store)?),
             GuestPre::V0_4(pre) => Guest::V0_4(pre.instantiate(store)?),
@@ -191,6 +219,7 @@ impl GuestPre {
 /// An instance of a module, of the contract it was built for.
 pub(crate) enum Guest {
     Current(current::Policy),
+    V0_7(v0_7::Policy),
     V0_6(v0_6::Policy),
     V0_5(v0_5::Policy),
     V0_4(v0_4::Policy),
@@ -206,6 +235,7 @@ macro_rules! on_guest {
         use policy_types::Mirror as _;
         match $guest {
             $crate::policy::bindings::Guest::Current($g) => $call.map(policy_types::Mirror::mirror),
+            $crate::policy::bindings::Guest::V0_7($g) => $call.map(policy_types::Mirror::mirror),
             $crate::policy::bindings::Guest::V0_6($g) => $call.map(policy_types::Mirror::mirror),
             $crate::policy::bindings::Guest::V0_5($g) => $call.map(policy_types::Mirror::mirror),
             $crate::policy::bindings::Guest::V0_4($g) => $call.map(policy_types::Mirror::mirror),

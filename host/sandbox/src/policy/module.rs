@@ -171,8 +171,35 @@ impl Policy {
         self.classify_plain(report.report)
     }
 
-    /// Classifies a report as the contract carries it.
+    /// Classifies a report as the contract carries it: packed into bytes
+    /// for a module of contract 0.8.0 on, as a record before.
     pub(crate) fn classify_plain(
+        &self,
+        report: policy_types::ErrorReport,
+    ) -> Result<Classification, PolicyError> {
+        if self.contract.packs_reports() {
+            let verdict = with_packing_buffer(|bytes| {
+                policy_types::packed::write_report(bytes, &report);
+                self.pool
+                    .call("classify-packed", |store, guest| match guest {
+                        bindings::Guest::Current(g) => g
+                            .failover_policy_classifier()
+                            .call_classify_packed(store, bytes)
+                            .map(policy_types::Mirror::mirror),
+                        _ => Err(wasmtime::format_err!(
+                            "a module before 0.8.0 has no classify-packed"
+                        )),
+                    })
+            })?;
+            return checked_verdict("classify-packed", verdict);
+        }
+        self.classify_record(report)
+    }
+
+    /// `classify` itself, the report crossing as a record: the call a module
+    /// before 0.8.0 gets, and the reference the gate holds
+    /// `classify-packed` to.
+    pub(crate) fn classify_record(
         &self,
         report: policy_types::ErrorReport,
     ) -> Result<Classification, PolicyError> {
@@ -183,6 +210,29 @@ impl Policy {
         })?;
         checked_verdict("classify", verdict)
     }
+}
+
+/// Runs `f` on this thread's buffer for packed reports, emptied: a report
+/// is packed without an allocation of its own. A buffer grown past
+/// [`KEPT_PACKING_BYTES`] by a large report is let go afterwards.
+pub(crate) fn with_packing_buffer<T>(f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+    /// The most a thread keeps between reports: a few ordinary ones.
+    const KEPT_PACKING_BYTES: usize = 64 * 1024;
+    thread_local! {
+        static PACKING: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    PACKING.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut bytes) => {
+            bytes.clear();
+            let answer = f(&mut bytes);
+            if bytes.capacity() > KEPT_PACKING_BYTES {
+                *bytes = Vec::new();
+            }
+            answer
+        }
+        // Packing inside packing (not done today): a buffer of its own.
+        Err(_) => f(&mut Vec::new()),
+    })
 }
 
 impl std::fmt::Debug for Policy {

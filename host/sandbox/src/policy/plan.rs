@@ -6,7 +6,7 @@
 
 use policy_types::{CandidateFacts, CandidatePlan, Mirror, OrderRequest, PlanHold};
 
-use super::bindings::{current, v0_6, Guest};
+use super::bindings::{current, v0_6, v0_7, Guest};
 use super::decider::Decider;
 use super::error::PolicyError;
 use super::module::Policy;
@@ -65,6 +65,13 @@ impl Policy {
                 .failover_policy_runner()
                 .call_plan_candidate(store, &sent, facts.clone().mirror())
                 .map(Mirror::mirror),
+            Guest::V0_7(g) => {
+                let sent: v0_7::exports::failover::policy::types::OrderRequest =
+                    Mirror::<OrderRequest>::mirror(sent.clone()).mirror();
+                g.failover_policy_runner()
+                    .call_plan_candidate(store, &sent, facts.clone().mirror())
+                    .map(Mirror::mirror)
+            }
             Guest::V0_6(g) => {
                 let sent: v0_6::exports::failover::policy::types::OrderRequest =
                     Mirror::<OrderRequest>::mirror(sent.clone()).mirror();

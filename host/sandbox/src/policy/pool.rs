@@ -102,7 +102,10 @@ struct PoolState {
     /// Bumped by every change of limits; instances of older generations are
     /// dropped instead of reused.
     generation: u64,
-    idle: Vec<Warm>,
+    /// Boxed: a store and its bindings are several hundred bytes, which
+    /// moved in and out of the list by value were five copies a call.
+    #[allow(clippy::vec_box)]
+    idle: Vec<Box<Warm>>,
     stats: PolicyStats,
 }
 
@@ -194,7 +197,7 @@ impl InstancePool {
         }
     }
 
-    fn instantiate(&self, limits: &Limits, generation: u64) -> Result<Warm, PolicyError> {
+    fn instantiate(&self, limits: &Limits, generation: u64) -> Result<Box<Warm>, PolicyError> {
         let mut busy = 0;
         loop {
             match self.try_instantiate(limits, generation) {
@@ -216,7 +219,7 @@ impl InstancePool {
         &self,
         limits: &Limits,
         generation: u64,
-    ) -> Result<Warm, (wasmtime::Error, bool)> {
+    ) -> Result<Box<Warm>, (wasmtime::Error, bool)> {
         let state = StoreState {
             limits: StoreLimitsBuilder::new()
                 .memory_size(limits.max_memory_bytes)
@@ -238,11 +241,11 @@ impl InstancePool {
             .instantiate(&mut store)
             .map_err(|e| (e, store.data().memory_refused))?;
         self.lock().stats.instantiations += 1;
-        Ok(Warm {
+        Ok(Box::new(Warm {
             store,
             guest,
             generation,
-        })
+        }))
     }
 }
 
