@@ -49,10 +49,14 @@ pub mod fuzzing {
     }
 
     /// Reads a message as a provider's JSON error body (checking the lean
-    /// reader against a whole `serde_json::Value`), and as a status written
-    /// as text (`"429"`).
+    /// reader against a whole `serde_json::Value`, and the body reader
+    /// against serde_json's), and as a status written as text (`"429"`).
     pub fn body(message: &str) {
         crate::body::check_lean_reader(message);
+        // Where the rules start reading a body: at its first `{` or `[`.
+        if let Some(at) = message.find(['{', '[']) {
+            crate::body::check_against_serde(&message[at..]);
+        }
         if let Some(facts) = crate::body::parse(message) {
             assert!(facts.status.is_none_or(|s| (100..=599).contains(&s)));
             assert!(facts.offset <= message.len());

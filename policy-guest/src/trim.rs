@@ -15,6 +15,7 @@ fn is_ascii_space(byte: u8) -> bool {
 }
 
 /// `text.trim_start()`.
+#[inline]
 pub fn trim_start(text: &str) -> &str {
     let bytes = text.as_bytes();
     let mut start = 0;
@@ -24,12 +25,13 @@ pub fn trim_start(text: &str) -> &str {
     // `start` follows ASCII bytes only, so it is a character boundary.
     let rest = &text[start..];
     match rest.as_bytes().first() {
-        Some(byte) if !byte.is_ascii() => rest.trim_start(),
+        Some(byte) if !byte.is_ascii() => unicode_trim_start(rest),
         _ => rest,
     }
 }
 
 /// `text.trim_end()`.
+#[inline]
 pub fn trim_end(text: &str) -> &str {
     let bytes = text.as_bytes();
     let mut end = bytes.len();
@@ -39,12 +41,27 @@ pub fn trim_end(text: &str) -> &str {
     // `end` precedes ASCII bytes only, so it is a character boundary.
     let rest = &text[..end];
     match rest.as_bytes().last() {
-        Some(byte) if !byte.is_ascii() => rest.trim_end(),
+        Some(byte) if !byte.is_ascii() => unicode_trim_end(rest),
         _ => rest,
     }
 }
 
+/// The standard function, out of line: rare, and large once inlined.
+#[cold]
+#[inline(never)]
+fn unicode_trim_start(text: &str) -> &str {
+    text.trim_start()
+}
+
+/// See [`unicode_trim_start`].
+#[cold]
+#[inline(never)]
+fn unicode_trim_end(text: &str) -> &str {
+    text.trim_end()
+}
+
 /// `text.trim()`.
+#[inline]
 pub fn trim(text: &str) -> &str {
     trim_end(trim_start(text))
 }

@@ -196,8 +196,9 @@ pub fn read_batch(bytes: &[u8]) -> Result<Vec<PackedReport<'_>>, PackedError> {
 
 /// Reads fields off the front of the bytes. A read that fails answers
 /// `None` and leaves why in `failure`: the fields that do read pass no
-/// error value along (in the sandbox every `Result` is a trip through
-/// memory).
+/// error value along. Every step is inlined into the report's reader, so
+/// the compiled guest keeps the reader's place in a register (a call out
+/// would make it keep the reader in memory and go through it per field).
 struct Reader<'a> {
     bytes: &'a [u8],
     failure: PackedError,
@@ -230,6 +231,7 @@ impl<'a> Reader<'a> {
         })
     }
 
+    #[inline(always)]
     fn level(&mut self) -> Option<LevelRef<'a>> {
         let depth = self.u32("depth")?;
         let status = u16::from_le_bytes(self.array("status")?);
@@ -251,11 +253,13 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline(always)]
     fn fail<T>(&mut self, why: PackedError) -> Option<T> {
         self.failure = why;
         None
     }
 
+    #[inline(always)]
     fn array<const N: usize>(&mut self, field: &'static str) -> Option<[u8; N]> {
         match self.bytes.split_first_chunk::<N>() {
             Some((head, rest)) => {
@@ -266,15 +270,18 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline(always)]
     fn u32(&mut self, field: &'static str) -> Option<u32> {
         self.array(field).map(u32::from_le_bytes)
     }
 
+    #[inline(always)]
     fn text(&mut self, field: &'static str) -> Option<&'a str> {
         let len = self.u32(field)?;
         self.text_of(field, len)
     }
 
+    #[inline(always)]
     fn optional(&mut self, field: &'static str) -> Option<Option<&'a str>> {
         match self.u32(field)? {
             NONE => Some(None),
@@ -282,6 +289,7 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline(always)]
     fn text_of(&mut self, field: &'static str, len: u32) -> Option<&'a str> {
         let Some((text, rest)) = self.bytes.split_at_checked(len as usize) else {
             return self.fail(PackedError::Truncated(field));
@@ -300,6 +308,7 @@ impl<'a> Reader<'a> {
 /// and `str::from_utf8`, which there takes a word a turn after a set-up of
 /// its own, runs only on text that is not all ASCII: provider errors nearly
 /// all are, and a report has three to five texts.
+#[inline(always)]
 fn utf8(bytes: &[u8]) -> Option<&str> {
     if !is_ascii(bytes) {
         return std::str::from_utf8(bytes).ok();
@@ -310,6 +319,7 @@ fn utf8(bytes: &[u8]) -> Option<&str> {
 
 /// Whether every byte of `bytes` is ASCII.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
 fn is_ascii(bytes: &[u8]) -> bool {
     use std::arch::wasm32::{u8x16_bitmask, v128, v128_load};
     const LANES: usize = std::mem::size_of::<v128>();

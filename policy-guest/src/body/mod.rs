@@ -11,7 +11,11 @@
 //! codes, a status number and a retry delay. A body is read with [`lean`]'s
 //! reader, which keeps only the keys these rules read.
 
+mod json;
 mod lean;
+
+#[cfg(feature = "fuzzing")]
+pub(crate) use json::check_against_serde;
 
 use lean::{Node, Object, CODE_KEYS};
 
@@ -66,11 +70,7 @@ pub fn parse(message: &str) -> Option<BodyFacts> {
 fn first_json_value(text: &str) -> Option<(usize, Node)> {
     let head = &text.as_bytes()[..text.len().min(MAX_JSON_OFFSET)];
     let start = memchr::memchr2(b'{', b'[', head)?;
-    let mut values = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Node>();
-    match values.next()? {
-        Ok(value @ (Node::Object(_) | Node::Array(_))) => Some((start, value)),
-        _ => None,
-    }
+    json::first_value(&text[start..]).map(|value| (start, value))
 }
 
 fn read_body(value: &Node, facts: &mut BodyFacts, embedded: usize) {
@@ -208,6 +208,7 @@ pub(crate) fn check_lean_reader(text: &str) {
     if text.contains("$serde_json::private::RawValue") {
         return;
     }
+    json::check_against_serde(text);
     let lean = serde_json::from_str::<Node>(text);
     let whole = serde_json::from_str::<serde_json::Value>(text);
     match (lean, whole) {
