@@ -15,6 +15,7 @@ pub mod gate;
 mod limits;
 mod memo;
 mod module;
+mod pin_memo;
 mod plan;
 mod plan_memo;
 mod pool;

@@ -64,6 +64,9 @@ pub struct Policy {
     /// Plans of `plan-candidate` that say where else they hold (contract
     /// 0.7.0 on): see [`super::plan_memo`].
     pub(crate) plans: super::plan_memo::PlanMemo,
+    /// Answers of `pin-profile`, which carries no clock: see
+    /// [`super::pin_memo`].
+    pub(crate) pins: super::pin_memo::PinMemo,
 }
 
 impl Policy {
@@ -110,6 +113,7 @@ impl Policy {
             chains: super::memo::Memo::default(),
             selections: super::memo::Memo::default(),
             plans: super::plan_memo::PlanMemo::default(),
+            pins: super::pin_memo::PinMemo::default(),
         })
     }
 

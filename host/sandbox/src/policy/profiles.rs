@@ -48,8 +48,16 @@ impl Policy {
         Ok(ranked)
     }
 
-    /// The profile a session should use next.
+    /// The profile a session should use next. The question carries no
+    /// clock, so a checked answer is kept for the module's life (see
+    /// [`super::pin_memo`]).
     pub fn pin_profile(&self, request: &PinRequest) -> Result<PinDecision, PolicyError> {
+        self.pins
+            .get_or_try(request, || self.pin_profile_by_call(request))
+    }
+
+    /// One `pin-profile` call, checked.
+    fn pin_profile_by_call(&self, request: &PinRequest) -> Result<PinDecision, PolicyError> {
         let decision: PinDecision = self.call("pin-profile", |store, guest| {
             on_guest!(guest, g => g
                 .failover_policy_profiles()
