@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
+use super::auth_header;
 use super::capture;
 use super::oauth;
 use super::redact::Redactor;
@@ -231,18 +232,28 @@ impl HttpProvider {
                 .client
                 .post(call_address(&endpoint.base_url, endpoint.api)),
         };
+        let with_bearer = |builder: reqwest::RequestBuilder| match auth_header::bearer(secret) {
+            Some(value) => builder.header(reqwest::header::AUTHORIZATION, value),
+            None => builder.bearer_auth(secret),
+        };
         let builder = match endpoint.api {
-            Api::OpenAiChat => post.bearer_auth(secret),
+            Api::OpenAiChat => with_bearer(post),
             Api::AnthropicMessages => {
                 let builder = post.header("anthropic-version", anthropic::API_VERSION);
                 match credential.kind {
-                    CredentialKind::ApiKey => builder.header("x-api-key", secret),
-                    CredentialKind::OAuth | CredentialKind::Token => builder.bearer_auth(secret),
+                    CredentialKind::ApiKey => match auth_header::api_key(secret) {
+                        Some(value) => builder.header("x-api-key", value),
+                        None => builder.header("x-api-key", secret),
+                    },
+                    CredentialKind::OAuth | CredentialKind::Token => with_bearer(builder),
                 }
             }
         };
         builder
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                reqwest::header::HeaderValue::from_static("application/json"),
+            )
             .body(body)
             .send()
             .await

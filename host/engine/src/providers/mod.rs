@@ -6,6 +6,7 @@
 //! - [`oauth`] — refreshing expired OAuth profiles (F-2.1).
 //! - [`redact`] — the one choke point secrets never pass.
 
+mod auth_header;
 pub mod capture;
 mod http;
 pub mod oauth;

@@ -38,6 +38,7 @@
 
 pub mod compare;
 mod decision;
+mod decision_json;
 pub mod provider;
 pub mod record;
 mod replayer;

@@ -32,7 +32,7 @@ impl Replay {
     pub fn json_lines(&self) -> Vec<String> {
         self.decisions
             .iter()
-            .map(|d| serde_json::to_string(d).expect("decisions serialise"))
+            .map(Decision::json_line)
             .chain(
                 self.profiles
                     .iter()

@@ -2,7 +2,6 @@
 //! the state stores, the provider, the clock, the probe throttle, model
 //! health and counters — and the entry points that start a run.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::auth::{RecordedReason, Usage};
@@ -10,6 +9,9 @@ use crate::config::Config;
 use crate::state::{AuthStore, SessionStore};
 use failover_sandbox::policy::Decider;
 use failover_sandbox::provider_error::ProviderError;
+// Keyed by configured provider and profile ids, not by what clients send:
+// the fast hash needs no guard against chosen collisions.
+use rustc_hash::FxHashMap as HashMap;
 
 use super::clock::Clock;
 use super::counters::Counters;
@@ -76,10 +78,10 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             sessions,
             provider,
             clock,
-            probes: Mutex::new(HashMap::new()),
+            probes: Mutex::new(HashMap::default()),
             retry_wait_cap_ms: DEFAULT_RETRY_WAIT_CAP_MS,
-            recent_use: Mutex::new(HashMap::new()),
-            last_used_claims: Mutex::new(HashMap::new()),
+            recent_use: Mutex::new(HashMap::default()),
+            last_used_claims: Mutex::new(HashMap::default()),
             health: HealthBook::default(),
             counters: Counters::default(),
         }

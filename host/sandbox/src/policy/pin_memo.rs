@@ -10,11 +10,12 @@
 //! chance never answers for another question). A swapped-in module starts
 //! with none.
 
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, PoisonError};
 
 use policy_types::{PinDecision, PinRequest, PinSource};
-use rustc_hash::FxHasher;
+use rustc_hash::{FxBuildHasher, FxHasher};
 
 /// How many questions are kept: the sessions' distinct pins times the
 /// provider's distinct orders in a busy stretch, with room. When full, the
@@ -30,6 +31,11 @@ pub(crate) struct PinMemo {
 #[derive(Debug, Default)]
 struct Entries {
     kept: Vec<(u64, PinRequest, PinDecision)>,
+    /// Where in `kept` the question of each fingerprint is: a replay
+    /// misses often (a cooldown's end is part of the question), and
+    /// scanning the whole table on each miss cost more than the lookup.
+    /// Two questions of one fingerprint keep the later one findable.
+    slots: HashMap<u64, usize, FxBuildHasher>,
     /// Where the next answer goes once `kept` is full.
     next: usize,
 }
@@ -61,19 +67,24 @@ impl PinMemo {
 
 impl Entries {
     fn find(&self, key: u64, request: &PinRequest) -> Option<PinDecision> {
-        self.kept
-            .iter()
-            .find(|(k, kept, _)| *k == key && kept == request)
-            .map(|(_, _, decision)| decision.clone())
+        let (_, kept, decision) = self.kept.get(*self.slots.get(&key)?)?;
+        (kept == request).then(|| decision.clone())
     }
 
     fn keep(&mut self, key: u64, request: PinRequest, decision: PinDecision) {
-        if self.kept.len() < KEPT {
+        let slot = if self.kept.len() < KEPT {
             self.kept.push((key, request, decision));
+            self.kept.len() - 1
         } else {
-            self.kept[self.next] = (key, request, decision);
+            let slot = self.next;
+            let old_key = std::mem::replace(&mut self.kept[slot], (key, request, decision)).0;
+            if self.slots.get(&old_key) == Some(&slot) {
+                self.slots.remove(&old_key);
+            }
             self.next = (self.next + 1) % KEPT;
-        }
+            slot
+        };
+        self.slots.insert(key, slot);
     }
 }
 
@@ -224,5 +235,30 @@ mod tests {
         })
         .unwrap();
         assert!(!asked_again, "the newest is kept");
+    }
+
+    #[test]
+    fn after_many_rounds_the_newest_questions_are_all_found() {
+        let memo = PinMemo::default();
+        let nth = |n: usize| request(&format!("openai:{n}"), None);
+        let asked = std::cell::Cell::new(0);
+        let ask = |n: usize| {
+            memo.get_or_try(&nth(n), || {
+                asked.set(asked.get() + 1);
+                Ok::<_, ()>(decision(&format!("openai:{n}")))
+            })
+            .unwrap()
+        };
+        for n in 0..3 * KEPT + 7 {
+            assert_eq!(ask(n), decision(&format!("openai:{n}")));
+        }
+        let before = asked.get();
+        for n in 2 * KEPT + 7..3 * KEPT + 7 {
+            assert_eq!(ask(n), decision(&format!("openai:{n}")));
+        }
+        assert_eq!(asked.get(), before, "the last {KEPT} are all kept");
+        ask(0);
+        assert_eq!(asked.get(), before + 1, "an early one is asked again");
+        assert!(memo.lock().slots.len() <= KEPT);
     }
 }
