@@ -6,7 +6,10 @@
 //! [`Limits::max_levels`]; text is cut to the limits before it reaches the
 //! guest, always at a character boundary.
 
-use policy_types::{ErrorLevel, ErrorReport};
+use std::borrow::Cow;
+
+use policy_types::packed::{self, LevelRef};
+use policy_types::ErrorReport;
 
 use crate::policy::Limits;
 use crate::provider_error::ProviderError;
@@ -32,6 +35,70 @@ impl std::ops::Deref for FlatReport {
 
 /// Flattens `error` depth-first and cuts it to `limits`.
 pub fn flatten(error: &ProviderError, now_ms: u64, limits: &Limits) -> FlatReport {
+    let borrowed = flatten_borrowed(error, limits);
+    FlatReport {
+        report: ErrorReport {
+            provider: borrowed.provider.map(str::to_owned),
+            levels: (borrowed.levels.iter())
+                .map(|level| level.borrowed().to_level())
+                .collect(),
+            now_ms,
+        },
+        truncated: borrowed.truncated,
+    }
+}
+
+/// A whole error flattened and cut as [`flatten`] does, its texts borrowed
+/// from the error wherever they need no change: what packing a report
+/// for the guest needs, without copying each text first.
+#[derive(Debug)]
+pub(crate) struct BorrowedReport<'a> {
+    provider: Option<&'a str>,
+    levels: Vec<BorrowedLevel<'a>>,
+    truncated: bool,
+}
+
+/// One level of a [`BorrowedReport`]. Only a level's header block is
+/// written anew (and only when it has headers).
+#[derive(Debug)]
+struct BorrowedLevel<'a> {
+    depth: u32,
+    status: Option<u16>,
+    code: Option<&'a str>,
+    message: &'a str,
+    headers: Cow<'a, str>,
+}
+
+impl BorrowedLevel<'_> {
+    fn borrowed(&self) -> LevelRef<'_> {
+        LevelRef {
+            depth: self.depth,
+            status: self.status,
+            code: self.code,
+            message: self.message,
+            headers: &self.headers,
+        }
+    }
+}
+
+impl BorrowedReport<'_> {
+    /// Appends the report to `out`, laid out for `classify-packed`: the
+    /// bytes [`packed::write_report`] writes for the [`flatten`]ed report.
+    pub(crate) fn write_packed(&self, out: &mut Vec<u8>, now_ms: u64) {
+        packed::write_parts(
+            out,
+            self.provider,
+            now_ms,
+            self.levels.iter().map(BorrowedLevel::borrowed),
+        );
+    }
+}
+
+/// [`flatten`], borrowing.
+pub(crate) fn flatten_borrowed<'a>(
+    error: &'a ProviderError,
+    limits: &Limits,
+) -> BorrowedReport<'a> {
     let mut levels = Vec::new();
     let mut provider = None;
     let mut truncated = false;
@@ -45,16 +112,16 @@ pub fn flatten(error: &ProviderError, now_ms: u64, limits: &Limits) -> FlatRepor
             provider = level
                 .provider
                 .as_deref()
-                .map(|p| cut(p, limits.max_short_text_bytes, &mut truncated));
+                .map(|p| prefix(p, limits.max_short_text_bytes, &mut truncated));
         }
-        levels.push(ErrorLevel {
+        levels.push(BorrowedLevel {
             depth,
             status: level.status,
             code: level
                 .code
                 .as_deref()
-                .map(|c| cut(c, limits.max_short_text_bytes, &mut truncated)),
-            message: cut(&level.message, limits.max_message_bytes, &mut truncated),
+                .map(|c| prefix(c, limits.max_short_text_bytes, &mut truncated)),
+            message: prefix(&level.message, limits.max_message_bytes, &mut truncated),
             headers: header_block(&level.headers, limits, &mut truncated),
         });
         // Pushed in reverse so that `error` is read before `cause`.
@@ -65,21 +132,25 @@ pub fn flatten(error: &ProviderError, now_ms: u64, limits: &Limits) -> FlatRepor
             stack.push((inner, depth.saturating_add(1)));
         }
     }
-    FlatReport {
-        report: ErrorReport {
-            provider,
-            levels,
-            now_ms,
-        },
+    BorrowedReport {
+        provider,
+        levels,
         truncated,
     }
 }
 
 /// Writes headers as `Name: value` lines, cut to the limits. A line break
 /// inside a name or value would forge another header, so it becomes a space.
-fn header_block(headers: &[(String, String)], limits: &Limits, truncated: &mut bool) -> String {
+fn header_block<'a>(
+    headers: &[(String, String)],
+    limits: &Limits,
+    truncated: &mut bool,
+) -> Cow<'a, str> {
     if headers.len() > limits.max_headers {
         *truncated = true;
+    }
+    if headers.is_empty() || limits.max_headers == 0 {
+        return Cow::Borrowed("");
     }
     let mut block = String::new();
     for (name, value) in headers.iter().take(limits.max_headers) {
@@ -96,13 +167,7 @@ fn header_block(headers: &[(String, String)], limits: &Limits, truncated: &mut b
             block.push_str(separator);
         }
     }
-    block
-}
-
-/// The longest prefix of `text` within `max` bytes that ends on a character
-/// boundary, as an owned string.
-fn cut(text: &str, max: usize, truncated: &mut bool) -> String {
-    prefix(text, max, truncated).to_owned()
+    Cow::Owned(block)
 }
 
 /// The longest prefix of `text` within `max` bytes that ends on a character
@@ -199,5 +264,49 @@ mod tests {
             flat.levels[0].headers,
             "Retry-After: 30\nx-evil: 1  retry-after-ms: 1\n"
         );
+    }
+
+    #[test]
+    fn packing_borrowed_writes_the_flattened_reports_bytes() {
+        let mut deep = ProviderError::message("bottom").with_header("retry-after", "3");
+        for i in 0..40 {
+            deep = ProviderError::message(format!("level {i}")).with_cause(deep);
+        }
+        let mut nested = ProviderError::message("429 {\"error\":{}}")
+            .with_status(429)
+            .with_code("rate_limit_exceeded")
+            .with_header("x-evil", "1\r\nretry-after-ms: 1")
+            .with_cause(ProviderError::message("cause").with_provider("anthropic"));
+        nested.error = Some(Box::new(
+            ProviderError::message("inner").with_provider("openrouter"),
+        ));
+        let small = Limits {
+            max_message_bytes: 5,
+            max_short_text_bytes: 3,
+            max_headers: 1,
+            max_levels: 2,
+            ..Limits::default()
+        };
+        let no_headers = Limits {
+            max_headers: 0,
+            ..Limits::default()
+        };
+        for error in [
+            ProviderError::message(""),
+            ProviderError::message("ééé"),
+            nested,
+            deep,
+        ] {
+            for limits in [Limits::default(), small.clone(), no_headers.clone()] {
+                let flat = flatten(&error, 42, &limits);
+                let mut expected = Vec::new();
+                packed::write_report(&mut expected, &flat);
+                let borrowed = flatten_borrowed(&error, &limits);
+                let mut written = Vec::new();
+                borrowed.write_packed(&mut written, 42);
+                assert_eq!(written, expected, "{error:?} {limits:?}");
+                assert_eq!(borrowed.truncated, flat.truncated);
+            }
+        }
     }
 }

@@ -167,6 +167,11 @@ impl Policy {
         error: &ProviderError,
         now_ms: u64,
     ) -> Result<Classification, PolicyError> {
+        if self.contract.packs_reports() {
+            // Packed from the error itself: no owned report first.
+            let report = report::flatten_borrowed(error, &self.limits());
+            return self.classify_packed(|bytes| report.write_packed(bytes, now_ms));
+        }
         self.classify_report(report::flatten(error, now_ms, &self.limits()))
     }
 
@@ -182,22 +187,31 @@ impl Policy {
         report: policy_types::ErrorReport,
     ) -> Result<Classification, PolicyError> {
         if self.contract.packs_reports() {
-            let verdict = with_packing_buffer(|bytes| {
-                policy_types::packed::write_report(bytes, &report);
-                self.pool
-                    .call("classify-packed", |store, guest| match guest {
-                        bindings::Guest::Current(g) => g
-                            .failover_policy_classifier()
-                            .call_classify_packed(store, bytes)
-                            .map(policy_types::Mirror::mirror),
-                        _ => Err(wasmtime::format_err!(
-                            "a module before 0.8.0 has no classify-packed"
-                        )),
-                    })
-            })?;
-            return checked_verdict("classify-packed", verdict);
+            return self
+                .classify_packed(|bytes| policy_types::packed::write_report(bytes, &report));
         }
         self.classify_record(report)
+    }
+
+    /// One `classify-packed` call on the report `pack` writes.
+    fn classify_packed(
+        &self,
+        pack: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<Classification, PolicyError> {
+        let verdict = with_packing_buffer(|bytes| {
+            pack(bytes);
+            self.pool
+                .call("classify-packed", |store, guest| match guest {
+                    bindings::Guest::Current(g) => g
+                        .failover_policy_classifier()
+                        .call_classify_packed(store, bytes)
+                        .map(policy_types::Mirror::mirror),
+                    _ => Err(wasmtime::format_err!(
+                        "a module before 0.8.0 has no classify-packed"
+                    )),
+                })
+        })?;
+        checked_verdict("classify-packed", verdict)
     }
 
     /// `classify` itself, the report crossing as a record: the call a module
