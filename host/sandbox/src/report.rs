@@ -297,7 +297,7 @@ mod tests {
             nested,
             deep,
         ] {
-            for limits in [Limits::default(), small.clone(), no_headers.clone()] {
+            for limits in [Limits::default(), small, no_headers] {
                 let flat = flatten(&error, 42, &limits);
                 let mut expected = Vec::new();
                 packed::write_report(&mut expected, &flat);
