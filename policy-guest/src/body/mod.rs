@@ -242,6 +242,22 @@ mod tests {
             "[]",
             "{}",
             "[[[[[[[[]]]]]]]]",
+            // Number, string and grammar edge cases of the hand-written reader.
+            r#"{"code":18446744073709551616,"status":18446744073709551615,"x":-9223372036854775809}"#,
+            r#"{"code":9999999999999999999,"status":10000000000000000000}"#,
+            r#"{"a":1.7976931348623158e308,"b":1e-400,"c":0.0,"d":01}"#,
+            r#"{"message":"tab\there","type":"\ud83d\ude00 \u00e9 \n\/\\\"","x":"\ud800"}"#,
+            r#"{"type":"\udc00"}"#,
+            r#"{"type":"\ud800\u0041"}"#,
+            r#"{"type":"\uD834\uDD1E","code":"\u0000"}"#,
+            r#"{"type":"caf\u00e9 au lait — ok","status":"日本"}"#,
+            "{ \"type\" :\t\"spaced\" ,\r\n \"code\" : 429 }",
+            r#"{"a":tru,"b":nul}"#,
+            r#"{"a":true,"b":null,"c":false}"#,
+            r#"{1:2}"#,
+            r#"{"a":1}x trailing"#,
+            r#"[1]2"#,
+            r#"{"a":-,"b":1.,"c":1e,"d":1e+,"e":.5,"f":+1}"#,
         ];
         for body in bodies {
             check_lean_reader(body);
