@@ -11,7 +11,6 @@
 //! written by `serde_json` itself.
 
 use super::decision::Decision;
-use super::provider::Answered;
 
 /// A line being written: `{"kind":"…"` then `,"key":value` per field.
 struct Line(String);
@@ -71,14 +70,6 @@ fn needs_escape(byte: u8) -> bool {
     byte < 0x20 || byte == b'"' || byte == b'\\'
 }
 
-fn answered_name(answered: Answered) -> &'static str {
-    match answered {
-        Answered::Recorded => "recorded",
-        Answered::Covered => "covered",
-        Answered::Unrecorded => "unrecorded",
-    }
-}
-
 impl Decision {
     /// The decision's JSON line, as `serde_json::to_string` writes it.
     pub fn json_line(&self) -> String {
@@ -109,7 +100,7 @@ impl Decision {
                 line.string("model", model);
                 line.string("profile", profile);
                 line.string("outcome", outcome);
-                line.string("answered", answered_name(*answered));
+                line.string("answered", answered.name());
                 if let Some(status) = status {
                     line.number("status", u64::from(*status));
                 }
@@ -172,6 +163,7 @@ impl Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::provider::Answered;
     use serde_json::json;
 
     /// Strings that need every kind of escape, none, and non-ASCII text.

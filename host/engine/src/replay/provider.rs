@@ -50,6 +50,17 @@ pub enum Answered {
     Unrecorded,
 }
 
+impl Answered {
+    /// The name in a decision's JSON line (as serde names it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Answered::Recorded => "recorded",
+            Answered::Covered => "covered",
+            Answered::Unrecorded => "unrecorded",
+        }
+    }
+}
+
 /// How the last call was answered: when it started, and by what.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LastCall {
