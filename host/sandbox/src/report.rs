@@ -10,9 +10,14 @@ use std::borrow::Cow;
 
 use policy_types::packed::{self, LevelRef};
 use policy_types::ErrorReport;
+use smallvec::{smallvec, SmallVec};
 
 use crate::policy::Limits;
 use crate::provider_error::ProviderError;
+
+/// Levels a report keeps without allocating while it is packed: nearly
+/// every provider error has one to three.
+const INLINE_LEVELS: usize = 4;
 
 /// A whole error, flattened and cut: the contract's [`ErrorReport`] and
 /// whether anything was cut or dropped to fit the limits. It reads as the
@@ -54,7 +59,7 @@ pub fn flatten(error: &ProviderError, now_ms: u64, limits: &Limits) -> FlatRepor
 #[derive(Debug)]
 pub(crate) struct BorrowedReport<'a> {
     provider: Option<&'a str>,
-    levels: Vec<BorrowedLevel<'a>>,
+    levels: SmallVec<[BorrowedLevel<'a>; INLINE_LEVELS]>,
     truncated: bool,
 }
 
@@ -99,10 +104,10 @@ pub(crate) fn flatten_borrowed<'a>(
     error: &'a ProviderError,
     limits: &Limits,
 ) -> BorrowedReport<'a> {
-    let mut levels = Vec::new();
+    let mut levels = SmallVec::new();
     let mut provider = None;
     let mut truncated = false;
-    let mut stack: Vec<(&ProviderError, u32)> = vec![(error, 0)];
+    let mut stack: SmallVec<[(&ProviderError, u32); INLINE_LEVELS]> = smallvec![(error, 0)];
     while let Some((level, depth)) = stack.pop() {
         if levels.len() == limits.max_levels.max(1) {
             truncated = true;
