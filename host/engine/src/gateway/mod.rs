@@ -17,6 +17,7 @@
 
 pub mod admin;
 mod admission;
+mod alarm;
 mod anthropic_errors;
 mod chat_route;
 mod header_values;

@@ -22,7 +22,7 @@ use std::future::Future;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
@@ -31,10 +31,11 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Notify, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tower::Service;
 
+use super::alarm::Alarm;
 use crate::config::gateway::ServerLimits;
 
 /// How long a new connection waits at the cap for an evicted idle one to
@@ -56,7 +57,6 @@ pub async fn serve(
     let cap = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
     let permits = Arc::new(Semaphore::new(cap));
     let registry = Arc::new(Registry::default());
-    let (drain, draining) = watch::channel(false);
     let epoch = Instant::now();
     let mut shutdown = pin!(shutdown);
     let mut next_id = 0u64;
@@ -93,16 +93,17 @@ pub async fn serve(
         next_id += 1;
         let state = Arc::new(ConnState::new(epoch));
         registry.insert(next_id, state.clone());
-        let (router, registry, draining) = (router.clone(), registry.clone(), draining.clone());
+        let (router, registry) = (router.clone(), registry.clone());
         let id = next_id;
         tokio::spawn(async move {
-            connection(stream, router, state, limits, draining).await;
+            connection(stream, router, state, limits).await;
             registry.remove(id);
             drop(permit);
         });
     }
     drop(listener);
-    let _ = drain.send(true);
+    // Every connection is in the registry: each is added before it starts.
+    registry.drain_all();
     // Every connection holds a permit until it ends.
     let all = u32::try_from(cap).unwrap_or(u32::MAX);
     let _ = permits.acquire_many(all).await;
@@ -120,7 +121,6 @@ async fn connection(
     router: Router,
     state: Arc<ConnState>,
     limits: ServerLimits,
-    mut draining: watch::Receiver<bool>,
 ) {
     let io = TokioIo::new(Watched {
         stream,
@@ -148,39 +148,45 @@ async fn connection(
     // this often, so a head that starts meanwhile is cut within twice the
     // header-read timeout at worst.
     let every = limits.header_read_timeout.min(limits.idle_timeout);
-    let mut wake = Instant::now() + every;
-    loop {
-        tokio::select! {
-            result = conn.as_mut() => {
-                if let Err(error) = result {
-                    tracing::debug!(%error, "client connection ended with an error");
-                }
-                return;
+    let mut timer = pin!(tokio::time::sleep(every));
+    // The timer rings the alarm, not the task: it is polled only when the
+    // alarm rang (see `super::alarm`).
+    let alarm = Waker::from(state.alarm.clone());
+    std::future::poll_fn(|cx| loop {
+        if let Poll::Ready(result) = conn.as_mut().poll(cx) {
+            if let Err(error) = result {
+                tracing::debug!(%error, "client connection ended with an error");
             }
-            () = tokio::time::sleep_until(wake) => {
-                let now = Instant::now();
-                match state.deadline(&limits) {
-                    // No request in flight: dropping the connection closes it.
-                    Some(deadline) if deadline <= now => return,
-                    Some(deadline) => wake = deadline.min(now + every),
-                    None => wake = now + every,
-                }
+            return Poll::Ready(());
+        }
+        if !state.alarm.rang(cx.waker()) {
+            return Poll::Pending;
+        }
+        if state.evicted.load(Ordering::Acquire) {
+            if state.busy.load(Ordering::Acquire) == 0 {
+                return Poll::Ready(());
             }
-            () = state.evict.notified() => {
-                if state.busy.load(Ordering::Acquire) == 0 {
-                    return;
-                }
-                // Busy after all: it may be asked again once idle.
-                state.evicted.store(false, Ordering::Release);
-            }
-            changed = draining.changed(), if !closing => {
-                if changed.is_err() || *draining.borrow() {
-                    conn.as_mut().graceful_shutdown();
-                    closing = true;
-                }
+            // Busy after all: it may be asked again once idle.
+            state.evicted.store(false, Ordering::Release);
+        }
+        let mut by_alarm = Context::from_waker(&alarm);
+        while timer.as_mut().poll(&mut by_alarm).is_ready() {
+            let now = Instant::now();
+            match state.deadline(&limits) {
+                // No request in flight: dropping the connection closes it.
+                Some(deadline) if deadline <= now => return Poll::Ready(()),
+                Some(deadline) => timer.as_mut().reset(deadline.min(now + every)),
+                None => timer.as_mut().reset(now + every),
             }
         }
-    }
+        if closing || !state.draining.load(Ordering::Acquire) {
+            return Poll::Pending;
+        }
+        // Draining: the connection is polled again to act on it.
+        conn.as_mut().graceful_shutdown();
+        closing = true;
+    })
+    .await;
 }
 
 /// What the watchdog of one connection knows.
@@ -196,10 +202,12 @@ struct ConnState {
     /// Whether a request has ever been answered (then an idle wait is a
     /// keep-alive wait).
     served: AtomicU64,
-    /// Asks the connection to close if idle (the cap needs room).
-    evict: Notify,
-    /// Already asked to.
+    /// Asked to close if idle (the cap needs room).
     evicted: std::sync::atomic::AtomicBool,
+    /// Asked to finish its request in flight and close (shutdown).
+    draining: std::sync::atomic::AtomicBool,
+    /// Rung when one of the above is asked, and by the watchdog's timer.
+    alarm: Arc<Alarm>,
 }
 
 impl ConnState {
@@ -210,8 +218,9 @@ impl ConnState {
             idle_since: AtomicU64::new(0),
             head_started: AtomicU64::new(0),
             served: AtomicU64::new(0),
-            evict: Notify::new(),
             evicted: std::sync::atomic::AtomicBool::new(false),
+            draining: std::sync::atomic::AtomicBool::new(false),
+            alarm: Alarm::new(),
         };
         state.idle_since.store(state.now_ms(), Ordering::Release);
         state
@@ -389,7 +398,15 @@ impl Registry {
             .min_by_key(|(since, _)| *since);
         if let Some((_, state)) = oldest {
             state.evicted.store(true, Ordering::Release);
-            state.evict.notify_one();
+            state.alarm.ring();
+        }
+    }
+
+    /// Asks every open connection to finish its request in flight and close.
+    fn drain_all(&self) {
+        for state in self.open().values() {
+            state.draining.store(true, Ordering::Release);
+            state.alarm.ring();
         }
     }
 }
