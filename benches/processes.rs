@@ -6,7 +6,15 @@
 //! generator. For each concurrency, the same load goes straight to the
 //! upstream, through the floor proxy and through the gateway; the table
 //! gives p50/p99 latency, requests/s, and the CPU time the proxy process
-//! spent per request (from `/proc/<pid>/stat`, all its threads).
+//! spent per request (its process CPU clock: all its threads, user and
+//! system, to the nanosecond).
+//!
+//! The machine is shared and its speed drifts from one second to the
+//! next, so the paths are not measured one after the other: each row's
+//! requests are split into [`ROUNDS`] rounds, and every round runs each
+//! path in turn (in a rotating order). A drift then falls on every path
+//! alike. The table adds the rounds up; the ratio lines also give the
+//! spread of the per-round ratios and their median.
 //!
 //! A second `failover serve` measures the one-fallback path: its primary's
 //! provider answers every call 429, so after the first request the primary
@@ -31,6 +39,10 @@ use loopback::REPLY;
 
 /// Concurrencies measured: one client, a busy service, a crowd.
 const CONCURRENCY: [usize; 3] = [1, 16, 64];
+
+/// Rounds a row's requests are split into (see the module docs): enough
+/// for a median, few enough that a round at c=64 still lasts ~0.1 s.
+const ROUNDS: usize = 5;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -141,18 +153,27 @@ impl Server {
         Server { child, address }
     }
 
-    /// CPU time of the whole process so far (user + system, all threads).
+    /// CPU time of the whole process so far: user and system, all its
+    /// threads, those that have ended too (the kernel's process CPU clock,
+    /// in nanoseconds; `/proc/<pid>/stat` counts 10 ms ticks, too coarse
+    /// for a round).
     fn cpu(&self) -> Duration {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
-        // Fields after the command name, which is in parentheses.
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .unwrap()
-            .1
-            .split_whitespace()
-            .collect();
-        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-        Duration::from_secs_f64(ticks as f64 / USER_HZ)
+        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid");
+        let mut clock: libc::clockid_t = 0;
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: both pointers are to live locals of the right types.
+        let read = unsafe {
+            libc::clock_getcpuclockid(pid, &mut clock) == 0
+                && libc::clock_gettime(clock, &mut now) == 0
+        };
+        assert!(read, "cannot read the CPU clock of process {pid}");
+        Duration::new(
+            u64::try_from(now.tv_sec).expect("a time"),
+            u32::try_from(now.tv_nsec).expect("nanoseconds"),
+        )
     }
 }
 
@@ -163,12 +184,7 @@ impl Drop for Server {
     }
 }
 
-/// The unit of `/proc/<pid>/stat`'s times: Linux reports them in
-/// USER_HZ, 100 per second whatever the kernel's own tick (`getconf
-/// CLK_TCK`). At 10 ms a tick, a row's thousands of requests keep the
-/// rounding under a few per cent.
-const USER_HZ: f64 = 100.0;
-
+#[derive(Default)]
 struct Run {
     latencies: Vec<Duration>,
     elapsed: Duration,
@@ -208,22 +224,35 @@ fn measure(requests: usize) {
                 ("failover serve", &gateway),
                 ("failover serve, one fallback", &fallback),
             ];
-            let mut rows = Vec::new();
-            for (name, server) in paths {
-                let url = format!("http://{}/v1/chat/completions", server.address);
-                load(&url, 500, concurrency, None).await;
-                let measured = (name != "direct").then_some(server);
-                rows.push((name, load(&url, requests, concurrency, measured).await));
+            let urls = paths.map(|(_, server)| format!("http://{}/v1/chat/completions", server.address));
+            for url in &urls {
+                load(url, 500, concurrency, None).await;
             }
-            for (name, run) in &rows {
+            let mut rows: Vec<Run> = paths.iter().map(|_| Run::default()).collect();
+            // Each round's CPU µs a request, per path.
+            let mut rounds = vec![[0.0; 4]; ROUNDS];
+            for (round, per_path) in rounds.iter_mut().enumerate() {
+                for turn in 0..paths.len() {
+                    let path = (turn + round) % paths.len();
+                    let measured = (path > 0).then_some(paths[path].1);
+                    let run = load(&urls[path], requests / ROUNDS, concurrency, measured).await;
+                    per_path[path] = run.cpu_per_request();
+                    rows[path].add(run);
+                }
+            }
+            for ((name, _), run) in paths.iter().zip(&rows) {
                 print_row(concurrency, name, run);
             }
-            let cpu = |i: usize| rows[i].1.cpu.unwrap().as_secs_f64() / requests as f64;
             for (i, label) in [(2, "gateway / floor"), (3, "one fallback / floor")] {
+                let mut ratios: Vec<f64> = rounds.iter().map(|r| r[i] / r[1]).collect();
+                ratios.sort_by(f64::total_cmp);
                 println!(
-                    "| {concurrency} | {label} | | | {:.2}× | {:.2}× |",
-                    rows[i].1.throughput() / rows[1].1.throughput(),
-                    cpu(i) / cpu(1)
+                    "| {concurrency} | {label} | | | {:.2}× | {:.2}× (rounds {:.2}–{:.2}×, median {:.2}×) |",
+                    rows[i].throughput() / rows[1].throughput(),
+                    rows[i].cpu_per_request() / rows[1].cpu_per_request(),
+                    ratios[0],
+                    ratios[ratios.len() - 1],
+                    ratios[ratios.len() / 2],
                 );
             }
         }
@@ -231,11 +260,8 @@ fn measure(requests: usize) {
 }
 
 fn print_row(concurrency: usize, name: &str, run: &Run) {
-    let cpu = run.cpu.map_or("—".to_owned(), |cpu| {
-        format!(
-            "{:.0}",
-            cpu.as_secs_f64() * 1e6 / run.latencies.len() as f64
-        )
+    let cpu = run.cpu.map_or("—".to_owned(), |_| {
+        format!("{:.0}", run.cpu_per_request())
     });
     println!(
         "| {concurrency} | {name} | {:.3} ms | {:.3} ms | {:.0} | {cpu} |",
@@ -252,6 +278,23 @@ impl Run {
 
     fn throughput(&self) -> f64 {
         self.latencies.len() as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// The measured process's CPU µs a request (NaN when not measured).
+    fn cpu_per_request(&self) -> f64 {
+        self.cpu.map_or(f64::NAN, |cpu| {
+            cpu.as_secs_f64() * 1e6 / self.latencies.len() as f64
+        })
+    }
+
+    /// `other` added to this run, as if one.
+    fn add(&mut self, other: Run) {
+        self.latencies.extend(other.latencies);
+        self.elapsed += other.elapsed;
+        self.cpu = match (self.cpu, other.cpu) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
     }
 }
 
