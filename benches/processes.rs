@@ -230,7 +230,7 @@ fn measure(requests: usize) {
             }
             let mut rows: Vec<Run> = paths.iter().map(|_| Run::default()).collect();
             // Each round's CPU µs a request, per path.
-            let mut rounds = vec![[0.0; 4]; ROUNDS];
+            let mut rounds = [[0.0; 4]; ROUNDS];
             for (round, per_path) in rounds.iter_mut().enumerate() {
                 for turn in 0..paths.len() {
                     let path = (turn + round) % paths.len();
