@@ -92,6 +92,37 @@ async fn slow_heads_and_idle_keep_alives_are_closed() {
     h.stop().await;
 }
 
+/// A server task dropped before its shutdown (aborted) still closes the
+/// idle connections it kept alive, instead of leaving them served until
+/// their idle timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aborted_server_closes_its_idle_connections() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let router = axum::Router::new().route("/", axum::routing::get(|| async { "up" }));
+    let limits = failover::config::gateway::ServerLimits {
+        idle_timeout: Duration::from_secs(3600),
+        ..Default::default()
+    };
+    let server = tokio::spawn(failover::gateway::serve_router(
+        listener,
+        router,
+        limits,
+        std::future::pending(),
+    ));
+    let mut kept = TcpStream::connect(address).await.unwrap();
+    kept.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let head = read_head(&mut kept).await.expect("answered");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    server.abort();
+    assert!(
+        read_to_close(&mut kept).await.is_some(),
+        "the kept-alive connection was not closed when its server was dropped"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_connection_cap_idle_connections_make_room() {
     let h = start_setup(Setup {

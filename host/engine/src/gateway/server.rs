@@ -57,6 +57,9 @@ pub async fn serve(
     let cap = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
     let permits = Arc::new(Semaphore::new(cap));
     let registry = Arc::new(Registry::default());
+    // Drains the connections when this future ends, or is dropped before
+    // it does (a server task aborted): none is left serving without it.
+    let drain = DrainOnDrop(registry.clone());
     let epoch = Instant::now();
     let mut shutdown = pin!(shutdown);
     let mut next_id = 0u64;
@@ -103,7 +106,7 @@ pub async fn serve(
     }
     drop(listener);
     // Every connection is in the registry: each is added before it starts.
-    registry.drain_all();
+    drop(drain);
     // Every connection holds a permit until it ends.
     let all = u32::try_from(cap).unwrap_or(u32::MAX);
     let _ = permits.acquire_many(all).await;
@@ -366,6 +369,15 @@ impl AsyncWrite for Watched {
 
     fn is_write_vectored(&self) -> bool {
         self.stream.is_write_vectored()
+    }
+}
+
+/// Asks every open connection to drain when dropped.
+struct DrainOnDrop(Arc<Registry>);
+
+impl Drop for DrainOnDrop {
+    fn drop(&mut self) {
+        self.0.drain_all();
     }
 }
 
