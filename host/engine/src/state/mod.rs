@@ -3,6 +3,7 @@
 
 pub mod backend;
 pub mod blocking;
+pub(crate) mod dir_watch;
 pub mod error;
 pub mod files;
 mod legacy_oauth;

@@ -28,12 +28,17 @@
 //! Inside a run, a check made since the run began answers for the run's
 //! later reads of the same file for a few milliseconds (see
 //! [`super::read_scope`]); everywhere else each read checks.
+//!
+//! Where the file's directory is watched ([`DirWatch`]), the check is a
+//! read of the watch's queue, shared by the directory's files: a kept
+//! version is stat-ed again only after something in the directory changed.
 
 use std::fs::{File, Metadata};
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::dir_watch::{watchable_file, DirWatch, Generation};
 use super::error::StateError;
 use super::read_scope::answers_for_this_read;
 
@@ -118,6 +123,10 @@ struct Kept<T> {
     /// The file, when this process wrote it: held open so that its inode
     /// number stays its own (see the module docs).
     _held: Option<File>,
+    /// The directory watch's generation read before the check that found
+    /// this version, when the watch sees every change of the file: while
+    /// the generation stays, the version stays.
+    generation: Option<u64>,
 }
 
 impl<T> Default for ReadCache<T> {
@@ -141,19 +150,30 @@ impl<T: Clone> ReadCache<T> {
         path: &Path,
         read: impl FnOnce(&Path) -> Result<Option<T>, StateError>,
     ) -> Result<Option<T>, StateError> {
-        self.with(path, read, T::clone)
+        self.with(path, None, read, T::clone)
     }
 
     /// [`ReadCache::get`], but `inspect` of the value in place instead of a
-    /// copy of it (a copy of the profiles file is a copy of every secret).
+    /// copy of it (a copy of the profiles file is a copy of every secret);
+    /// `watch` watches `path`'s directory, if anything does.
     pub(crate) fn with<R>(
         &self,
         path: &Path,
+        watch: Option<&DirWatch>,
         read: impl FnOnce(&Path) -> Result<Option<T>, StateError>,
         inspect: impl FnOnce(&T) -> R,
     ) -> Result<Option<R>, StateError> {
         if let Some(kept) = &*self.slot() {
             if answers_for_this_read(kept.checked, self.recheck) {
+                return Ok(Some(inspect(&kept.value)));
+            }
+        }
+        // Read before the file is checked: a change after that check moves
+        // the generation again.
+        let generation = watch.and_then(DirWatch::generation);
+        if let (Some(now), Some(kept)) = (generation, &mut *self.slot()) {
+            if kept.generation == Some(now.value) {
+                kept.checked = kept.checked.max(now.read_at);
                 return Ok(Some(inspect(&kept.value)));
             }
         }
@@ -165,6 +185,7 @@ impl<T: Clone> ReadCache<T> {
         if let Some(kept) = &mut *self.slot() {
             if kept.stamp == before {
                 kept.checked = checked;
+                kept.generation = watched(generation, path);
                 return Ok(Some(inspect(&kept.value)));
             }
         }
@@ -178,6 +199,7 @@ impl<T: Clone> ReadCache<T> {
                     checked,
                     value: value.clone(),
                     _held: None,
+                    generation: watched(generation, path),
                 });
             }
         }
@@ -215,6 +237,9 @@ impl<T: Clone> ReadCache<T> {
                 checked,
                 value,
                 _held: Some(written),
+                // The write's own events are still queued: the next read
+                // takes them and checks the file once.
+                generation: None,
             });
         }
     }
@@ -222,6 +247,14 @@ impl<T: Clone> ReadCache<T> {
     fn slot(&self) -> std::sync::MutexGuard<'_, Option<Kept<T>>> {
         self.slot.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// The generation a check of `path` may be trusted with: the one read
+/// before it, when the watch sees every change of the file.
+fn watched(generation: Option<Generation>, path: &Path) -> Option<u64> {
+    generation
+        .filter(|_| watchable_file(path))
+        .map(|generation| generation.value)
 }
 
 #[cfg(test)]
@@ -357,6 +390,79 @@ mod tests {
             assert_eq!(cache.get(&path, read).unwrap().unwrap()["n"], 2);
         })
         .await;
+    }
+
+    /// A cache whose versions settle at once, for the watch tests.
+    fn settled_at_once() -> ReadCache<String> {
+        ReadCache::<String> {
+            settle: Duration::ZERO,
+            ..ReadCache::default()
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn under_a_watch_a_change_in_the_directory_is_seen_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let watch = DirWatch::new(dir.path()).expect("a temporary directory can be watched");
+        let path = dir.path().join("state.json");
+        let reads = Cell::new(0);
+        let cache = settled_at_once();
+        let read = |p: &Path| {
+            reads.set(reads.get() + 1);
+            Ok(std::fs::read_to_string(p).ok())
+        };
+        std::fs::write(&path, "one").unwrap();
+        let get = || {
+            cache
+                .with(&path, Some(&watch), read, String::clone)
+                .unwrap()
+        };
+        assert_eq!(get().as_deref(), Some("one"));
+        assert_eq!(get().as_deref(), Some("one"));
+        assert_eq!(reads.get(), 1, "a quiet directory's file was read again");
+        // Replaced by rename with the same size, then edited in place.
+        let temp = dir.path().join("state.json.tmp");
+        std::fs::write(&temp, "two").unwrap();
+        std::fs::rename(&temp, &path).unwrap();
+        assert_eq!(get().as_deref(), Some("two"));
+        std::fs::write(&path, "three").unwrap();
+        assert_eq!(get().as_deref(), Some("three"));
+        assert_eq!(reads.get(), 3);
+        // Another file of the directory changes: this one is checked, not
+        // read again.
+        std::fs::write(dir.path().join("other.json"), "x").unwrap();
+        assert_eq!(get().as_deref(), Some("three"));
+        assert_eq!(reads.get(), 3);
+    }
+
+    /// A state file that is a symbolic link to a file elsewhere changes
+    /// where the watch does not look: every read checks it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn under_a_watch_a_linked_file_is_still_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let watch = DirWatch::new(dir.path()).unwrap();
+        let target = elsewhere.path().join("profiles.json");
+        std::fs::write(&target, "one").unwrap();
+        let path = dir.path().join("state.json");
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        let cache = settled_at_once();
+        let read = |p: &Path| Ok(std::fs::read_to_string(p).ok());
+        let get = || {
+            cache
+                .with(&path, Some(&watch), read, String::clone)
+                .unwrap()
+        };
+        assert_eq!(get().as_deref(), Some("one"));
+        assert_eq!(get().as_deref(), Some("one"));
+        std::fs::write(&target, "changed").unwrap();
+        assert_eq!(
+            get().as_deref(),
+            Some("changed"),
+            "the watch answered for a link"
+        );
     }
 
     #[test]

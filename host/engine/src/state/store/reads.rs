@@ -3,10 +3,11 @@
 //! cache the store's clones share.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::AuthStore;
 use crate::auth::Usage;
+use crate::state::dir_watch::DirWatch;
 use crate::state::error::StateError;
 use crate::state::read_cache::ReadCache;
 use crate::state::secrets::{Credential, ProfileSummary, ProfilesFile};
@@ -20,6 +21,9 @@ pub(super) struct Cached {
     /// answers for both within a run (see `read_scope`).
     pub(super) profiles: ReadCache<ParsedProfiles>,
     pub(super) usage: ReadCache<UsageFile>,
+    /// The watch on the agent's directory, made on the first read once
+    /// the directory exists (`None` inside where it cannot be watched).
+    dir_watch: OnceLock<Option<DirWatch>>,
 }
 
 /// `auth-profiles.json` as parsed, with its summaries made on first use
@@ -47,6 +51,23 @@ impl ParsedProfiles {
 }
 
 impl AuthStore {
+    /// The watch on the agent's directory, once the directory exists (see
+    /// `state::dir_watch`): until then, and where it cannot be watched,
+    /// every read checks its file.
+    fn dir_watch(&self) -> Option<&DirWatch> {
+        if let Some(watch) = self.cache.dir_watch.get() {
+            return watch.as_ref();
+        }
+        if !self.paths.dir.is_dir() {
+            return None;
+        }
+        let made = self
+            .cache
+            .dir_watch
+            .get_or_init(|| DirWatch::new(&self.paths.dir));
+        made.as_ref()
+    }
+
     /// The profiles file as it is now, read past the cache: what a change
     /// under the lock, or a token refresh, must decide on.
     pub fn profiles_fresh(&self) -> Result<ProfilesFile, StateError> {
@@ -65,7 +86,9 @@ impl AuthStore {
         let path = &self.paths.profiles;
         let file = if cached {
             let copy = |parsed: &ParsedProfiles| parsed.file.clone();
-            self.cache.profiles.with(path, ParsedProfiles::read, copy)?
+            self.cache
+                .profiles
+                .with(path, self.dir_watch(), ParsedProfiles::read, copy)?
         } else {
             ProfilesFile::read(path)?
         };
@@ -83,12 +106,12 @@ impl AuthStore {
             return Ok(memory.profiles.credential(id));
         }
         let path = &self.paths.profiles;
-        let found = self
-            .cache
-            .profiles
-            .with(path, ParsedProfiles::read, |parsed| {
-                parsed.file.credential(id)
-            })?;
+        let found =
+            self.cache
+                .profiles
+                .with(path, self.dir_watch(), ParsedProfiles::read, |parsed| {
+                    parsed.file.credential(id)
+                })?;
         match found {
             Some(credential) => Ok(credential),
             // No agent file: the legacy one, as `profiles` reads it.
@@ -115,11 +138,12 @@ impl AuthStore {
             return Ok(read(summaries));
         }
         let path = &self.paths.profiles;
-        match self
-            .cache
-            .profiles
-            .with(path, ParsedProfiles::read, ParsedProfiles::summaries)?
-        {
+        match self.cache.profiles.with(
+            path,
+            self.dir_watch(),
+            ParsedProfiles::read,
+            ParsedProfiles::summaries,
+        )? {
             Some(summaries) => Ok(read(&summaries)),
             // No agent file: the legacy one, as `profiles` reads it.
             None => Ok(read(&self.profiles()?.summaries())),
@@ -163,9 +187,12 @@ impl AuthStore {
         } else if let Some(memory) = self.memory() {
             pick(&memory.usage.usage_stats)
         } else {
-            let kept = (self.cache.usage).with(&self.paths.usage, UsageFile::read, |file| {
-                pick(&file.usage_stats)
-            })?;
+            let kept = (self.cache.usage).with(
+                &self.paths.usage,
+                self.dir_watch(),
+                UsageFile::read,
+                |file| pick(&file.usage_stats),
+            )?;
             match kept {
                 Some(usage) => usage,
                 None => pick(&self.legacy_usage_stats(true)?),
@@ -184,9 +211,12 @@ impl AuthStore {
         if let Some(memory) = self.memory() {
             return Ok(memory.usage.usage_stats.clone());
         }
-        let kept = (self.cache.usage).with(&self.paths.usage, UsageFile::read, |file| {
-            file.usage_stats.clone()
-        })?;
+        let kept = (self.cache.usage).with(
+            &self.paths.usage,
+            self.dir_watch(),
+            UsageFile::read,
+            |file| file.usage_stats.clone(),
+        )?;
         match kept {
             Some(stats) => Ok(stats),
             None => self.legacy_usage_stats(true),
