@@ -22,6 +22,7 @@
 //! that cannot be read, stops answering for good.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -31,21 +32,20 @@ use super::read_scope::{answers_for_this_read, RECHECK_AFTER};
 /// the directory changed since it was last read.
 #[derive(Debug)]
 pub(crate) struct DirWatch {
-    inner: Mutex<Inner>,
+    /// The inotify instance, watching the directory.
+    #[cfg(target_os = "linux")]
+    queue: std::os::fd::OwnedFd,
+    /// Set once the watch can no longer see changes.
+    blind: AtomicBool,
+    /// Moves on every read of the queue that found events.
+    generation: AtomicU64,
+    /// Reads of the queue under way (see [`DirWatch::generation`]).
+    reading: AtomicUsize,
+    /// The latest read's finding, which answers for runs that began
+    /// before it.
+    last: Mutex<Option<Generation>>,
     /// [`RECHECK_AFTER`], but in tests.
     recheck: Duration,
-}
-
-#[derive(Debug)]
-struct Inner {
-    /// The inotify instance, watching the directory; `None` once the
-    /// watch can no longer see changes.
-    #[cfg(target_os = "linux")]
-    queue: Option<std::os::fd::OwnedFd>,
-    /// Moves on every read of the queue that found events.
-    generation: u64,
-    /// When the last read of the queue started.
-    read_at: Option<Instant>,
 }
 
 /// What a check of the directory found: its generation, and when the read
@@ -63,13 +63,12 @@ impl DirWatch {
     pub(crate) fn new(dir: &Path) -> Option<DirWatch> {
         #[cfg(target_os = "linux")]
         {
-            let queue = linux::watch(dir)?;
             Some(DirWatch {
-                inner: Mutex::new(Inner {
-                    queue: Some(queue),
-                    generation: 0,
-                    read_at: None,
-                }),
+                queue: linux::watch(dir)?,
+                blind: AtomicBool::new(false),
+                generation: AtomicU64::new(0),
+                reading: AtomicUsize::new(0),
+                last: Mutex::new(None),
                 recheck: RECHECK_AFTER,
             })
         }
@@ -85,38 +84,66 @@ impl DirWatch {
     /// answers for the run (as a `stat` would, see
     /// [`super::read_scope`]); otherwise the queue is read now.
     ///
-    /// The read and the move of the generation happen under one lock, so
-    /// a caller that finds the queue empty also sees the generation moved
-    /// by whoever emptied it.
+    /// No lock is held across the read: a worker preempted in the system
+    /// call would leave the others waiting. Instead, a reader that found
+    /// events moves the generation after its read, and a reader that
+    /// finds the queue empty while another read is under way — which may
+    /// have taken events and not yet moved the generation — moves it
+    /// itself, so that what it returns never vouches for a change it did
+    /// not see. Moving it more often than needed costs a `stat` of each
+    /// file, nothing else.
     pub(crate) fn generation(&self) -> Option<Generation> {
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(read_at) = inner.read_at {
-            if answers_for_this_read(read_at, self.recheck) {
-                return Some(Generation {
-                    value: inner.generation,
-                    read_at,
-                });
-            }
+        if self.blind.load(Ordering::Acquire) {
+            return None;
+        }
+        let last = *self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(last) = last.filter(|last| answers_for_this_read(last.read_at, self.recheck)) {
+            return Some(last);
         }
         let read_at = Instant::now();
-        #[cfg(target_os = "linux")]
-        {
-            let queue = inner.queue.as_ref()?;
-            match linux::drain(queue) {
-                linux::Drained::Nothing => {}
-                linux::Drained::Changes => inner.generation += 1,
-                linux::Drained::Blind => {
-                    inner.queue = None;
-                    return None;
-                }
-            }
+        self.reading.fetch_add(1, Ordering::SeqCst);
+        let drained = self.drain();
+        if drained == Drained::Changes {
+            self.generation.fetch_add(1, Ordering::SeqCst);
         }
-        inner.read_at = Some(read_at);
-        Some(Generation {
-            value: inner.generation,
-            read_at,
-        })
+        let others = self.reading.fetch_sub(1, Ordering::SeqCst) - 1;
+        if drained == Drained::Blind {
+            self.blind.store(true, Ordering::Release);
+            return None;
+        }
+        let value = if others == 0 {
+            self.generation.load(Ordering::SeqCst)
+        } else {
+            self.generation.fetch_add(1, Ordering::SeqCst) + 1
+        };
+        let found = Generation { value, read_at };
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_none_or(|last| last.read_at < read_at) {
+            *last = Some(found);
+        }
+        Some(found)
     }
+
+    #[cfg(target_os = "linux")]
+    fn drain(&self) -> Drained {
+        linux::drain(&self.queue)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn drain(&self) -> Drained {
+        Drained::Blind
+    }
+}
+
+/// What one read of the queue found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Drained {
+    Nothing,
+    /// Events: something in the directory changed.
+    Changes,
+    /// The watch can no longer see changes (its directory went, or the
+    /// queue cannot be read).
+    Blind,
 }
 
 /// Whether changes to the file at `path` are seen by a watch on its
@@ -143,6 +170,8 @@ mod linux {
 
     use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
     use rustix::io::Errno;
+
+    use super::Drained;
 
     /// Filesystems whose every change is made by this kernel, so that it
     /// queues the event (`statfs`'s `f_type`, from `linux/magic.h`):
@@ -190,16 +219,6 @@ mod linux {
         let queue = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()?;
         inotify::add_watch(&queue, &absolute, watched_events()).ok()?;
         Some(queue)
-    }
-
-    /// What one read of the queue found.
-    pub(super) enum Drained {
-        Nothing,
-        /// Events: something in the directory changed.
-        Changes,
-        /// The watch can no longer see changes (its directory went, or
-        /// the queue cannot be read).
-        Blind,
     }
 
     /// Room for a few dozen events a read; more wait for the next read.
@@ -271,6 +290,20 @@ mod tests {
             assert_eq!(generation(&watch), now, "change {i} was seen twice");
             last = now;
         }
+    }
+
+    /// Another read under way may have taken events without moving the
+    /// generation yet: a read that finds the queue empty meanwhile moves it.
+    #[test]
+    fn a_read_beside_another_never_vouches_for_what_that_one_took() {
+        let dir = tempfile::tempdir().unwrap();
+        let watch = DirWatch::new(dir.path()).unwrap();
+        let before = generation(&watch);
+        watch.reading.fetch_add(1, Ordering::SeqCst);
+        let beside = generation(&watch);
+        assert_ne!(beside, before);
+        watch.reading.fetch_sub(1, Ordering::SeqCst);
+        assert_eq!(generation(&watch), beside, "alone again, a quiet read");
     }
 
     #[test]

@@ -35,7 +35,7 @@
 
 use std::fs::{File, Metadata};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::dir_watch::{watchable_file, DirWatch, Generation};
@@ -119,7 +119,8 @@ struct Kept<T> {
     /// When the last check that found the file still at `stamp` started
     /// (see [`super::read_scope`]).
     checked: Instant,
-    value: T,
+    /// Shared, so that a read looks at it outside the lock.
+    value: Arc<T>,
     /// The file, when this process wrote it: held open so that its inode
     /// number stays its own (see the module docs).
     _held: Option<File>,
@@ -163,18 +164,24 @@ impl<T: Clone> ReadCache<T> {
         read: impl FnOnce(&Path) -> Result<Option<T>, StateError>,
         inspect: impl FnOnce(&T) -> R,
     ) -> Result<Option<R>, StateError> {
-        if let Some(kept) = &*self.slot() {
-            if answers_for_this_read(kept.checked, self.recheck) {
-                return Ok(Some(inspect(&kept.value)));
-            }
+        // The lock is held only to look at the slot, never while the value
+        // is inspected: the gateway's workers read the same files for every
+        // request, and a worker preempted while inspecting under the lock
+        // left the other waiting in the kernel (BENCHMARKS.md, issue 16,
+        // fifteenth part).
+        let recent =
+            self.confirm(|kept| answers_for_this_read(kept.checked, self.recheck).then_some(None));
+        if let Some(value) = recent {
+            return Ok(Some(inspect(&value)));
         }
         // Read before the file is checked: a change after that check moves
         // the generation again.
         let generation = watch.and_then(DirWatch::generation);
-        if let (Some(now), Some(kept)) = (generation, &mut *self.slot()) {
-            if kept.generation == Some(now.value) {
-                kept.checked = kept.checked.max(now.read_at);
-                return Ok(Some(inspect(&kept.value)));
+        if let Some(now) = generation {
+            let quiet = self
+                .confirm(|kept| (kept.generation == Some(now.value)).then_some(Some(now.read_at)));
+            if let Some(value) = quiet {
+                return Ok(Some(inspect(&value)));
             }
         }
         let checked = Instant::now();
@@ -182,28 +189,46 @@ impl<T: Clone> ReadCache<T> {
             *self.slot() = None;
             return Ok(read(path)?.as_ref().map(inspect));
         };
-        if let Some(kept) = &mut *self.slot() {
-            if kept.stamp == before {
-                kept.checked = checked;
-                kept.generation = watched(generation, path);
-                return Ok(Some(inspect(&kept.value)));
-            }
+        let trusted = watched(generation, path);
+        let same = self.confirm(|kept| {
+            (kept.stamp == before).then(|| {
+                kept.generation = trusted;
+                Some(checked)
+            })
+        });
+        if let Some(value) = same {
+            return Ok(Some(inspect(&value)));
         }
-        let value = read(path)?;
+        let Some(value) = read(path)?.map(Arc::new) else {
+            return Ok(None);
+        };
         // Kept only if no write replaced the file while it was read, and the
         // version has settled (see the module docs).
-        if let (Some(value), Some(after)) = (&value, Stamp::read(path)) {
-            if after == before && before.settled(self.settle) {
-                *self.slot() = Some(Kept {
-                    stamp: before,
-                    checked,
-                    value: value.clone(),
-                    _held: None,
-                    generation: watched(generation, path),
-                });
-            }
+        if Stamp::read(path) == Some(before) && before.settled(self.settle) {
+            *self.slot() = Some(Kept {
+                stamp: before,
+                checked,
+                value: value.clone(),
+                _held: None,
+                generation: trusted,
+            });
         }
-        Ok(value.as_ref().map(inspect))
+        Ok(Some(inspect(&value)))
+    }
+
+    /// The kept value, when `test` vouches for it; `test` answers with
+    /// the start of the check it stands for, if that is a new one.
+    fn confirm(
+        &self,
+        test: impl FnOnce(&mut Kept<T>) -> Option<Option<Instant>>,
+    ) -> Option<Arc<T>> {
+        let mut slot = self.slot();
+        let kept = slot.as_mut()?;
+        let checked = test(kept)?;
+        if let Some(checked) = checked {
+            kept.checked = kept.checked.max(checked);
+        }
+        Some(kept.value.clone())
     }
 
     /// Keeps the version this process just wrote to `path` (under the
@@ -235,7 +260,7 @@ impl<T: Clone> ReadCache<T> {
             *self.slot() = Some(Kept {
                 stamp,
                 checked,
-                value,
+                value: Arc::new(value),
                 _held: Some(written),
                 // The write's own events are still queued: the next read
                 // takes them and checks the file once.
