@@ -16,15 +16,14 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+source benches/support/processes.sh
 [ $# -ge 2 ] || { sed -n 2,16p "$0" >&2; exit 2; }
 command -v wrk > /dev/null || { echo "$0: needs wrk (apt-get install wrk)" >&2; exit 2; }
 binary_a=$1 binary_b=$2 concurrency=${3:-16} rounds=${4:-8}
 for binary in "$binary_a" "$binary_b"; do
     [ -x "$binary" ] || { echo "$0: no failover binary at $binary" >&2; exit 1; }
 done
-bench=$(cargo bench --bench processes --no-run --message-format=json 2> /dev/null \
-    | grep -o '"executable":"[^"]*processes-[^"]*"' | tail -1 | cut -d'"' -f4)
-[ -x "$bench" ] || { echo "$0: could not build the processes benchmark" >&2; exit 1; }
+bench=$(processes_bench)
 
 work=$(mktemp -d)
 pids=()
@@ -34,20 +33,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Waits until `log` prints an address after `marker`, and prints it.
-address_in() {
-    local log=$1 marker=$2
-    for _ in $(seq 1 300); do
-        if grep -q "$marker" "$log" 2> /dev/null; then
-            grep -o "$marker[^ ]*" "$log" | head -1 | sed "s|$marker||; s|^http://||"
-            return
-        fi
-        sleep 0.2
-    done
-    echo "$0: nothing listening (see $log)" >&2
-    exit 1
-}
-
 "$bench" --role upstream > "$work/upstream.log" 2>&1 &
 pids+=($!)
 upstream=http://$(address_in "$work/upstream.log" "listening on ")
@@ -56,11 +41,7 @@ pids+=($!)
 floor_pid=${pids[-1]}
 floor=$(address_in "$work/floor.log" "listening on ")
 
-cat > "$work/post.lua" << 'EOF'
-wrk.method = "POST"
-wrk.body = '{"model":"auto","messages":[{"role":"user","content":"hi"}]}'
-wrk.headers["Content-Type"] = "application/json"
-EOF
+chat_request_lua "$work/post.lua"
 cat > "$work/config.json5" << EOF
 { agents: { defaults: { model: { primary: "openai/gpt-x" } } },
   models: { providers: { openai: { baseUrl: "$upstream/v1", api: "openai-chat" } } } }
@@ -68,8 +49,7 @@ EOF
 declare -A pid address
 for side in a b; do
     binary=binary_$side
-    echo k | "${!binary}" --state-dir "$work/state-$side" profiles add openai:a > "$work/add.log" 2>&1 \
-        || { cat "$work/add.log" >&2; exit 1; }
+    add_key "${!binary}" "$work/state-$side" openai
     FAILOVER_LOG=warn "${!binary}" --state-dir "$work/state-$side" --config "$work/config.json5" \
         serve --listen 127.0.0.1:0 > "$work/$side.log" 2>&1 &
     pids+=($!)

@@ -16,14 +16,13 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+source benches/support/processes.sh
 for tool in valgrind callgrind_control callgrind_annotate wrk; do
     command -v "$tool" > /dev/null || { echo "$0: needs $tool (apt-get install valgrind wrk)" >&2; exit 2; }
 done
 
-bench=$(cargo bench --bench processes --no-run --message-format=json 2> /dev/null \
-    | grep -o '"executable":"[^"]*processes-[^"]*"' | tail -1 | cut -d'"' -f4)
+bench=$(processes_bench)
 failover=${1:-target/release/failover}
-[ -x "$bench" ] || { echo "$0: could not build the processes benchmark" >&2; exit 1; }
 [ -x "$failover" ] || { echo "$0: no failover binary at $failover" >&2; exit 1; }
 
 work=$(mktemp -d)
@@ -37,32 +36,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Waits until `log` prints an address after `marker`, and prints it.
-address_in() {
-    local log=$1 marker=$2
-    for _ in $(seq 1 300); do
-        if grep -q "$marker" "$log" 2> /dev/null; then
-            grep -o "$marker[^ ]*" "$log" | head -1 | sed "s|$marker||; s|^http://||"
-            return
-        fi
-        sleep 0.2
-    done
-    echo "$0: nothing listening (see $log)" >&2
-    exit 1
-}
-
 "$bench" --role upstream > "$work/upstream.log" 2>&1 &
 pids+=($!)
 upstream=http://$(address_in "$work/upstream.log" "listening on ")
 
-# The configured chain, as benches/processes asks it (`auto`): a request
-# naming `provider/model` starts its run there and never sees the chain,
-# so the one-fallback gateway would take the one-model path.
-cat > "$work/post.lua" << 'EOF'
-wrk.method = "POST"
-wrk.body = '{"model":"auto","messages":[{"role":"user","content":"hi"}]}'
-wrk.headers["Content-Type"] = "application/json"
-EOF
+chat_request_lua "$work/post.lua"
 
 # Counts the process `pid` (whose callgrind file is `cg.<label>.<pid>`)
 # serving at `address`: prints instructions per request.
@@ -92,8 +70,7 @@ count floor "${pids[-1]}" "$(address_in "$work/floor.log" "listening on ")"
 
 mkdir -p "$work/state"
 for provider in openai down; do
-    echo k | "$failover" --state-dir "$work/state" profiles add "$provider:a" > "$work/add.log" 2>&1 \
-        || { cat "$work/add.log" >&2; exit 1; }
+    add_key "$failover" "$work/state" "$provider"
 done
 for chain in one-model one-fallback; do
     case $chain in
