@@ -102,19 +102,17 @@ mod tests {
     }
 
     #[test]
-    fn a_ring_before_any_task_asked_is_kept_for_the_first_look() {
+    fn a_ring_wakes_the_task_that_asked_last() {
         let alarm = Alarm::new();
-        let counted = Arc::new(Counted::default());
-        let task = Waker::from(counted.clone());
-        assert!(alarm.rang(&task));
-        let other = Alarm::new();
-        other.ring();
-        assert!(other.rang(&task));
-        assert!(!other.rang(&task));
+        let (first, second) = (Arc::new(Counted::default()), Arc::new(Counted::default()));
+        assert!(alarm.rang(&Waker::from(first.clone())));
+        assert!(!alarm.rang(&Waker::from(second.clone())));
+        alarm.ring();
         assert_eq!(
-            counted.0.load(Ordering::SeqCst),
+            first.0.load(Ordering::SeqCst),
             0,
-            "no task was registered to wake"
+            "a replaced waker was woken"
         );
+        assert_eq!(second.0.load(Ordering::SeqCst), 1);
     }
 }

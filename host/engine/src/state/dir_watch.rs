@@ -31,6 +31,8 @@ use super::read_scope::{answers_for_this_read, RECHECK_AFTER};
 /// A watch on one directory: a generation that moves whenever anything in
 /// the directory changed since it was last read.
 #[derive(Debug)]
+// Elsewhere than on Linux none is ever made (see `DirWatch::new`).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) struct DirWatch {
     /// The inotify instance, watching the directory.
     #[cfg(target_os = "linux")]
@@ -137,6 +139,7 @@ impl DirWatch {
 
 /// What one read of the queue found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 enum Drained {
     Nothing,
     /// Events: something in the directory changed.
