@@ -235,7 +235,7 @@ fn measure(requests: usize) {
                 for turn in 0..paths.len() {
                     let path = (turn + round) % paths.len();
                     let measured = (path > 0).then_some(paths[path].1);
-                    let run = load(&urls[path], requests / ROUNDS, concurrency, measured).await;
+                    let run = load(&urls[path], (requests / ROUNDS).max(1), concurrency, measured).await;
                     per_path[path] = run.cpu_per_request();
                     rows[path].add(run);
                 }

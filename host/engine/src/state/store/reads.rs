@@ -22,7 +22,7 @@ pub(super) struct Cached {
     pub(super) profiles: ReadCache<ParsedProfiles>,
     pub(super) usage: ReadCache<UsageFile>,
     /// The watch on the agent's directory, made on the first read once
-    /// the directory exists (`None` inside where it cannot be watched).
+    /// the directory exists (`None` where it cannot be watched).
     dir_watch: OnceLock<Option<DirWatch>>,
 }
 
