@@ -18,8 +18,8 @@
 //! local list), a directory reached through a symbolic link (a new link
 //! target would not be watched), and files that are themselves symbolic
 //! or hard links (changed through another directory); see
-//! [`watchable_file`]. A watch whose directory is removed or moved, or
-//! that cannot be read, stops answering for good.
+//! [`watchable_file`]. A watch whose directory, or a directory above it,
+//! is removed or moved, or that cannot be read, stops answering for good.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -204,8 +204,23 @@ mod linux {
             | WatchFlags::ONLYDIR
     }
 
+    /// What ends the watch when it happens to a directory above the
+    /// watched one: its path would then lead to another directory, whose
+    /// changes this watch does not see.
+    fn ancestor_events() -> WatchFlags {
+        WatchFlags::DELETE_SELF | WatchFlags::MOVE_SELF | WatchFlags::ONLYDIR
+    }
+
     /// An inotify instance watching `dir`, if `dir` is a directory on a
     /// local filesystem reached without symbolic links.
+    ///
+    /// Each directory above it is watched too, for being moved or
+    /// removed: renaming a parent and putting another directory in its
+    /// place leaves the watched directory unchanged but no longer at
+    /// `dir`. The watches are added from the top down, the directory's
+    /// own last, so each path is resolved while everything above it is
+    /// already watched: a move that happens before a watch is added is
+    /// resolved through, one after it is queued.
     pub(super) fn watch(dir: &Path) -> Option<OwnedFd> {
         let absolute = std::path::absolute(dir).ok()?;
         if std::fs::canonicalize(&absolute).ok()? != absolute {
@@ -220,7 +235,17 @@ mod linux {
             return None;
         }
         let queue = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()?;
+        let ancestors: Vec<&Path> = absolute.ancestors().skip(1).collect();
+        // The root cannot be moved or removed.
+        for ancestor in ancestors.iter().rev().filter(|a| a.parent().is_some()) {
+            inotify::add_watch(&queue, *ancestor, ancestor_events()).ok()?;
+        }
         inotify::add_watch(&queue, &absolute, watched_events()).ok()?;
+        // A symbolic link made above the directory before its watch was
+        // added would have been followed.
+        if std::fs::canonicalize(&absolute).ok()? != absolute {
+            return None;
+        }
         Some(queue)
     }
 
@@ -324,6 +349,40 @@ mod tests {
             "a watch of a removed directory answered"
         );
         std::fs::write(dir.join("auth-state.json"), "new").unwrap();
+        assert_eq!(watch.generation(), None);
+    }
+
+    /// A parent renamed, and another directory put where the watched one
+    /// was: its path now leads to files the watch does not see.
+    #[test]
+    fn a_moved_parent_ends_the_watch() {
+        let root = tempfile::tempdir().unwrap();
+        let parent = root.path().join("agents");
+        let dir = parent.join("main");
+        std::fs::create_dir_all(&dir).unwrap();
+        let watch = DirWatch::new(&dir).unwrap();
+        assert!(watch.generation().is_some());
+        std::fs::rename(&parent, root.path().join("agents.old")).unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("auth-state.json"), "new").unwrap();
+        assert_eq!(
+            watch.generation(),
+            None,
+            "a watch answered for a path that leads elsewhere now"
+        );
+    }
+
+    /// The same two levels up: every directory above is watched.
+    #[test]
+    fn a_moved_grandparent_ends_the_watch() {
+        let root = tempfile::tempdir().unwrap();
+        let grandparent = root.path().join("state");
+        let dir = grandparent.join("agents").join("main");
+        std::fs::create_dir_all(&dir).unwrap();
+        let watch = DirWatch::new(&dir).unwrap();
+        assert!(watch.generation().is_some());
+        std::fs::rename(&grandparent, root.path().join("state.old")).unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
         assert_eq!(watch.generation(), None);
     }
 
