@@ -20,6 +20,9 @@
 //! or hard links (changed through another directory); see
 //! [`watchable_file`]. A watch whose directory, or a directory above it,
 //! is removed or moved, or that cannot be read, stops answering for good.
+//! One change it does not see: a filesystem mounted over the directory or
+//! one above it while the process runs (inotify reports no mounts); an
+//! operator who does that restarts the gateway.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
