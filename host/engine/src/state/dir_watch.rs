@@ -355,17 +355,19 @@ mod tests {
         assert_eq!(watch.generation(), None);
     }
 
-    /// A parent renamed, and another directory put where the watched one
-    /// was: its path now leads to files the watch does not see.
-    #[test]
-    fn a_moved_parent_ends_the_watch() {
+    /// Watches `root/moved/...below/main`, renames `moved` and makes the
+    /// same path again: it now leads to files the watch does not see.
+    fn assert_a_moved_ancestor_ends_the_watch(below: &[&str]) {
         let root = tempfile::tempdir().unwrap();
-        let parent = root.path().join("agents");
-        let dir = parent.join("main");
+        let moved = root.path().join("moved");
+        let dir = below
+            .iter()
+            .fold(moved.clone(), |path, name| path.join(name));
+        let dir = dir.join("main");
         std::fs::create_dir_all(&dir).unwrap();
         let watch = DirWatch::new(&dir).unwrap();
         assert!(watch.generation().is_some());
-        std::fs::rename(&parent, root.path().join("agents.old")).unwrap();
+        std::fs::rename(&moved, root.path().join("moved.old")).unwrap();
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("auth-state.json"), "new").unwrap();
         assert_eq!(
@@ -375,18 +377,15 @@ mod tests {
         );
     }
 
-    /// The same two levels up: every directory above is watched.
+    #[test]
+    fn a_moved_parent_ends_the_watch() {
+        assert_a_moved_ancestor_ends_the_watch(&[]);
+    }
+
+    /// Every directory above is watched, not only the parent.
     #[test]
     fn a_moved_grandparent_ends_the_watch() {
-        let root = tempfile::tempdir().unwrap();
-        let grandparent = root.path().join("state");
-        let dir = grandparent.join("agents").join("main");
-        std::fs::create_dir_all(&dir).unwrap();
-        let watch = DirWatch::new(&dir).unwrap();
-        assert!(watch.generation().is_some());
-        std::fs::rename(&grandparent, root.path().join("state.old")).unwrap();
-        std::fs::create_dir_all(&dir).unwrap();
-        assert_eq!(watch.generation(), None);
+        assert_a_moved_ancestor_ends_the_watch(&["agents"]);
     }
 
     #[test]
