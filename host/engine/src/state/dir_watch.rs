@@ -25,7 +25,7 @@
 //! operator who does that restarts the gateway.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -42,10 +42,14 @@ pub(crate) struct DirWatch {
     queue: std::os::fd::OwnedFd,
     /// Set once the watch can no longer see changes.
     blind: AtomicBool,
-    /// Moves on every read of the queue that found events.
-    generation: AtomicU64,
-    /// Reads of the queue under way (see [`DirWatch::generation`]).
-    reading: AtomicUsize,
+    /// The generation, kept as a sequence count: even while no drain of
+    /// the queue is under way, odd during one; it moves only under
+    /// `draining`. A reader that saw the same even count before and after
+    /// finding the queue empty knows no drain took events in between (see
+    /// [`DirWatch::generation`]).
+    sequence: AtomicU64,
+    /// Held by the one reader that takes events off the queue.
+    draining: Mutex<()>,
     /// The latest read's finding, which answers for runs that began
     /// before it.
     last: Mutex<Option<Generation>>,
@@ -71,8 +75,8 @@ impl DirWatch {
             Some(DirWatch {
                 queue: linux::watch(dir)?,
                 blind: AtomicBool::new(false),
-                generation: AtomicU64::new(0),
-                reading: AtomicUsize::new(0),
+                sequence: AtomicU64::new(0),
+                draining: Mutex::new(()),
                 last: Mutex::new(None),
                 recheck: RECHECK_AFTER,
             })
@@ -87,16 +91,19 @@ impl DirWatch {
     /// The directory's generation now; `None` when the watch no longer
     /// sees changes. A read of the queue made since the current run began
     /// answers for the run (as a `stat` would, see
-    /// [`super::read_scope`]); otherwise the queue is read now.
+    /// [`super::read_scope`]); otherwise the queue is looked at now.
     ///
-    /// No lock is held across the read: a worker preempted in the system
-    /// call would leave the others waiting. Instead, a reader that found
-    /// events moves the generation after its read, and a reader that
-    /// finds the queue empty while another read is under way — which may
-    /// have taken events and not yet moved the generation — moves it
-    /// itself, so that what it returns never vouches for a change it did
-    /// not see. Moving it more often than needed costs a `stat` of each
-    /// file, nothing else.
+    /// Looking does not take events off the queue (`FIONREAD`), so readers
+    /// side by side all see what waits there and need no lock: an empty
+    /// queue, with the same even count before and after, means nothing
+    /// changed since the generation last moved — a drain that took events
+    /// meanwhile would have moved the count before taking them. Only a
+    /// reader that finds events (or a drain under way) takes the lock, to
+    /// drain them or to wait for the drain under way. Before, every reader
+    /// drained, and two reads side by side had to move the generation in
+    /// case the other had taken events: with two workers that sent a third
+    /// of a gateway's requests back to `statx` (BENCHMARKS.md, issue 16,
+    /// sixteenth part).
     pub(crate) fn generation(&self) -> Option<Generation> {
         if self.blind.load(Ordering::Acquire) {
             return None;
@@ -106,27 +113,50 @@ impl DirWatch {
             return Some(last);
         }
         let read_at = Instant::now();
-        self.reading.fetch_add(1, Ordering::SeqCst);
-        let drained = self.drain();
-        if drained == Drained::Changes {
-            self.generation.fetch_add(1, Ordering::SeqCst);
-        }
-        let others = self.reading.fetch_sub(1, Ordering::SeqCst) - 1;
-        if drained == Drained::Blind {
-            self.blind.store(true, Ordering::Release);
-            return None;
-        }
-        let value = if others == 0 {
-            self.generation.load(Ordering::SeqCst)
-        } else {
-            self.generation.fetch_add(1, Ordering::SeqCst) + 1
-        };
+        let before = self.sequence.load(Ordering::SeqCst);
+        let quiet = before.is_multiple_of(2)
+            && self.pending() == Pending::Quiet
+            && self.sequence.load(Ordering::SeqCst) == before;
+        let value = if quiet { before } else { self.drained()? };
         let found = Generation { value, read_at };
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
         if last.is_none_or(|last| last.read_at < read_at) {
             *last = Some(found);
         }
         Some(found)
+    }
+
+    /// The generation once the queue is empty, under the lock: moved when
+    /// this reader took events off it; `None` when the watch went blind.
+    fn drained(&self) -> Option<u64> {
+        let _turn = self.draining.lock().unwrap_or_else(|e| e.into_inner());
+        // Even here: the count moves only under the lock.
+        let settled = self.sequence.load(Ordering::SeqCst);
+        let drained = match self.pending() {
+            Pending::Quiet => return Some(settled),
+            Pending::Events => {
+                self.sequence.store(settled + 1, Ordering::SeqCst);
+                let drained = self.drain();
+                self.sequence.store(settled + 2, Ordering::SeqCst);
+                drained
+            }
+            Pending::Blind => Drained::Blind,
+        };
+        if drained == Drained::Blind {
+            self.blind.store(true, Ordering::Release);
+            return None;
+        }
+        Some(settled + 2)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn pending(&self) -> Pending {
+        linux::pending(&self.queue)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn pending(&self) -> Pending {
+        Pending::Blind
     }
 
     #[cfg(target_os = "linux")]
@@ -138,6 +168,16 @@ impl DirWatch {
     fn drain(&self) -> Drained {
         Drained::Blind
     }
+}
+
+/// What waits on the queue, looked at without taking it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+enum Pending {
+    Quiet,
+    Events,
+    /// The queue cannot be looked at.
+    Blind,
 }
 
 /// What one read of the queue found.
@@ -177,7 +217,7 @@ mod linux {
     use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
     use rustix::io::Errno;
 
-    use super::Drained;
+    use super::{Drained, Pending};
 
     /// Filesystems whose every change is made by this kernel, so that it
     /// queues the event (`statfs`'s `f_type`, from `linux/magic.h`):
@@ -252,6 +292,15 @@ mod linux {
         Some(queue)
     }
 
+    /// Whether events wait on the queue, left there.
+    pub(super) fn pending(queue: &OwnedFd) -> Pending {
+        match rustix::io::ioctl_fionread(queue) {
+            Ok(0) => Pending::Quiet,
+            Ok(_) => Pending::Events,
+            Err(_) => Pending::Blind,
+        }
+    }
+
     /// Room for a few dozen events a read; more wait for the next read.
     const BUFFER: usize = 2048;
 
@@ -323,18 +372,58 @@ mod tests {
         }
     }
 
-    /// Another read under way may have taken events without moving the
-    /// generation yet: a read that finds the queue empty meanwhile moves it.
+    /// A drain under way may have taken events without moving the count
+    /// past them yet: a reader that finds the queue empty meanwhile waits
+    /// for that drain instead of vouching for what it took.
     #[test]
-    fn a_read_beside_another_never_vouches_for_what_that_one_took() {
+    fn a_read_during_a_drain_waits_for_its_count() {
         let dir = tempfile::tempdir().unwrap();
         let watch = DirWatch::new(dir.path()).unwrap();
         let before = generation(&watch);
-        watch.reading.fetch_add(1, Ordering::SeqCst);
-        let beside = generation(&watch);
-        assert_ne!(beside, before);
-        watch.reading.fetch_sub(1, Ordering::SeqCst);
-        assert_eq!(generation(&watch), beside, "alone again, a quiet read");
+        std::thread::scope(|scope| {
+            let turn = watch.draining.lock().unwrap();
+            watch.sequence.fetch_add(1, Ordering::SeqCst);
+            let reader = scope.spawn(|| generation(&watch));
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(!reader.is_finished(), "a read vouched during a drain");
+            watch.sequence.fetch_add(1, Ordering::SeqCst);
+            drop(turn);
+            assert_eq!(reader.join().unwrap(), before + 2, "the drain's count");
+        });
+        assert_eq!(generation(&watch), before + 2, "alone again, a quiet read");
+    }
+
+    /// Quiet reads side by side leave the generation where it is: two
+    /// workers reading at once must not send the state files back to
+    /// `stat`.
+    #[test]
+    fn quiet_reads_side_by_side_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let watch = DirWatch::new(dir.path()).unwrap();
+        let before = generation(&watch);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..5_000 {
+                        assert_eq!(generation(&watch), before, "a quiet read moved it");
+                    }
+                });
+            }
+        });
+    }
+
+    /// Events taken by one reader move the generation for all of them.
+    #[test]
+    fn a_change_seen_by_one_reader_is_seen_by_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let watch = DirWatch::new(dir.path()).unwrap();
+        let before = generation(&watch);
+        std::fs::write(dir.path().join("auth-state.json"), "x").unwrap();
+        let after: Vec<u64> = std::thread::scope(|scope| {
+            let readers: Vec<_> = (0..4).map(|_| scope.spawn(|| generation(&watch))).collect();
+            readers.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        assert!(after.iter().all(|&now| now == before + 2), "{after:?}");
     }
 
     #[test]
