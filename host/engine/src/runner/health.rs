@@ -11,7 +11,11 @@ use failover_sandbox::policy::{Decider, PolicyError};
 
 use super::model::{Gate, ModelHealth};
 
-/// Model health per `provider/model`.
+/// Model health per `provider/model`: only models not in full health have
+/// an entry, so while every model answers the book is empty and a request
+/// hashes nothing (it looked up and removed its model twice a request:
+/// BENCHMARKS.md, issue 16, sixteenth part). The default hasher stays: a
+/// client can name the model a run starts on.
 #[derive(Debug, Default)]
 pub struct HealthBook {
     models: Mutex<HashMap<String, ModelHealth>>,
@@ -29,7 +33,7 @@ impl HealthBook {
         now_ms: u64,
     ) -> Result<Gate, PolicyError> {
         let mut models = self.models.lock().unwrap_or_else(|e| e.into_inner());
-        let current = models.get(model).copied().unwrap_or_default();
+        let current = health_of(&models, model);
         let decision = policy.model_gate(&current, others_remain, now_ms)?;
         keep(&mut models, model, decision.health);
         Ok(decision.gate)
@@ -45,7 +49,7 @@ impl HealthBook {
         now_ms: u64,
     ) -> Result<(), PolicyError> {
         let mut models = self.models.lock().unwrap_or_else(|e| e.into_inner());
-        let current = models.get(model).copied().unwrap_or_default();
+        let current = health_of(&models, model);
         let health = policy.record_attempt_end(&current, hung, now_ms)?;
         keep(&mut models, model, health);
         Ok(())
@@ -53,19 +57,27 @@ impl HealthBook {
 
     /// The health of `model` now (for status reports and tests).
     pub fn of(&self, model: &str) -> ModelHealth {
-        self.models
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(model)
-            .copied()
-            .unwrap_or_default()
+        health_of(
+            &self.models.lock().unwrap_or_else(|e| e.into_inner()),
+            model,
+        )
     }
+}
+
+/// The health kept for `model`: full health when it has no entry.
+fn health_of(models: &HashMap<String, ModelHealth>, model: &str) -> ModelHealth {
+    if models.is_empty() {
+        return ModelHealth::default();
+    }
+    models.get(model).copied().unwrap_or_default()
 }
 
 /// Keeps `health` for `model`; a healthy model takes no room.
 fn keep(models: &mut HashMap<String, ModelHealth>, model: &str, health: ModelHealth) {
     if health == ModelHealth::default() {
-        models.remove(model);
+        if !models.is_empty() {
+            models.remove(model);
+        }
     } else {
         models.insert(model.to_owned(), health);
     }
