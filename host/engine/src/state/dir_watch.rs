@@ -7,10 +7,11 @@
 //! (BENCHMARKS.md, issue 16, fifteenth part). With an inotify watch on the
 //! directory, the kernel queues an event in the same system call that
 //! changes a file there (a write, a rename over it, a removal) — before
-//! that call returns. So a read of the watch's queue that finds it empty
-//! proves that no change completed since the last read, as surely as a
-//! `stat` would: one non-blocking `read` answers for both files, and a
-//! file is stat-ed again only after an event.
+//! that call returns. So a look at the watch's queue that finds it empty
+//! (and no reader draining it meanwhile) proves that no change completed
+//! since it was last drained, as surely as a `stat` would: one `FIONREAD`
+//! answers for both files, and a file is stat-ed again only after an
+//! event.
 //!
 //! Where an event might not be queued, there is no watch and every read
 //! checks the file as before: other systems than Linux, filesystems that
@@ -89,7 +90,7 @@ impl DirWatch {
     }
 
     /// The directory's generation now; `None` when the watch no longer
-    /// sees changes. A read of the queue made since the current run began
+    /// sees changes. A look at the queue made since the current run began
     /// answers for the run (as a `stat` would, see
     /// [`super::read_scope`]); otherwise the queue is looked at now.
     ///
@@ -334,7 +335,7 @@ mod linux {
 mod tests {
     use super::*;
 
-    /// Outside a run every call reads the queue.
+    /// Outside a run every call looks at the queue.
     fn generation(watch: &DirWatch) -> u64 {
         watch.generation().expect("watching").value
     }

@@ -30,7 +30,7 @@
 //! [`super::read_scope`]); everywhere else each read checks.
 //!
 //! Where the file's directory is watched ([`DirWatch`]), the check is a
-//! read of the watch's queue, shared by the directory's files: a kept
+//! look at the watch's queue, shared by the directory's files: a kept
 //! version is stat-ed again only after something in the directory changed.
 
 use std::fs::{File, Metadata};
