@@ -461,6 +461,54 @@ mod tests {
         assert_eq!(reads.get(), 3);
     }
 
+    /// Readers side by side, under a watch, while another thread replaces
+    /// the file by rename again and again: a read that starts after a
+    /// write has returned sees that version or a later one, and no reader
+    /// goes back. (Each version has its own length, so the stamps differ
+    /// even when an inode number comes back within one clock tick.)
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn under_a_watch_racing_readers_never_see_a_replaced_version() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        const VERSIONS: usize = 400;
+        let dir = tempfile::tempdir().unwrap();
+        let watch = DirWatch::new(dir.path()).unwrap();
+        let path = dir.path().join("auth-state.json");
+        let cache = settled_at_once();
+        let write = |version: usize| {
+            let temp = dir.path().join("auth-state.json.tmp");
+            std::fs::write(&temp, "x".repeat(version)).unwrap();
+            std::fs::rename(&temp, &path).unwrap();
+        };
+        write(1);
+        let published = AtomicUsize::new(1);
+        let read = |p: &Path| Ok(std::fs::read_to_string(p).ok());
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                scope.spawn(|| {
+                    let mut seen = 0;
+                    loop {
+                        let floor = published.load(Ordering::SeqCst);
+                        let now = cache
+                            .with(&path, Some(&watch), read, String::len)
+                            .unwrap()
+                            .unwrap();
+                        assert!(now >= floor, "read {now} after {floor} was written");
+                        assert!(now >= seen, "read {now} after reading {seen}");
+                        seen = now;
+                        if floor == VERSIONS {
+                            break;
+                        }
+                    }
+                });
+            }
+            for version in 2..=VERSIONS {
+                write(version);
+                published.store(version, Ordering::SeqCst);
+            }
+        });
+    }
+
     /// A state file that is a symbolic link to a file elsewhere changes
     /// where the watch does not look: every read checks it.
     #[cfg(target_os = "linux")]
