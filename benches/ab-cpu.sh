@@ -42,10 +42,7 @@ floor_pid=${pids[-1]}
 floor=$(address_in "$work/floor.log" "listening on ")
 
 chat_request_lua "$work/post.lua"
-cat > "$work/config.json5" << EOF
-{ agents: { defaults: { model: { primary: "openai/gpt-x" } } },
-  models: { providers: { openai: { baseUrl: "$upstream/v1", api: "openai-chat" } } } }
-EOF
+one_model_config "$work/config.json5" "$upstream"
 declare -A pid address
 for side in a b; do
     binary=binary_$side

@@ -44,3 +44,11 @@ add_key() {
     echo k | "$failover" --state-dir "$dir" profiles add "$provider:a" > "$dir.add.log" 2>&1 \
         || { cat "$dir.add.log" >&2; exit 1; }
 }
+
+# Writes to `file` a config whose one chain is one model at `upstream`.
+one_model_config() {
+    cat > "$1" << CONFIG
+{ agents: { defaults: { model: { primary: "openai/gpt-x" } } },
+  models: { providers: { openai: { baseUrl: "$2/v1", api: "openai-chat" } } } }
+CONFIG
+}
