@@ -133,21 +133,20 @@ impl DirWatch {
         let _turn = self.draining.lock().unwrap_or_else(|e| e.into_inner());
         // Even here: the count moves only under the lock.
         let settled = self.sequence.load(Ordering::SeqCst);
-        let drained = match self.pending() {
+        match self.pending() {
             Pending::Quiet => return Some(settled),
             Pending::Events => {
                 self.sequence.store(settled + 1, Ordering::SeqCst);
-                let drained = self.drain();
+                let seeing = self.drain();
                 self.sequence.store(settled + 2, Ordering::SeqCst);
-                drained
+                if seeing {
+                    return Some(settled + 2);
+                }
             }
-            Pending::Blind => Drained::Blind,
-        };
-        if drained == Drained::Blind {
-            self.blind.store(true, Ordering::Release);
-            return None;
+            Pending::Blind => {}
         }
-        Some(settled + 2)
+        self.blind.store(true, Ordering::Release);
+        None
     }
 
     #[cfg(target_os = "linux")]
@@ -160,14 +159,16 @@ impl DirWatch {
         Pending::Blind
     }
 
+    /// Takes every queued event off the queue; `false` when one says the
+    /// watch can no longer see changes (or the queue cannot be read).
     #[cfg(target_os = "linux")]
-    fn drain(&self) -> Drained {
+    fn drain(&self) -> bool {
         linux::drain(&self.queue)
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn drain(&self) -> Drained {
-        Drained::Blind
+    fn drain(&self) -> bool {
+        false
     }
 }
 
@@ -178,18 +179,6 @@ enum Pending {
     Quiet,
     Events,
     /// The queue cannot be looked at.
-    Blind,
-}
-
-/// What one read of the queue found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-enum Drained {
-    Nothing,
-    /// Events: something in the directory changed.
-    Changes,
-    /// The watch can no longer see changes (its directory went, or the
-    /// queue cannot be read).
     Blind,
 }
 
@@ -218,7 +207,7 @@ mod linux {
     use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
     use rustix::io::Errno;
 
-    use super::{Drained, Pending};
+    use super::Pending;
 
     /// Filesystems whose every change is made by this kernel, so that it
     /// queues the event (`statfs`'s `f_type`, from `linux/magic.h`):
@@ -305,11 +294,13 @@ mod linux {
     /// Room for a few dozen events a read; more wait for the next read.
     const BUFFER: usize = 2048;
 
-    /// Reads every event queued so far.
-    pub(super) fn drain(queue: &OwnedFd) -> Drained {
+    /// Reads every event queued so far; `false` when one says the watch
+    /// is gone (its directory, or one above it, removed, moved or
+    /// unmounted) or the queue cannot be read. Any other event, an
+    /// overflow included, is a change, which the caller counts.
+    pub(super) fn drain(queue: &OwnedFd) -> bool {
         let mut buffer = [MaybeUninit::<u8>::uninit(); BUFFER];
         let mut reader = inotify::Reader::new(queue, &mut buffer);
-        let mut found = Drained::Nothing;
         loop {
             match reader.next() {
                 Ok(event) => {
@@ -318,14 +309,12 @@ mod linux {
                         | ReadFlags::UNMOUNT
                         | ReadFlags::IGNORED;
                     if event.events().intersects(gone) {
-                        return Drained::Blind;
+                        return false;
                     }
-                    // An overflow lost events: something changed.
-                    found = Drained::Changes;
                 }
-                Err(Errno::AGAIN) => return found,
+                Err(Errno::AGAIN) => return true,
                 Err(Errno::INTR) => {}
-                Err(_) => return Drained::Blind,
+                Err(_) => return false,
             }
         }
     }
