@@ -25,33 +25,18 @@ for binary in "$binary_a" "$binary_b"; do
 done
 bench=$(processes_bench)
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-"$bench" --role upstream > "$work/upstream.log" 2>&1 &
-pids+=($!)
-upstream=http://$(address_in "$work/upstream.log" "listening on ")
-"$bench" --role floor "$upstream" > "$work/floor.log" 2>&1 &
-pids+=($!)
-floor_pid=${pids[-1]}
-floor=$(address_in "$work/floor.log" "listening on ")
+start_work
+start_upstream
+start_floor
 
 chat_request_lua "$work/post.lua"
 one_model_config "$work/config.json5" "$upstream"
 declare -A pid address
 for side in a b; do
     binary=binary_$side
-    add_key "${!binary}" "$work/state-$side" openai
-    FAILOVER_LOG=warn "${!binary}" --state-dir "$work/state-$side" --config "$work/config.json5" \
-        serve --listen 127.0.0.1:0 > "$work/$side.log" 2>&1 &
-    pids+=($!)
-    pid[$side]=${pids[-1]}
-    address[$side]=$(address_in "$work/$side.log" "serving on http://")
+    start_gateway "$side" "${!binary}" "$work/state-$side" "$work/config.json5"
+    pid[$side]=$gateway_pid
+    address[$side]=$gateway
 done
 
 # CPU ticks (user + system, all threads) of process `pid`.

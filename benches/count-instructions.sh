@@ -25,20 +25,14 @@ bench=$(processes_bench)
 failover=${1:-target/release/failover}
 [ -x "$failover" ] || { echo "$0: no failover binary at $failover" >&2; exit 1; }
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
+# Keeps the callgrind files when asked to (see above).
+keep_work() {
     if [ -n "${FAILOVER_KEEP_PROFILES:-}" ]; then
         mkdir -p "$FAILOVER_KEEP_PROFILES" && cp "$work"/cg.* "$FAILOVER_KEEP_PROFILES"/
     fi
-    rm -rf "$work"
 }
-trap cleanup EXIT
-
-"$bench" --role upstream > "$work/upstream.log" 2>&1 &
-pids+=($!)
-upstream=http://$(address_in "$work/upstream.log" "listening on ")
+start_work
+start_upstream
 
 chat_request_lua "$work/post.lua"
 

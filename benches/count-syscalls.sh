@@ -25,31 +25,12 @@ failover=${1:-target/release/failover} concurrency=${2:-16}
 [ -x "$failover" ] || { echo "$0: no failover binary at $failover" >&2; exit 1; }
 bench=$(processes_bench)
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-"$bench" --role upstream > "$work/upstream.log" 2>&1 &
-pids+=($!)
-upstream=http://$(address_in "$work/upstream.log" "listening on ")
+start_work
+start_upstream
 chat_request_lua "$work/post.lua"
-
-"$bench" --role floor "$upstream" > "$work/floor.log" 2>&1 &
-pids+=($!)
-floor_pid=${pids[-1]}
-floor=$(address_in "$work/floor.log" "listening on ")
-
+start_floor
 one_model_config "$work/config.json5" "$upstream"
-add_key "$failover" "$work/state" openai
-FAILOVER_LOG=warn "$failover" --state-dir "$work/state" --config "$work/config.json5" \
-    serve --listen 127.0.0.1:0 > "$work/gateway.log" 2>&1 &
-pids+=($!)
-gateway_pid=${pids[-1]}
-gateway=$(address_in "$work/gateway.log" "serving on http://")
+start_gateway gateway "$failover" "$work/state" "$work/config.json5"
 
 # Counts the calls of process `pid` serving at `address` under load and
 # prints them per request.

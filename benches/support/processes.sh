@@ -52,3 +52,48 @@ one_model_config() {
   models: { providers: { openai: { baseUrl: "$2/v1", api: "openai-chat" } } } }
 CONFIG
 }
+
+# Makes the scratch directory `work` and the list `pids` of the processes
+# a script starts; when the script exits, every one of them is stopped and
+# `work` removed (after `keep_work` runs, when the script defines one).
+start_work() {
+    work=$(mktemp -d)
+    pids=()
+    trap stop_work EXIT
+}
+
+stop_work() {
+    for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
+    if declare -F keep_work > /dev/null; then keep_work; fi
+    rm -rf "$work"
+}
+
+# Starts the benchmark's upstream role (`bench`, from `processes_bench`)
+# and sets `upstream` to its URL.
+start_upstream() {
+    "$bench" --role upstream > "$work/upstream.log" 2>&1 &
+    pids+=($!)
+    upstream=http://$(address_in "$work/upstream.log" "listening on ")
+}
+
+# Starts the floor proxy in front of `upstream` and sets `floor_pid` and
+# `floor` (its address).
+start_floor() {
+    "$bench" --role floor "$upstream" > "$work/floor.log" 2>&1 &
+    pids+=($!)
+    floor_pid=${pids[-1]}
+    floor=$(address_in "$work/floor.log" "listening on ")
+}
+
+# Starts `failover serve` of binary `$2` on state directory `$3` (given an
+# `openai` key first) with config `$4`, logging to `$work/$1.log`, and sets
+# `gateway_pid` and `gateway` (its address).
+start_gateway() {
+    local label=$1 binary=$2 state=$3 config=$4
+    add_key "$binary" "$state" openai
+    FAILOVER_LOG=warn "$binary" --state-dir "$state" --config "$config" \
+        serve --listen 127.0.0.1:0 > "$work/$label.log" 2>&1 &
+    pids+=($!)
+    gateway_pid=${pids[-1]}
+    gateway=$(address_in "$work/$label.log" "serving on http://")
+}
