@@ -17,6 +17,11 @@ use crate::text::{self, Bare};
 use crate::trim::{trim, trim_end};
 use policy_types::packed::{self, LevelRef, PackedError};
 use policy_types::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
+use smallvec::SmallVec;
+
+/// Statuses of enclosing levels kept without an allocation: deeper nesting
+/// than this is rare (an SDK's wrapper around a cause or two).
+const INLINE_ENCLOSING: usize = 4;
 
 /// Providers whose 429s carry real out-of-balance errors.
 const BILLING_429_PROVIDERS: &[&str] = &["moonshot", "kimi", "xai", "baichuan"];
@@ -66,8 +71,9 @@ fn classify_levels<'a>(
     let provider = provider_scope(provider);
 
     // (depth, status) of the levels enclosing the current one that had a
-    // status; a level inherits the innermost.
-    let mut enclosing: Vec<(u32, u16)> = Vec::new();
+    // status; a level inherits the innermost. Inline: in the sandbox each
+    // allocation is a call into the guest's allocator.
+    let mut enclosing: SmallVec<[(u32, u16); INLINE_ENCLOSING]> = SmallVec::new();
     let mut first_implied = None;
     let mut context_overflow = false;
     let mut chosen = None;
@@ -147,10 +153,11 @@ fn classify_levels<'a>(
             }
         }
 
-        let mut codes: Vec<Code> = level.code.map(Code::read).into_iter().collect();
-        if let Some(body) = &body {
-            codes.extend(body.codes.iter().map(|code| Code::read(code)));
-        }
+        // Sized once: growing it would be a second call into the allocator.
+        let body_codes = body.as_ref().map_or(&[][..], |body| &body.codes[..]);
+        let mut codes = Vec::with_capacity(usize::from(level.code.is_some()) + body_codes.len());
+        codes.extend(level.code.map(Code::read));
+        codes.extend(body_codes.iter().map(|code| Code::read(code)));
         let facts = LevelFacts {
             status: own_status.or(inherited),
             status_from_text: text_status.is_some(),

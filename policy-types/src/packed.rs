@@ -9,7 +9,13 @@
 //! with [`read_report`] or [`read_batch`], which check the whole layout and
 //! every text's UTF-8, so a malformed list is an error, never a panic.
 
+use smallvec::SmallVec;
+
 use crate::classify::{ErrorLevel, ErrorReport};
+
+/// Levels a [`PackedReport`] holds without an allocation: an error and
+/// the causes an SDK wraps around it (most reports have one or two).
+pub const INLINE_LEVELS: usize = 4;
 
 /// The length that stands for an absent `text?`.
 const NONE: u32 = u32::MAX;
@@ -61,8 +67,11 @@ impl LevelRef<'_> {
 pub struct PackedReport<'a> {
     /// See [`ErrorReport::provider`].
     pub provider: Option<&'a str>,
-    /// See [`ErrorReport::levels`]; never empty.
-    pub levels: Vec<LevelRef<'a>>,
+    /// See [`ErrorReport::levels`]; never empty. Kept
+    /// inline up to [`INLINE_LEVELS`]: in the sandbox an allocation is a
+    /// call into the guest's allocator, and a report read to be classified
+    /// at once rarely has more levels than that.
+    pub levels: SmallVec<[LevelRef<'a>; INLINE_LEVELS]>,
     /// See [`ErrorReport::now_ms`].
     pub now_ms: u64,
 }
@@ -172,6 +181,10 @@ fn write_optional(out: &mut Vec<u8>, text: Option<&str>) {
 }
 
 /// Reads one packed report (`classify-packed`'s argument).
+// Inlined so the report is read in its caller's frame: moving it out
+// (its levels are inline) would be a `memory.copy`, which wasmtime runs as
+// a call out of the sandbox.
+#[inline(always)]
 pub fn read_report(bytes: &[u8]) -> Result<PackedReport<'_>, PackedError> {
     let mut reader = Reader::new(bytes);
     let report = reader.report();
@@ -212,23 +225,28 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline(always)]
     fn report(&mut self) -> Option<PackedReport<'a>> {
         let now_ms = u64::from_le_bytes(self.array("now-ms")?);
         let count = self.u32("level-count")?;
         if count == 0 {
             return self.fail(PackedError::NoLevels);
         }
-        let provider = self.optional("provider")?;
-        // A level takes at least 18 bytes: depth, status and three lengths.
-        let mut levels = Vec::with_capacity((count as usize).min(self.bytes.len() / 18 + 1));
-        for _ in 0..count {
-            levels.push(self.level()?);
-        }
-        Some(PackedReport {
-            provider,
-            levels,
+        // The levels are read into their place in the report: built apart
+        // and moved in, their inline array would be copied.
+        let mut report = PackedReport {
+            provider: self.optional("provider")?,
+            levels: SmallVec::new(),
             now_ms,
-        })
+        };
+        // A level takes at least 18 bytes: depth, status and three lengths.
+        report
+            .levels
+            .reserve_exact((count as usize).min(self.bytes.len() / 18 + 1));
+        for _ in 0..count {
+            report.levels.push(self.level()?);
+        }
+        Some(report)
     }
 
     #[inline(always)]
@@ -245,6 +263,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `read` when it read and nothing is left over; else why not.
+    #[inline(always)]
     fn finish<T>(self, read: Option<T>) -> Result<T, PackedError> {
         match read {
             Some(value) if self.bytes.is_empty() => Ok(value),
@@ -390,11 +409,46 @@ mod tests {
     }
 
     #[test]
+    fn a_report_deeper_than_the_inline_levels_reads_back_whole() {
+        let deep = ErrorReport {
+            provider: None,
+            levels: (0..3 * INLINE_LEVELS as u32)
+                .map(|depth| ErrorLevel {
+                    depth,
+                    status: Some(400 + depth as u16),
+                    code: (depth % 2 == 0).then(|| format!("code_{depth}")),
+                    message: format!("level {depth}"),
+                    headers: String::new(),
+                })
+                .collect(),
+            now_ms: 7,
+        };
+        let mut bytes = Vec::new();
+        write_report(&mut bytes, &deep);
+        let read = read_report(&bytes).unwrap();
+        assert!(read.levels.spilled());
+        assert_eq!(read.to_report(), deep);
+        // And in a batch, between reports that fit inline.
+        let mut bytes = Vec::new();
+        let reports = [sample(), deep, sample()];
+        write_batch_count(&mut bytes, reports.len());
+        for report in &reports {
+            write_report(&mut bytes, report);
+        }
+        let batch: Vec<ErrorReport> = read_batch(&bytes)
+            .unwrap()
+            .iter()
+            .map(PackedReport::to_report)
+            .collect();
+        assert_eq!(batch, reports);
+    }
+
+    #[test]
     fn a_report_without_levels_is_written_with_one_empty_level() {
         let mut bytes = Vec::new();
         write_report(&mut bytes, &ErrorReport::default());
         let read = read_report(&bytes).unwrap();
-        assert_eq!(read.levels, vec![LevelRef::default()]);
+        assert_eq!(read.levels.as_slice(), [LevelRef::default()]);
     }
 
     #[test]
