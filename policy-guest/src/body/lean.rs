@@ -7,6 +7,7 @@
 //! key repeats, its last value wins, as in a parsed map.
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
@@ -50,9 +51,32 @@ pub(super) enum Node {
 }
 
 /// An object's values for [`KEYS`].
+///
+/// Dropped by the keys it has: the slots of absent keys are `None`, and
+/// walking all of them, a call of the drop glue each in the sandbox, cost
+/// more than the rest of freeing a body's tree.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Object {
-    values: [Option<Node>; KEYS.len()],
+    values: ManuallyDrop<[Option<Node>; KEYS.len()]>,
+    /// Bit `i` is set when `values[i]` is `Some`.
+    present: u16,
+}
+
+// `present` has a bit for every key.
+const _: () = assert!(KEYS.len() <= u16::BITS as usize);
+
+impl Drop for Object {
+    fn drop(&mut self) {
+        debug_assert!(
+            (0..KEYS.len()).all(|i| self.values[i].is_some() == (self.present >> i & 1 == 1)),
+            "a value without its bit would not be dropped"
+        );
+        let mut present = self.present;
+        while present != 0 {
+            self.values[present.trailing_zeros() as usize] = None;
+            present &= present - 1;
+        }
+    }
 }
 
 impl Object {
@@ -67,6 +91,7 @@ impl Object {
     /// Sets the value of the key at `index` in [`KEYS`] (see [`key_index`]).
     pub(super) fn set(&mut self, index: usize, value: Node) {
         self.values[index] = Some(value);
+        self.present |= 1 << index;
     }
 
     /// Whether the object has `key` (one of [`KEYS`]), whatever its value.
@@ -87,7 +112,7 @@ impl Node {
                 let mut object = Object::default();
                 for (key, value) in map {
                     if let Some(index) = key_index(key) {
-                        object.values[index] = Some(Node::through_value(value));
+                        object.set(index, Node::through_value(value));
                     }
                 }
                 Node::Object(Box::new(object))
@@ -205,7 +230,7 @@ impl<'de> Visitor<'de> for NodeVisitor {
         let mut object = Object::default();
         while let Some(key) = map.next_key::<Key>()? {
             match key.0 {
-                Some(index) => object.values[index] = Some(map.next_value::<Node>()?),
+                Some(index) => object.set(index, map.next_value::<Node>()?),
                 None => {
                     map.next_value::<Skipped>()?;
                 }
