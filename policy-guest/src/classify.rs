@@ -203,7 +203,7 @@ fn classify_levels<'a>(
 }
 
 fn provider_scope(provider: Option<&str>) -> ProviderScope {
-    let Some(provider) = provider.map(str::trim) else {
+    let Some(provider) = provider.map(trim) else {
         return ProviderScope::default();
     };
     let bytes = provider.as_bytes();
@@ -228,4 +228,59 @@ fn read_body(message: &str, status_first: bool) -> Option<BodyFacts> {
     let prefix = trim_end(&message[..body.offset]);
     let wrapped = prefix.is_empty() || prefix.ends_with([':', '-']) || status_first;
     wrapped.then_some(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names are found anywhere in the trimmed provider id, in any
+    /// case.
+    #[test]
+    fn provider_scope_finds_the_names_anywhere_in_any_case() {
+        for name in BILLING_429_PROVIDERS {
+            assert_eq!(*name, name.to_ascii_lowercase(), "names are lowercase");
+        }
+        let reference = |provider: &str| {
+            let provider = provider.trim().to_ascii_lowercase();
+            BILLING_429_PROVIDERS
+                .iter()
+                .any(|name| provider.contains(name))
+        };
+        for provider in [
+            "moonshot",
+            "Moonshot",
+            "MOONSHOTAI",
+            "kimi",
+            "kimi-k2",
+            "xai",
+            "XAI",
+            "my-xai",
+            "x",
+            "xa",
+            "xaix",
+            "baichuan",
+            "BaiChuan2",
+            "openai",
+            "anthropic",
+            "",
+            " ",
+            " kimi ",
+            "\u{a0}xai",
+            "mkb",
+            "bbaichuan",
+            "moonshoT",
+            "ｘai",
+            "é-kimi",
+        ] {
+            assert_eq!(
+                provider_scope(Some(provider)).billing_429,
+                reference(provider),
+                "{provider:?}"
+            );
+        }
+        assert!(provider_scope(Some(" OpenRouter ")).openrouter);
+        assert!(!provider_scope(Some("openrouter-x")).openrouter);
+        assert_eq!(provider_scope(None), ProviderScope::default());
+    }
 }

@@ -210,12 +210,15 @@ pub fn bare(message: &str) -> Option<Bare> {
     if message.len() > MAX_BARE_BYTES {
         return None;
     }
+    // Trimmed once: after a prefix only its start needs it again, and
+    // after the final `.` only its end (each trim is a call or two in the
+    // sandbox, and nearly every short message is asked this).
     let text = trim(message);
     let text = ["error:", "typeerror:"]
         .iter()
         .find(|p| starts_with_ignore_case(text, p))
-        .map_or(text, |p| &text[p.len()..]);
-    let text = trimmed_sentence(text);
+        .map_or(text, |p| trim_start(&text[p.len()..]));
+    let text = text.strip_suffix('.').map_or(text, trim_end);
     if text.eq_ignore_ascii_case("an unknown error occurred") {
         return Some(Bare::UnknownErrorOccurred);
     }
@@ -440,6 +443,66 @@ mod tests {
         assert!(is_html_page("<!DOCTYPE html><html><body>502"));
         assert!(is_html_page("  <html>\n<head>"));
         assert!(!is_html_page("{\"error\":\"<html>\"}"));
+    }
+
+    /// `bare` trims each part once; it answers what trimming the whole,
+    /// then the part after a prefix, then around the final `.`, answers.
+    #[test]
+    fn bare_answers_as_when_every_part_was_trimmed_whole() {
+        fn reference(message: &str) -> Option<Bare> {
+            if message.len() > MAX_BARE_BYTES {
+                return None;
+            }
+            let text = message.trim();
+            let text = ["error:", "typeerror:"]
+                .iter()
+                .find(|p| {
+                    text.len() >= p.len()
+                        && text.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes())
+                })
+                .map_or(text, |p| &text[p.len()..]);
+            let text = text.trim();
+            let text = text.strip_suffix('.').unwrap_or(text).trim_end();
+            [
+                ("an unknown error occurred", Bare::UnknownErrorOccurred),
+                (
+                    "unknown error (no error details in response)",
+                    Bare::NoErrorDetails,
+                ),
+                ("request failed", Bare::TransportFailure),
+                ("terminated", Bare::TransportFailure),
+                ("stream_read_error", Bare::TransportFailure),
+                ("load failed", Bare::TransportFailure),
+            ]
+            .into_iter()
+            .find(|(phrase, _)| text.eq_ignore_ascii_case(phrase))
+            .map(|(_, bare)| bare)
+        }
+        let spaces = ["", " ", "  ", "\t", "\u{a0}", "\u{3000}"];
+        let prefixes = ["", "Error:", "TYPEERROR:", "error: error:", "Error"];
+        let middles = [
+            "Terminated",
+            "load failed",
+            "an unknown error occurred",
+            "",
+            ".",
+            "x",
+        ];
+        let ends = ["", ".", "..", " .", ". ", "\u{a0}."];
+        for lead in spaces {
+            for prefix in prefixes {
+                for gap in spaces {
+                    for middle in middles {
+                        for end in ends {
+                            for tail in spaces {
+                                let message = format!("{lead}{prefix}{gap}{middle}{end}{tail}");
+                                assert_eq!(bare(&message), reference(&message), "{message:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
