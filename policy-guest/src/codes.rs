@@ -266,10 +266,7 @@ const EXACT: &[(&str, Option<Reason>, Weight)] = &[
 /// [`EXACT`] sorted by code at build time, so a lookup is a binary search
 /// rather than a walk through every entry (a code is looked up for each
 /// rule that asks about it).
-const EXACT_SORTED: [(&str, Option<Reason>, Weight); EXACT.len()] = sorted_exact();
-
-/// [`EXACT`] sorted by code, computed by the compiler.
-const fn sorted_exact() -> [(&'static str, Option<Reason>, Weight); EXACT.len()] {
+const EXACT_SORTED: [(&str, Option<Reason>, Weight); EXACT.len()] = {
     let mut sorted = [EXACT[0]; EXACT.len()];
     let mut i = 0;
     while i < EXACT.len() {
@@ -289,7 +286,7 @@ const fn sorted_exact() -> [(&'static str, Option<Reason>, Weight); EXACT.len()]
         i += 1;
     }
     sorted
-}
+};
 
 /// Whether `a` sorts strictly before `b`, byte by byte (`str`'s order).
 const fn bytes_before(a: &[u8], b: &[u8]) -> bool {

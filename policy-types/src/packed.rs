@@ -67,10 +67,10 @@ impl LevelRef<'_> {
 pub struct PackedReport<'a> {
     /// See [`ErrorReport::provider`].
     pub provider: Option<&'a str>,
-    /// See [`ErrorReport::levels`]; never empty. Kept
-    /// inline up to [`INLINE_LEVELS`]: in the sandbox an allocation is a
-    /// call into the guest's allocator, and a report read to be classified
-    /// at once rarely has more levels than that.
+    /// See [`ErrorReport::levels`]; never empty. Kept inline up to
+    /// [`INLINE_LEVELS`]: in the sandbox an allocation is a call into the
+    /// guest's allocator, and a report read to be classified at once rarely
+    /// has more levels than that.
     pub levels: SmallVec<[LevelRef<'a>; INLINE_LEVELS]>,
     /// See [`ErrorReport::now_ms`].
     pub now_ms: u64,
