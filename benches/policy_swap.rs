@@ -9,6 +9,12 @@
 //!    versus off, on a classification and a runner decision.
 //!
 //! `cargo bench --bench policy_swap`
+//!
+//! With `FAILOVER_BENCH_MODULES=a.wasm,b.wasm,...` it does only one thing:
+//! compiles and checks each of those policy components in turn, round after
+//! round, and prints each one's median and fastest load next to the first
+//! one's. Two builds of a module loaded alternately in one process see the
+//! same machine, which separate runs of the whole benchmark do not.
 
 #[path = "../tests/support/guests.rs"]
 mod guests;
@@ -242,8 +248,59 @@ async fn swap_pause(engine: &PolicyEngine, example: Vec<u8>) {
     println!();
 }
 
+/// Comma-separated paths of policy components to compare by load time.
+const MODULES_VAR: &str = "FAILOVER_BENCH_MODULES";
+
+/// Rounds of the module comparison: every module is loaded once a round.
+/// Twenty-five loads of a ~200 ms compile keep a comparison of two modules
+/// near twenty seconds, enough for the median to settle on this machine.
+const COMPARE_ROUNDS: usize = 25;
+
+/// Loads each module of `paths` once a round, in a rotating order so none
+/// always follows the same one, and prints medians, fastest loads and the
+/// ratio of each median to the first module's.
+fn compare_modules(engine: &PolicyEngine, paths: &str) {
+    let modules: Vec<(String, Vec<u8>)> = paths
+        .split(',')
+        .map(|path| {
+            let bytes = std::fs::read(path)
+                .unwrap_or_else(|e| panic!("{MODULES_VAR}: cannot read {path}: {e}"));
+            (path.to_owned(), bytes)
+        })
+        .collect();
+    let mut loads = vec![Vec::new(); modules.len()];
+    for round in 0..COMPARE_ROUNDS {
+        for turn in 0..modules.len() {
+            let which = (round + turn) % modules.len();
+            let started = Instant::now();
+            Policy::load(engine, &modules[which].1, Limits::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", modules[which].0));
+            loads[which].push(started.elapsed());
+        }
+    }
+    println!("## compile + contract, {COMPARE_ROUNDS} rounds\n");
+    println!("| module | size | median | fastest | median / first |");
+    println!("|---|---:|---:|---:|---:|");
+    let first = median(loads[0].clone());
+    for ((path, bytes), times) in modules.iter().zip(loads) {
+        let fastest = *times.iter().min().expect("one load a round");
+        let middle = median(times);
+        println!(
+            "| {path} | {} KiB | {:.1} ms | {:.1} ms | {:.3} |",
+            bytes.len() / 1024,
+            ms(middle),
+            ms(fastest),
+            middle.as_secs_f64() / first.as_secs_f64()
+        );
+    }
+}
+
 fn main() {
     let engine = PolicyEngine::new().unwrap();
+    if let Some(paths) = std::env::var_os(MODULES_VAR) {
+        compare_modules(&engine, &paths.to_string_lossy());
+        return;
+    }
     let example = guests::component("examples/policy-context-advances", &[]);
     swap_latency(&engine, &example);
     sandbox_cost();
