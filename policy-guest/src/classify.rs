@@ -15,9 +15,9 @@ use crate::rules::{self, Evidence, LevelFacts, ProviderScope};
 use crate::signals;
 use crate::text::{self, Bare};
 use crate::trim::{trim, trim_end};
+use policy_types::inline::InlineVec;
 use policy_types::packed::{self, LevelRef, PackedError};
 use policy_types::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
-use smallvec::SmallVec;
 
 /// Statuses of enclosing levels kept without an allocation: deeper nesting
 /// than this is rare (an SDK's wrapper around a cause or two).
@@ -35,13 +35,31 @@ pub fn classify(report: &ErrorReport) -> Classification {
     )
 }
 
+/// Classifies a report given by its parts, its levels borrowed from
+/// wherever they are kept: what [`classify`] answers for the same report.
+///
+/// The component's record export (`classify`) comes through here, its
+/// levels borrowed from the record it was handed, rather than through
+/// [`classify`]: so the module holds one copy of the walk below, the one
+/// the packed calls use. Each copy is ~5 KB of the module's code, and
+/// Cranelift compiles it on every module admitted (BENCHMARKS.md, issue
+/// 16, eighteenth part).
+pub fn classify_borrowed(
+    provider: Option<&str>,
+    levels: &[LevelRef<'_>],
+    now_ms: u64,
+) -> Classification {
+    classify_levels(provider, levels.iter().copied(), now_ms)
+}
+
 /// Classifies one failed provider call packed into bytes (contract 0.8.0's
 /// `classify-packed`): what [`classify`] answers for the same report.
 pub fn classify_packed(bytes: &[u8]) -> Result<Classification, PackedError> {
-    let report = packed::read_report(bytes)?;
-    Ok(classify_levels(
+    let mut report = packed::PackedReport::default();
+    packed::read_report_into(bytes, &mut report)?;
+    Ok(classify_borrowed(
         report.provider,
-        report.levels.iter().copied(),
+        &report.levels,
         report.now_ms,
     ))
 }
@@ -51,18 +69,13 @@ pub fn classify_packed(bytes: &[u8]) -> Result<Classification, PackedError> {
 pub fn classify_packed_batch(bytes: &[u8]) -> Result<Vec<Classification>, PackedError> {
     Ok(packed::read_batch(bytes)?
         .iter()
-        .map(|report| {
-            classify_levels(
-                report.provider,
-                report.levels.iter().copied(),
-                report.now_ms,
-            )
-        })
+        .map(|report| classify_borrowed(report.provider, &report.levels, report.now_ms))
         .collect())
 }
 
-/// Classifies a report given by its parts, its levels borrowed wherever
-/// they are kept.
+/// Classifies a report given by its parts. Generic so that [`classify`]
+/// walks an [`ErrorReport`]'s levels without first copying them into a
+/// list of [`LevelRef`] (natively, that copy was 1.4 % of a call).
 fn classify_levels<'a>(
     provider: Option<&str>,
     levels: impl Iterator<Item = LevelRef<'a>> + Clone,
@@ -73,7 +86,7 @@ fn classify_levels<'a>(
     // (depth, status) of the levels enclosing the current one that had a
     // status; a level inherits the innermost. Inline: in the sandbox each
     // allocation is a call into the guest's allocator.
-    let mut enclosing: SmallVec<[(u32, u16); INLINE_ENCLOSING]> = SmallVec::new();
+    let mut enclosing: InlineVec<(u32, u16), INLINE_ENCLOSING> = InlineVec::new();
     let mut first_implied = None;
     let mut context_overflow = false;
     let mut chosen = None;

@@ -20,7 +20,24 @@ macro_rules! default_policy_glue {
 
         impl classifier::Guest for $policy {
             fn classify(report: wit::ErrorReport) -> wit::Classification {
-                $crate::classify(&report.mirror()).mirror()
+                // The levels borrowed from the record, not converted into
+                // an `ErrorReport`: see `classify_borrowed`.
+                let mut levels = $crate::policy_types::inline::InlineVec::<
+                    $crate::policy_types::packed::LevelRef<'_>,
+                    { $crate::policy_types::packed::INLINE_LEVELS },
+                >::new();
+                levels.reserve(report.levels.len());
+                for level in &report.levels {
+                    levels.push($crate::policy_types::packed::LevelRef {
+                        depth: level.depth,
+                        status: level.status,
+                        code: level.code.as_deref(),
+                        message: &level.message,
+                        headers: &level.headers,
+                    });
+                }
+                $crate::classify_borrowed(report.provider.as_deref(), &levels, report.now_ms)
+                    .mirror()
             }
 
             $($batch)*

@@ -106,7 +106,7 @@ pub mod fuzzing {
 pub mod component;
 
 pub use body::MAX_JSON_BODY_BYTES;
-pub use classify::{classify, classify_packed, classify_packed_batch};
+pub use classify::{classify, classify_borrowed, classify_packed, classify_packed_batch};
 /// The data types, for the glue macro's users.
 #[doc(hidden)]
 pub use policy_types;

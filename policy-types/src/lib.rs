@@ -6,6 +6,7 @@
 //! [`mirror!`] — one conversion per side, written once.
 //!
 //! - [`classify`] — a captured provider error and the verdict on it (§5).
+//! - [`inline`] — a short list kept in place, for what a module reads.
 //! - [`packed`] — an error report packed into bytes, as it crosses into a
 //!   0.8.0 module.
 //! - [`profiles`] — profiles' routing state and the profile decisions
@@ -20,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod classify;
+pub mod inline;
 pub mod mirror;
 pub mod packed;
 pub mod plan;

@@ -9,9 +9,8 @@
 //! with [`read_report`] or [`read_batch`], which check the whole layout and
 //! every text's UTF-8, so a malformed list is an error, never a panic.
 
-use smallvec::SmallVec;
-
 use crate::classify::{ErrorLevel, ErrorReport};
+use crate::inline::InlineVec;
 
 /// Levels a [`PackedReport`] holds without an allocation: an error and
 /// the causes an SDK wraps around it (most reports have one or two).
@@ -63,7 +62,7 @@ impl LevelRef<'_> {
 }
 
 /// A report read from packed bytes, its texts borrowed from them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PackedReport<'a> {
     /// See [`ErrorReport::provider`].
     pub provider: Option<&'a str>,
@@ -71,7 +70,7 @@ pub struct PackedReport<'a> {
     /// [`INLINE_LEVELS`]: in the sandbox an allocation is a call into the
     /// guest's allocator, and a report read to be classified at once rarely
     /// has more levels than that.
-    pub levels: SmallVec<[LevelRef<'a>; INLINE_LEVELS]>,
+    pub levels: InlineVec<LevelRef<'a>, INLINE_LEVELS>,
     /// See [`ErrorReport::now_ms`].
     pub now_ms: u64,
 }
@@ -181,14 +180,27 @@ fn write_optional(out: &mut Vec<u8>, text: Option<&str>) {
 }
 
 /// Reads one packed report (`classify-packed`'s argument).
-// Inlined so the report is read in its caller's frame: moving it out
-// (its levels are inline) would be a `memory.copy`, which wasmtime runs as
-// a call out of the sandbox.
-#[inline(always)]
 pub fn read_report(bytes: &[u8]) -> Result<PackedReport<'_>, PackedError> {
+    let mut report = PackedReport::default();
+    read_report_into(bytes, &mut report)?;
+    Ok(report)
+}
+
+/// Reads one packed report into `report`, whatever it held before.
+///
+/// For a module, which reads the report where it keeps it: moved (out of
+/// the reader, through an `Option` and a `Result`), a report with its
+/// levels inline is copied whole each time, and in the sandbox each copy is
+/// a `memory.copy` that wasmtime runs as a call out to the host's `memcpy`
+/// (~100 instructions a copy, BENCHMARKS.md, issue 16, eighteenth part).
+#[inline(always)]
+pub fn read_report_into<'a>(
+    bytes: &'a [u8],
+    report: &mut PackedReport<'a>,
+) -> Result<(), PackedError> {
     let mut reader = Reader::new(bytes);
-    let report = reader.report();
-    reader.finish(report)
+    let read = reader.report_into(report);
+    reader.finish(read)
 }
 
 /// Reads a packed batch (`classify-packed-batch`'s argument).
@@ -200,7 +212,10 @@ pub fn read_batch(bytes: &[u8]) -> Result<Vec<PackedReport<'_>>, PackedError> {
         // claimed count allocates more than the bytes could hold.
         let mut reports = Vec::with_capacity((count as usize).min(bytes.len() / 34));
         for _ in 0..count {
-            reports.push(reader.report()?);
+            // Read in its place in the list, not moved there.
+            reports.push(PackedReport::default());
+            let last = reports.len() - 1;
+            reader.report_into(&mut reports[last])?;
         }
         Some(reports)
     })();
@@ -225,28 +240,24 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Reads a report into `report`, replacing what it held.
     #[inline(always)]
-    fn report(&mut self) -> Option<PackedReport<'a>> {
-        let now_ms = u64::from_le_bytes(self.array("now-ms")?);
+    fn report_into(&mut self, report: &mut PackedReport<'a>) -> Option<()> {
+        report.now_ms = u64::from_le_bytes(self.array("now-ms")?);
         let count = self.u32("level-count")?;
         if count == 0 {
             return self.fail(PackedError::NoLevels);
         }
-        // The levels are read into their place in the report: built apart
-        // and moved in, their inline array would be copied.
-        let mut report = PackedReport {
-            provider: self.optional("provider")?,
-            levels: SmallVec::new(),
-            now_ms,
-        };
+        report.provider = self.optional("provider")?;
+        report.levels.clear();
         // A level takes at least 18 bytes: depth, status and three lengths.
         report
             .levels
-            .reserve_exact((count as usize).min(self.bytes.len() / 18 + 1));
+            .reserve((count as usize).min(self.bytes.len() / 18 + 1));
         for _ in 0..count {
             report.levels.push(self.level()?);
         }
-        Some(report)
+        Some(())
     }
 
     #[inline(always)]
@@ -467,6 +478,45 @@ mod tests {
             .map(PackedReport::to_report)
             .collect();
         assert_eq!(batch, reports);
+    }
+
+    /// A report read into one that held another keeps nothing of the
+    /// old one: not its levels (spilled or inline), provider or clock.
+    #[test]
+    fn a_report_read_into_another_replaces_it_whole() {
+        let deep = ErrorReport {
+            provider: Some("old".into()),
+            levels: (0..2 * INLINE_LEVELS as u32)
+                .map(|depth| ErrorLevel {
+                    depth,
+                    message: format!("old {depth}"),
+                    ..ErrorLevel::default()
+                })
+                .collect(),
+            now_ms: 99,
+        };
+        let shallow = ErrorReport {
+            provider: None,
+            ..sample()
+        };
+        let (mut deep_bytes, mut shallow_bytes) = (Vec::new(), Vec::new());
+        write_report(&mut deep_bytes, &deep);
+        write_report(&mut shallow_bytes, &shallow);
+        let mut report = PackedReport::default();
+        for (bytes, expected) in [
+            (&deep_bytes, &deep),
+            (&shallow_bytes, &shallow),
+            (&deep_bytes, &deep),
+            (&deep_bytes, &deep),
+            (&shallow_bytes, &shallow),
+        ] {
+            read_report_into(bytes, &mut report).unwrap();
+            assert_eq!(&report.to_report(), expected);
+        }
+        // A read that fails still leaves an error, not a half-read report
+        // taken for whole.
+        let truncated = &deep_bytes[..deep_bytes.len() - 1];
+        assert!(read_report_into(truncated, &mut report).is_err());
     }
 
     #[test]
