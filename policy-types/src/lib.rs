@@ -20,6 +20,7 @@
 
 #![warn(missing_docs)]
 
+mod ascii;
 pub mod classify;
 pub mod inline;
 pub mod mirror;

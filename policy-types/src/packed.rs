@@ -334,72 +334,17 @@ impl<'a> Reader<'a> {
 
 /// `bytes` as text when they are UTF-8.
 ///
-/// In the sandbox (wasm with SIMD) ASCII is checked sixteen bytes at a time
-/// and `str::from_utf8`, which there takes a word a turn after a set-up of
+/// In the sandbox (wasm with SIMD) ASCII is checked sixteen bytes at a
+/// time or more (`crate::ascii`) and `str::from_utf8`, which there takes a word a turn after a set-up of
 /// its own, runs only on text that is not all ASCII: provider errors nearly
 /// all are, and a report has three to five texts.
 #[inline(always)]
 fn utf8(bytes: &[u8]) -> Option<&str> {
-    if !is_ascii(bytes) {
+    if !crate::ascii::is_ascii(bytes) {
         return std::str::from_utf8(bytes).ok();
     }
     // SAFETY: ASCII is UTF-8.
     Some(unsafe { std::str::from_utf8_unchecked(bytes) })
-}
-
-/// Whether every byte of `bytes` is ASCII.
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-#[inline(always)]
-fn is_ascii(bytes: &[u8]) -> bool {
-    use std::arch::wasm32::{u8x16_bitmask, v128, v128_load};
-    const LANES: usize = std::mem::size_of::<v128>();
-    if bytes.len() < LANES {
-        return short_is_ascii(bytes);
-    }
-    // SAFETY (both loads): `at + LANES <= bytes.len()`, and the last one
-    // starts at `bytes.len() - LANES >= 0`; `v128_load` reads unaligned.
-    let high = |at: usize| u8x16_bitmask(unsafe { v128_load(bytes.as_ptr().add(at).cast()) });
-    let mut at = 0;
-    while at + LANES <= bytes.len() {
-        if high(at) != 0 {
-            return false;
-        }
-        at += LANES;
-    }
-    // The tail, as the last sixteen bytes (overlapping the last chunk).
-    high(bytes.len() - LANES) == 0
-}
-
-/// [`is_ascii`] of fewer than sixteen bytes in at most two loads, the
-/// second overlapping the first: in the sandbox the standard library's
-/// check is a call, and most of a report's texts are short or empty (its
-/// headers, its codes).
-#[cfg_attr(
-    not(all(target_arch = "wasm32", target_feature = "simd128")),
-    allow(dead_code)
-)]
-#[inline(always)]
-fn short_is_ascii(bytes: &[u8]) -> bool {
-    debug_assert!(bytes.len() < 16);
-    let high = |word: u64| word & u64::from_ne_bytes([0x80; 8]) != 0;
-    let len = bytes.len();
-    if len >= 8 {
-        let first = u64::from_ne_bytes(bytes[..8].try_into().expect("eight bytes"));
-        let last = u64::from_ne_bytes(bytes[len - 8..].try_into().expect("eight bytes"));
-        return !high(first | last);
-    }
-    if len >= 4 {
-        let first = u32::from_ne_bytes(bytes[..4].try_into().expect("four bytes"));
-        let last = u32::from_ne_bytes(bytes[len - 4..].try_into().expect("four bytes"));
-        return !high(u64::from(first | last));
-    }
-    bytes.iter().all(u8::is_ascii)
-}
-
-/// Elsewhere the standard library's check is fast enough.
-#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-fn is_ascii(bytes: &[u8]) -> bool {
-    bytes.is_ascii()
 }
 
 #[cfg(test)]
@@ -613,22 +558,5 @@ mod tests {
         broken[32] = 0x80;
         assert_eq!(utf8(&broken), None);
         assert_eq!(utf8(b""), Some(""));
-    }
-
-    /// The short check answers `is_ascii` for every length it takes, with
-    /// one byte of the high half at each place (and none).
-    #[test]
-    fn the_short_ascii_check_finds_a_high_byte_anywhere() {
-        for len in 0..16 {
-            let plain: Vec<u8> = (0..len).map(|i| b'a' + i as u8).collect();
-            assert!(short_is_ascii(&plain), "{len}");
-            for at in 0..len {
-                for high in [0x80, 0xc3, 0xff] {
-                    let mut text = plain.clone();
-                    text[at] = high;
-                    assert!(!short_is_ascii(&text), "{len} {at} {high:#x}");
-                }
-            }
-        }
     }
 }
