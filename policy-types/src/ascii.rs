@@ -55,12 +55,12 @@ mod chunk {
     /// Sixteen bytes in one integer.
     pub type Chunk = u128;
 
-    /// The sixteen bytes of `bytes` from `at` (checked here: the same
-    /// promise as the module's, which the tests would break loudly).
+    /// The sixteen bytes of `bytes` from `at`.
     ///
     /// # Safety
     ///
-    /// None needed; `unsafe` to match the module's `load`.
+    /// None: out of bounds it panics. `unsafe` only to have the module's
+    /// signature, so the loop calls both alike.
     pub unsafe fn load(bytes: &[u8], at: usize) -> Chunk {
         let sixteen = bytes[at..at + super::LANES]
             .try_into()

@@ -186,7 +186,8 @@ pub fn read_report(bytes: &[u8]) -> Result<PackedReport<'_>, PackedError> {
     Ok(report)
 }
 
-/// Reads one packed report into `report`, whatever it held before.
+/// Reads one packed report into `report`, whatever it held before. After
+/// an error, `report` holds part of what was read: use it only on `Ok`.
 ///
 /// For a module, which reads the report where it keeps it: moved (out of
 /// the reader, through an `Option` and a `Result`), a report with its
@@ -334,10 +335,11 @@ impl<'a> Reader<'a> {
 
 /// `bytes` as text when they are UTF-8.
 ///
-/// In the sandbox (wasm with SIMD) ASCII is checked sixteen bytes at a
-/// time or more (`crate::ascii`) and `str::from_utf8`, which there takes a word a turn after a set-up of
-/// its own, runs only on text that is not all ASCII: provider errors nearly
-/// all are, and a report has three to five texts.
+/// In the sandbox (wasm with SIMD) ASCII is checked sixteen bytes or more
+/// at a time (`crate::ascii`), and `str::from_utf8`, which there takes a
+/// word a turn after a set-up of its own, runs only on text that is not
+/// all ASCII: provider errors nearly all are, and a report has three to
+/// five texts.
 #[inline(always)]
 fn utf8(bytes: &[u8]) -> Option<&str> {
     if !crate::ascii::is_ascii(bytes) {
