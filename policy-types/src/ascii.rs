@@ -8,8 +8,8 @@
 //! turn of a loop also pays wasmtime's fuel count and its check at the
 //! loop's head, so fewer turns are fewer instructions a byte (BENCHMARKS.md,
 //! issue 16, eighteenth part). The loop's steps are written once over a
-//! [`Chunk`]; natively a chunk is a `u128`, so the tests walk the same
-//! steps the module does.
+//! `chunk::Chunk`: a SIMD register in the module, a `u128` natively, so the
+//! tests walk the same steps the module does.
 
 /// Bytes a chunk holds.
 const LANES: usize = 16;
@@ -98,6 +98,10 @@ pub(crate) fn is_ascii(bytes: &[u8]) -> bool {
 
 /// [`is_ascii`] of sixteen bytes or more: sixty-four a turn, then sixteen,
 /// then the last sixteen (overlapping what was checked).
+///
+/// `bytes` must hold at least sixteen bytes: the last load starts at
+/// `len - 16`. [`is_ascii`] sends shorter texts to [`short_is_ascii`];
+/// only a debug build checks it here, to keep the module's loop lean.
 #[cfg_attr(
     not(any(test, all(target_arch = "wasm32", target_feature = "simd128"))),
     allow(dead_code)
