@@ -6,12 +6,15 @@
 //! - [`request`] — client requests parsed, upstream requests rendered;
 //! - [`reply`] — upstream replies and streams read, client replies rendered;
 //! - [`whole`] — a whole upstream reply split into its members, relayed
-//!   as it came.
+//!   as it came;
+//! - [`scan`] — a cursor over JSON text, for the usual request and reply
+//!   read in one pass.
 
 pub(crate) mod plain;
 mod readers;
 mod reply;
 mod request;
+mod scan;
 mod whole;
 #[cfg(feature = "fuzzing")]
 pub(crate) use whole::agreement::check_against_tree as check_reply_against_tree;

@@ -1,98 +1,85 @@
 //! The common chat-completions request — a model, text messages, and at
 //! most `stream`, `max_tokens`, `max_completion_tokens`, `temperature` and
-//! `top_p` — read in one pass from its text, without the JSON tree the
-//! general reader builds first (more than half of reading a short request,
-//! issue 16).
+//! `top_p` — read in one pass from its text with the cursor of
+//! [`super::scan`], without the JSON tree the general reader builds first
+//! (more than half of reading a short request) or a `serde` visitor's
+//! calls (most of the rest: BENCHMARKS.md, issue 16, nineteenth part).
 //!
 //! Anything else — another field, a message with more than a role and a
-//! string, a value the general reader would refuse or keep as it came —
-//! makes this reader give up, and the general one reads the request: this
-//! one never refuses and never decides differently (a property test holds
-//! the two to the same request on every body this one takes).
+//! string, a name written with escapes, a value the general reader would
+//! refuse or keep as it came — makes this reader give up, and the general
+//! one reads the request: this one never refuses and never decides
+//! differently (a property test holds the two to the same request on every
+//! body this one takes).
 
 use std::borrow::Cow;
-use std::fmt;
 
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
-
-use super::super::{ChatRequest, Message, Role};
-use super::readers::{Count, Key, Text};
+use super::super::{ChatRequest, Message};
 use super::request::text_role;
+use super::scan::{Cursor, Number};
 
 /// The request in `body`, when it is a plain one.
 pub(crate) fn plain_request(body: &[u8]) -> Option<ChatRequest> {
-    let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let Plain(request) = Plain::deserialize(&mut deserializer).ok()?;
-    deserializer.end().ok()?;
-    request
-}
-
-/// Why this reader gave up (never shown: the general reader then reads).
-fn not_plain<E: de::Error>() -> E {
-    E::custom("not a plain request")
-}
-
-struct Plain(Option<ChatRequest>);
-
-impl<'de> Deserialize<'de> for Plain {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(PlainVisitor)
-    }
-}
-
-struct PlainVisitor;
-
-impl<'de> Visitor<'de> for PlainVisitor {
-    type Value = Plain;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Plain, A::Error> {
-        let mut model = None;
-        let mut turns = None;
-        let (mut stream, mut max_tokens, mut max_completion_tokens) = (false, None, None);
-        let (mut temperature, mut top_p) = (None, None);
-        // A repeated name means its last value, as in a parsed object.
-        while let Some(Key(name)) = map.next_key::<Key>()? {
-            match &*name {
-                "model" => model = map.next_value::<Text>()?.0,
-                "messages" => turns = Some(map.next_value::<Turns>()?),
-                "stream" => stream = map.next_value()?,
-                "max_tokens" => max_tokens = positive(map.next_value()?)?,
-                "max_completion_tokens" => max_completion_tokens = positive(map.next_value()?)?,
-                "temperature" => temperature = map.next_value()?,
-                "top_p" => top_p = map.next_value()?,
-                _ => return Err(not_plain()),
-            }
+    let text = std::str::from_utf8(body).ok()?;
+    let mut cursor = Cursor::new(text);
+    let mut model = None;
+    let mut turns = None;
+    let (mut stream, mut max_tokens, mut max_completion_tokens) = (false, None, None);
+    let (mut temperature, mut top_p) = (None, None);
+    // A repeated name means its last value, as in a parsed object.
+    cursor.object(|cursor, name, escaped| {
+        (!escaped).then_some(())?;
+        match cursor.slice(name) {
+            "model" => model = cursor.text()?,
+            "messages" => turns = Some(read_turns(cursor)?),
+            "stream" => stream = cursor.boolean()?,
+            "max_tokens" => max_tokens = Some(positive(cursor)?),
+            "max_completion_tokens" => max_completion_tokens = Some(positive(cursor)?),
+            "temperature" => temperature = fraction(cursor)?,
+            "top_p" => top_p = fraction(cursor)?,
+            _ => return None,
         }
-        let model = model
-            .filter(|m| !m.trim().is_empty())
-            .ok_or_else(not_plain)?;
-        let Turns { system, messages } = turns.ok_or_else(not_plain)?;
-        if system.is_empty() && messages.is_empty() {
-            return Err(not_plain());
-        }
-        Ok(Plain(Some(ChatRequest {
-            model: model.into_owned(),
-            system: (!system.is_empty()).then(|| system.join("\n\n")),
-            messages,
-            stream,
-            // As the general reader has it: the later name wins.
-            max_tokens: max_completion_tokens.or(max_tokens),
-            temperature,
-            top_p,
-            ..ChatRequest::default()
-        })))
+        Some(())
+    })?;
+    cursor.at_end().then_some(())?;
+    let model = model.filter(|m| !m.trim().is_empty())?;
+    let Turns { system, messages } = turns?;
+    if system.is_empty() && messages.is_empty() {
+        return None;
     }
+    Some(ChatRequest {
+        model: model.into_owned(),
+        system: (!system.is_empty()).then(|| system.join("\n\n")),
+        messages,
+        stream,
+        // As the general reader has it: the later name wins.
+        max_tokens: max_completion_tokens.or(max_tokens),
+        temperature,
+        top_p,
+        ..ChatRequest::default()
+    })
 }
 
 /// A token bound: a positive integer; anything else is for the general
 /// reader (which refuses it, or skips a null).
-fn positive<E: de::Error>(Count(count): Count) -> Result<Option<u64>, E> {
-    match count {
-        Some(count) if count > 0 => Ok(Some(count)),
-        _ => Err(not_plain()),
+fn positive(cursor: &mut Cursor<'_>) -> Option<u64> {
+    cursor.count()?.filter(|count| *count > 0)
+}
+
+/// An optional number, as `serde_json` reads an `Option<f64>`: `null`, or
+/// a number (an integer converted, any other read by `serde_json` itself,
+/// which refuses one out of range); anything else is for the general
+/// reader.
+fn fraction(cursor: &mut Cursor<'_>) -> Option<Option<f64>> {
+    if cursor.null()? {
+        return Some(None);
+    }
+    let start = cursor.at();
+    match cursor.number()? {
+        Number::Count(count) => Some(Some(count as f64)),
+        Number::Negative | Number::Other => {
+            serde_json::from_str(cursor.slice(start..cursor.at())).ok()
+        }
     }
 }
 
@@ -102,62 +89,33 @@ struct Turns {
     messages: Vec<Message>,
 }
 
-impl<'de> Deserialize<'de> for Turns {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct TurnsVisitor;
-        impl<'de> Visitor<'de> for TurnsVisitor {
-            type Value = Turns;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON array")
+/// The `messages` array, every element a text message of a role the
+/// general reader reads as text.
+fn read_turns(cursor: &mut Cursor<'_>) -> Option<Turns> {
+    let mut turns = Turns {
+        system: Vec::new(),
+        messages: Vec::with_capacity(4),
+    };
+    cursor.array(|cursor, _| {
+        let (mut role, mut content) = (None, None);
+        cursor.object(|cursor, name, escaped| {
+            (!escaped).then_some(())?;
+            match cursor.slice(name) {
+                "role" => role = cursor.text()?,
+                "content" => content = cursor.text()?,
+                _ => return None,
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Turns, A::Error> {
-                let mut turns = Turns {
-                    system: Vec::new(),
-                    messages: Vec::with_capacity(seq.size_hint().unwrap_or(4)),
-                };
-                while let Some(Turn { role, content }) = seq.next_element()? {
-                    match role {
-                        None => turns.system.push(content),
-                        Some(role) => turns.messages.push(Message { role, content }),
-                    }
-                }
-                Ok(turns)
-            }
+            Some(())
+        })?;
+        let role = role.as_deref().and_then(text_role)?;
+        let content = content.map(Cow::into_owned)?;
+        match role {
+            None => turns.system.push(content),
+            Some(role) => turns.messages.push(Message { role, content }),
         }
-        deserializer.deserialize_seq(TurnsVisitor)
-    }
-}
-
-/// One text message: a role (`None` for a system one) and its text.
-struct Turn {
-    role: Option<Role>,
-    content: String,
-}
-
-impl<'de> Deserialize<'de> for Turn {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct TurnVisitor;
-        impl<'de> Visitor<'de> for TurnVisitor {
-            type Value = Turn;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Turn, A::Error> {
-                let (mut role, mut content) = (None, None);
-                while let Some(Key(name)) = map.next_key::<Key>()? {
-                    match &*name {
-                        "role" => role = map.next_value::<Text>()?.0,
-                        "content" => content = map.next_value::<Text>()?.0,
-                        _ => return Err(not_plain()),
-                    }
-                }
-                let role = role.as_deref().and_then(text_role).ok_or_else(not_plain)?;
-                let content = content.map(Cow::into_owned).ok_or_else(not_plain)?;
-                Ok(Turn { role, content })
-            }
-        }
-        deserializer.deserialize_map(TurnVisitor)
-    }
+        Some(())
+    })?;
+    Some(turns)
 }
 
 #[cfg(test)]

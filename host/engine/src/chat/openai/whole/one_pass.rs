@@ -1,132 +1,164 @@
 //! A reply read in one pass: the members the gateway needs (`error`,
-//! `choices`, `id`, `usage`) read where they stand, and every member's span
-//! found from where the names lie in the text, instead of splitting the
-//! reply into raw members first and reading those again (which scanned
-//! `choices` and `usage` twice: about 2k instructions of a gateway request,
-//! BENCHMARKS.md, issue 16).
+//! `choices`, `id`, `usage`) read where they stand and every member's
+//! span noted on the way, by a cursor over the text instead of a `serde`
+//! visitor (reading the reply was the largest part of the gateway's own
+//! work per request, a visitor's calls most of it: BENCHMARKS.md, issue
+//! 16, nineteenth part).
 //!
-//! It answers only for the usual reply: every name written without
-//! escapes (so it is a slice of the text and shows where its member
-//! starts) and every value of a shape its reader takes. For anything else
-//! it declines and [`super::read`] takes the two-pass way, so what it
-//! reads is always what that way reads.
+//! It answers only for the usual reply: every name it reads written
+//! without escapes (so a member's name is a slice of the text), every value
+//! of a shape its reader takes, every string and number where it reads
+//! them of a kind the cursor reads as `serde_json` does (see
+//! [`super::super::scan`]). For anything else it declines and [`super::read`]
+//! takes the two-pass way, so what it reads is always what that way reads.
 
 use std::borrow::Cow;
-use std::fmt;
-use std::ops::Range;
 
-use serde::de::{Deserializer, Error as _, IgnoredAny, MapAccess, Visitor};
+use serde_json::Value;
 
-use super::super::readers::{Key, Text};
-use super::choice::{Choice, First, Usage};
-use super::{span_in, Found, Members, Name};
-
-/// What the pass found, names in the upstream's order.
-struct Pass<'a> {
-    names: Vec<&'a str>,
-    found: Found<'a>,
-}
-
-struct PassVisitor;
-
-impl<'de> Visitor<'de> for PassVisitor {
-    type Value = Pass<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Pass<'de>, A::Error> {
-        let mut pass = Pass {
-            names: Vec::with_capacity(super::USUAL_MEMBERS),
-            found: Found::default(),
-        };
-        while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
-            let Cow::Borrowed(name) = name else {
-                return Err(A::Error::custom("a name written with escapes"));
-            };
-            // A repeated name means its last value, as in a parsed object.
-            let found = &mut pass.found;
-            match name {
-                "error" => found.error = map.next_value::<Option<IgnoredAny>>()?.is_some(),
-                "choices" => found.choice = map.next_value::<First<Choice>>()?.0,
-                "id" => found.id = map.next_value::<Text>()?.0,
-                "usage" => found.usage = map.next_value::<Usage>()?.0,
-                _ => drop(map.next_value::<IgnoredAny>()?),
-            }
-            pass.names.push(name);
-        }
-        Ok(pass)
-    }
-}
+use super::super::scan::Cursor;
+use super::choice::{Choice, Message};
+use super::{Found, Members, Name, USUAL_MEMBERS};
+use crate::chat::TokenUsage;
 
 /// The reply's members and what the gateway reads of them; `None` when
 /// the two-pass way must read it (see the module's note).
 pub(super) fn read(text: &str) -> Option<(Members, Found<'_>)> {
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let pass = deserializer.deserialize_map(PassVisitor).ok()?;
-    deserializer.end().ok()?;
-    let spans = member_spans(text, &pass.names)?;
-    Some((spans, pass.found))
-}
-
-/// JSON's whitespace (RFC 8259 §2).
-fn is_json_space(byte: u8) -> bool {
-    matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
-}
-
-/// Each member's name span and value span. Between a name's closing quote
-/// and its value the grammar allows only whitespace and `:`; between a
-/// value and the next name's opening quote only whitespace and `,`; after
-/// the last value only whitespace and `}`. `None` if the text says
-/// otherwise (it cannot, for a text the pass read).
-fn member_spans(text: &str, names: &[&str]) -> Option<Members> {
-    let bytes = text.as_bytes();
-    let name_spans: Vec<Range<usize>> = names
-        .iter()
-        .map(|name| within(text, name))
-        .collect::<Option<_>>()?;
-    let close = text.trim_end_matches(|c: char| c.is_ascii() && is_json_space(c as u8));
-    let close = close.len().checked_sub(1).filter(|&at| bytes[at] == b'}')?;
-    let mut spans = Vec::with_capacity(names.len());
-    for (index, name) in name_spans.iter().enumerate() {
-        let after_name = skip_forward(bytes, name.end + 1);
-        (bytes.get(after_name) == Some(&b':')).then_some(())?;
-        let start = skip_forward(bytes, after_name + 1);
-        let end = match name_spans.get(index + 1) {
-            Some(next) => {
-                let comma = skip_back(bytes, next.start.checked_sub(1)?);
-                (comma > 0 && bytes[comma - 1] == b',').then_some(())?;
-                skip_back(bytes, comma - 1)
+    let mut cursor = Cursor::new(text);
+    let mut members = Vec::with_capacity(USUAL_MEMBERS);
+    let mut found = Found::default();
+    cursor.object(|cursor, name, escaped| {
+        (!escaped).then_some(())?;
+        let start = cursor.at();
+        // A repeated name means its last value, as in a parsed object.
+        match cursor.slice(name.clone()) {
+            "error" => {
+                found.error = !cursor.null()?;
+                if found.error {
+                    cursor.skip_value()?;
+                }
             }
-            None => skip_back(bytes, close),
-        };
-        (start < end).then_some(())?;
-        spans.push((Name::Span(name.clone()), start..end));
-    }
-    Some(spans)
+            "choices" => found.choice = first_choice(cursor)?,
+            "id" => found.id = cursor.text()?,
+            "usage" => found.usage = usage(cursor)?,
+            _ => cursor.skip_value()?,
+        }
+        members.push((Name::Span(name), start..cursor.at()));
+        Some(())
+    })?;
+    cursor.at_end().then_some((members, found))
 }
 
-/// Where `part` lies in `whole`, if it is a slice of it.
-fn within(whole: &str, part: &str) -> Option<Range<usize>> {
-    let (start, end) = (
-        whole.as_ptr() as usize,
-        whole.as_ptr() as usize + whole.len(),
-    );
-    let at = part.as_ptr() as usize;
-    (start <= at && at + part.len() <= end).then(|| span_in(whole, part))
+/// The first element of the `choices` array, read as a choice (an object);
+/// the others skipped. Declined for what is not an array of which the
+/// first is an object.
+fn first_choice<'a>(cursor: &mut Cursor<'a>) -> Option<Option<Choice<'a>>> {
+    let mut first = None;
+    cursor.array(|cursor, index| {
+        if index > 0 {
+            return cursor.skip_value();
+        }
+        first = Some(choice(cursor)?);
+        Some(())
+    })?;
+    Some(first)
 }
 
-/// The first index at or after `at` that is not whitespace.
-fn skip_forward(bytes: &[u8], mut at: usize) -> usize {
-    while bytes.get(at).copied().is_some_and(is_json_space) {
-        at += 1;
-    }
-    at
+/// A choice: its message (present whatever its value) and its string
+/// `finish_reason`.
+fn choice<'a>(cursor: &mut Cursor<'a>) -> Option<Choice<'a>> {
+    let mut choice = Choice {
+        message: None,
+        finish_reason: None,
+    };
+    cursor.object(|cursor, name, escaped| {
+        (!escaped).then_some(())?;
+        match cursor.slice(name) {
+            "message" => choice.message = Some(message(cursor)?),
+            "finish_reason" => choice.finish_reason = cursor.text()?,
+            _ => cursor.skip_value()?,
+        }
+        Some(())
+    })?;
+    Some(choice)
 }
 
-/// The index just past the last non-whitespace byte before `end`.
-fn skip_back(bytes: &[u8], mut end: usize) -> usize {
-    while end > 0 && is_json_space(bytes[end - 1]) {
-        end -= 1;
+/// A choice's message: its string `content` and its other members but
+/// `role`, null ones left out; what is not an object is an empty message.
+fn message(cursor: &mut Cursor<'_>) -> Option<Message> {
+    let mut message = Message::default();
+    if cursor.peek()? != b'{' {
+        cursor.other_value()?;
+        return Some(message);
     }
-    end
+    cursor.object(|cursor, name, escaped| {
+        (!escaped).then_some(())?;
+        let name = cursor.slice(name);
+        match name {
+            "role" => cursor.skip_value()?,
+            "content" => message.content = cursor.text()?.map(Cow::into_owned),
+            _ if cursor.null()? => drop(message.extra.remove(name)),
+            _ => {
+                // Rare, and kept as a tree: `serde_json` reads it.
+                let start = cursor.at();
+                cursor.skip_value()?;
+                let value: Value = serde_json::from_str(cursor.slice(start..cursor.at())).ok()?;
+                message.extra.insert(name.to_owned(), value);
+            }
+        }
+        Some(())
+    })?;
+    Some(message)
+}
+
+/// Token counts from a `usage` value: both counts must be there.
+fn usage(cursor: &mut Cursor<'_>) -> Option<Option<TokenUsage>> {
+    if cursor.peek()? != b'{' {
+        cursor.other_value()?;
+        return Some(None);
+    }
+    let (mut prompt, mut completion) = (None, None);
+    let (mut cached, mut reasoning) = (None, None);
+    cursor.object(|cursor, name, escaped| {
+        (!escaped).then_some(())?;
+        match cursor.slice(name) {
+            "prompt_tokens" => prompt = cursor.count()?,
+            "completion_tokens" => completion = cursor.count()?,
+            "prompt_tokens_details" => cached = details(cursor)?.0,
+            "completion_tokens_details" => reasoning = details(cursor)?.1,
+            _ => cursor.skip_value()?,
+        }
+        Some(())
+    })?;
+    Some(
+        prompt
+            .zip(completion)
+            .map(|(prompt_tokens, completion_tokens)| TokenUsage {
+                prompt_tokens,
+                completion_tokens,
+                cached_tokens: cached,
+                reasoning_tokens: reasoning,
+            }),
+    )
+}
+
+/// The counts of a `*_tokens_details` value: `cached_tokens` and
+/// `reasoning_tokens`, both read wherever they are (a reader of either
+/// refuses what it refuses); none for what is not an object.
+fn details(cursor: &mut Cursor<'_>) -> Option<(Option<u64>, Option<u64>)> {
+    let (mut cached, mut reasoning) = (None, None);
+    if cursor.peek()? != b'{' {
+        cursor.other_value()?;
+        return Some((cached, reasoning));
+    }
+    cursor.object(|cursor, name, escaped| {
+        (!escaped).then_some(())?;
+        match cursor.slice(name) {
+            "cached_tokens" => cached = cursor.count()?,
+            "reasoning_tokens" => reasoning = cursor.count()?,
+            _ => cursor.skip_value()?,
+        }
+        Some(())
+    })?;
+    Some((cached, reasoning))
 }

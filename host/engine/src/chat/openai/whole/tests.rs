@@ -168,3 +168,113 @@ fn numbers_are_written_in_decimal() {
         assert_eq!(out, format!("x{number}"));
     }
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    /// A JSON value of a kind that may stand where the reader reads: the
+    /// shapes it takes and the ones it must decline or read as absent
+    /// (escapes, numbers out of the plain integers, lone surrogates).
+    fn value() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "null",
+            "true",
+            "0",
+            "-0",
+            "7",
+            "-7",
+            "3.5",
+            "1e3",
+            "1e999",
+            "18446744073709551616",
+            "\"ok\"",
+            "\"a\\nb\"",
+            "\"\\u00e9\"",
+            "\"\\ud800\"",
+            "\"余额\"",
+            "[]",
+            "[1,{\"a\":2}]",
+            "{}",
+            "{\"\\u0061\":1}",
+            "{\"a\":\"\\ud800\"}",
+        ])
+        .prop_map(str::to_owned)
+    }
+
+    /// A message object: `role`, `content` and other members.
+    fn message() -> impl Strategy<Value = String> {
+        let member = prop_oneof![
+            Just(r#""role":"assistant""#.to_owned()),
+            value().prop_map(|v| format!(r#""content":{v}"#)),
+            value().prop_map(|v| format!(r#""refusal":{v}"#)),
+            Just(r#""annotations":[]"#.to_owned()),
+            value().prop_map(|v| format!(r#""tool_calls":{v}"#)),
+        ];
+        prop_oneof![
+            3 => prop::collection::vec(member, 0..5).prop_map(|m| format!("{{{}}}", m.join(","))),
+            1 => value(),
+        ]
+    }
+
+    /// A `usage` value, its details included.
+    fn usage() -> impl Strategy<Value = String> {
+        let details = || {
+            (value(), value())
+                .prop_map(|(c, r)| format!(r#"{{"cached_tokens":{c},"reasoning_tokens":{r}}}"#))
+        };
+        let member = prop_oneof![
+            value().prop_map(|v| format!(r#""prompt_tokens":{v}"#)),
+            Just(r#""prompt_tokens":12"#.to_owned()),
+            Just(r#""completion_tokens":3"#.to_owned()),
+            value().prop_map(|v| format!(r#""completion_tokens":{v}"#)),
+            details().prop_map(|d| format!(r#""prompt_tokens_details":{d}"#)),
+            details().prop_map(|d| format!(r#""completion_tokens_details":{d}"#)),
+            value().prop_map(|v| format!(r#""prompt_tokens_details":{v}"#)),
+        ];
+        prop_oneof![
+            3 => prop::collection::vec(member, 0..5).prop_map(|m| format!("{{{}}}", m.join(","))),
+            1 => value(),
+        ]
+    }
+
+    /// A reply's members, in any order, some repeated.
+    fn reply() -> impl Strategy<Value = String> {
+        let choice = (message(), value()).prop_map(|(message, finish)| {
+            format!(r#"{{"index":0,"message":{message},"finish_reason":{finish},"logprobs":null}}"#)
+        });
+        let member = prop_oneof![
+            value().prop_map(|v| format!(r#""id":{v}"#)),
+            Just(r#""id":"chatcmpl-1""#.to_owned()),
+            Just(r#""object":"chat.completion""#.to_owned()),
+            Just(r#""created":1764000000"#.to_owned()),
+            prop::collection::vec(choice, 0..3)
+                .prop_map(|c| format!(r#""choices":[{}]"#, c.join(","))),
+            usage().prop_map(|u| format!(r#""usage":{u}"#)),
+            value().prop_map(|v| format!(r#""error":{v}"#)),
+            value().prop_map(|v| format!(r#""system_fingerprint":{v}"#)),
+        ];
+        prop::collection::vec(member, 0..7).prop_map(|m| format!("{{{}}}", m.join(" , ")))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Whole, cut short, or with JSON's characters spliced in: the
+        /// reader reads what a tree of the text says, and where the one-pass
+        /// reader answers, the two-pass one reads the same.
+        #[test]
+        fn a_reply_reads_as_its_tree_whole_or_damaged(
+            text in reply(),
+            cut in any::<prop::sample::Index>(),
+            splice in "[\\]\\[{}\":,0-9a-z\\\\ ]{0,3}",
+        ) {
+            super::super::agreement::check_against_tree(&text);
+            let at = (0..=text.len())
+                .filter(|i| text.is_char_boundary(*i))
+                .nth(cut.index(text.len() + 1))
+                .unwrap_or(0);
+            super::super::agreement::check_against_tree(&text[..at]);
+            super::super::agreement::check_against_tree(&format!("{}{splice}{}", &text[..at], &text[at..]));
+        }
+    }
+}
