@@ -509,6 +509,89 @@ async fn client_keys_are_required_when_configured() {
     h.stop().await;
 }
 
+/// The chat routes are served outside the router's layers (issue 16): what
+/// those layers did — the key check, the policy header on every answer,
+/// the Anthropic face's error shape, the router's 405 — they still get.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chat_routes_refuse_and_name_the_policy_as_the_other_routes_do() {
+    let mut keys = ClientKeys::default();
+    keys.add("client-key-0123456789");
+    let h = start("", keys).await;
+    let send = |method: reqwest::Method, path: &str, key: Option<&str>, body: &str| {
+        let mut request = h
+            .client
+            .request(method, format!("{}{path}", h.base))
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        async move { answer(request.send().await.unwrap()).await }
+    };
+    let chat =
+        json!({"model": "auto", "messages": [{"role": "user", "content": "hi"}]}).to_string();
+    let served = send(
+        reqwest::Method::POST,
+        "/v1/chat/completions",
+        Some("client-key-0123456789"),
+        &chat,
+    )
+    .await;
+    assert_eq!(served.status, 200, "{}", served.text);
+    let hash = served.header("x-failover-policy").to_owned();
+    assert_eq!(hash.len(), 64, "{hash:?}");
+
+    let unkeyed = send(reqwest::Method::POST, "/v1/chat/completions", None, &chat).await;
+    assert_eq!(unkeyed.status, 401);
+    assert_eq!(unkeyed.json()["error"]["code"], "missing_api_key");
+    assert_eq!(unkeyed.header("x-failover-policy"), hash);
+
+    let wrong = send(
+        reqwest::Method::POST,
+        "/v1/messages",
+        Some("not-the-key"),
+        "{}",
+    )
+    .await;
+    assert_eq!(wrong.status, 401);
+    assert_eq!(wrong.json()["type"], "error", "{}", wrong.text);
+    assert_eq!(wrong.json()["error"]["type"], "authentication_error");
+    assert_eq!(wrong.header("x-failover-policy"), hash);
+
+    let unparsable = send(
+        reqwest::Method::POST,
+        "/v1/chat/completions",
+        Some("client-key-0123456789"),
+        "{",
+    )
+    .await;
+    assert_eq!(unparsable.status, 400);
+    assert_eq!(unparsable.header("x-failover-policy"), hash);
+    let unparsable = send(
+        reqwest::Method::POST,
+        "/v1/messages",
+        Some("client-key-0123456789"),
+        "{",
+    )
+    .await;
+    assert_eq!(unparsable.status, 400);
+    assert_eq!(
+        unparsable.json()["error"]["type"],
+        "invalid_request_error",
+        "{}",
+        unparsable.text
+    );
+    assert_eq!(unparsable.header("x-failover-policy"), hash);
+
+    for path in ["/v1/chat/completions", "/v1/messages"] {
+        let got = send(reqwest::Method::GET, path, None, "").await;
+        assert_eq!(got.status, 405, "{path}");
+        assert_eq!(got.header("allow"), "POST", "{path}");
+        assert_eq!(got.header("x-failover-policy"), hash, "{path}");
+    }
+    h.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_address_without_keys_is_refused() {
     let dir = tempfile::tempdir().unwrap();

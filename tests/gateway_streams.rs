@@ -331,6 +331,45 @@ async fn the_run_deadline_bounds_the_whole_stream() {
     h.stop().await;
 }
 
+/// A whole reply whose body stalls after its head: the attempt's one timer
+/// (send and read share it) ends the read within the attempt's timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_reply_that_stalls_after_its_head_times_out_within_the_attempt() {
+    let h = start_setup(Setup {
+        providers: r#"slow: { baseUrl: "BASE/slow/v1", timeoutSeconds: 1 },"#,
+        ..Setup::default()
+    })
+    .await;
+    h.store
+        .update_profiles(|file| {
+            file.put_static(
+                "slow:a",
+                "slow",
+                failover::auth::CredentialKind::ApiKey,
+                "slow-a",
+            )
+        })
+        .unwrap();
+    h.up.then(
+        "m",
+        Behaviour::Sse {
+            pieces: openai_text(&["started"]),
+            end: End::Stall,
+        },
+    );
+    let started = std::time::Instant::now();
+    // Not asked to stream: the event stream is read whole, and never ends.
+    let a = h.chat("slow/m", false, None).await;
+    let took = started.elapsed();
+    assert!(a.status >= 500, "{} {}", a.status, a.text);
+    assert!(a.text.contains("within 1.0 s"), "{}", a.text);
+    assert!(
+        took >= std::time::Duration::from_millis(900) && took < std::time::Duration::from_secs(20),
+        "{took:?}"
+    );
+    h.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_past_the_maximum_size_is_cut_with_a_clear_error() {
     let h = start_setup(Setup {

@@ -19,7 +19,11 @@ const MAX_ERROR_BODY: usize = 1 << 20;
 
 /// Middleware of the `/v1/messages…` routes: reshapes a JSON error.
 pub(super) async fn reshape(request: Request, next: Next) -> Response {
-    let response = next.run(request).await;
+    reshape_response(next.run(request).await).await
+}
+
+/// `response` with a JSON error in it reshaped; any other as it is.
+pub(super) async fn reshape_response(response: Response) -> Response {
     let is_json = response
         .headers()
         .get(header::CONTENT_TYPE)

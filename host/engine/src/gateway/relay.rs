@@ -39,18 +39,24 @@ pub struct StreamContext {
 }
 
 /// A served run in `face`'s shape: the completion, or the stream, with
-/// headers naming who served it.
-pub fn success(outcome: RunOutcome<ChatReply>, context: StreamContext, face: Face) -> Response {
+/// headers naming who served it. `context` is made only for a stream.
+pub fn success(
+    outcome: RunOutcome<ChatReply>,
+    context: impl FnOnce() -> StreamContext,
+    face: Face,
+) -> Response {
     let created = now_ms() / 1000;
-    let model = outcome.model.clone();
     let mut response = match outcome.reply {
-        ChatReply::Complete(completion) => {
-            let id = response_id(&completion.id, face);
+        ChatReply::Complete(mut completion) => {
+            // The upstream's id moves to the answer: the completion's own
+            // copy is not read again.
+            let id = response_id(std::mem::take(&mut completion.id), face);
+            let model = &outcome.model;
             match face {
                 Face::OpenAi => {
                     // Built as it is sent: a `String`'s response first sets
                     // a `text/plain` type for this one to replace.
-                    let json = openai::completion_json(&id, &model, created, *completion);
+                    let json = openai::completion_json(&id, model, created, *completion);
                     let mut response = Response::new(Body::from(json));
                     let headers = response.headers_mut();
                     // Room for the type, the served-by names and the policy.
@@ -62,27 +68,27 @@ pub fn success(outcome: RunOutcome<ChatReply>, context: StreamContext, face: Fac
                     response
                 }
                 Face::Anthropic => {
-                    Json(messages::message_json(&id, &model, &completion)).into_response()
+                    Json(messages::message_json(&id, model, &completion)).into_response()
                 }
             }
         }
-        ChatReply::Stream(stream) => {
+        ChatReply::Stream(mut stream) => {
             let target = Target {
                 provider: outcome.provider.clone(),
                 model: outcome.model.clone(),
                 profile: outcome.profile.clone(),
             };
-            let id = response_id(&stream.id, face);
+            let id = response_id(std::mem::take(&mut stream.id), face);
             let writer: Box<dyn StreamWriter> = match face {
                 Face::OpenAi => Box::new(OpenAiWriter {
                     id,
-                    model,
+                    model: outcome.model.clone(),
                     created,
                     fingerprint: None,
                 }),
-                Face::Anthropic => Box::new(AnthropicWriter::new(&id, &model)),
+                Face::Anthropic => Box::new(AnthropicWriter::new(&id, &outcome.model)),
             };
-            relay(stream, target, context, writer)
+            relay(stream, target, context(), writer)
         }
     };
     let headers = response.headers_mut();
@@ -251,9 +257,9 @@ fn sse(value: &serde_json::Value) -> String {
 }
 
 /// The reply's id: the upstream's, or one of ours in the face's style.
-fn response_id(upstream: &str, face: Face) -> String {
+fn response_id(upstream: String, face: Face) -> String {
     match (upstream.is_empty(), face) {
-        (false, _) => upstream.to_owned(),
+        (false, _) => upstream,
         (true, Face::OpenAi) => format!("chatcmpl-failover-{}", now_ms()),
         (true, Face::Anthropic) => format!("msg_failover_{}", now_ms()),
     }

@@ -24,6 +24,14 @@ use crate::status::Status;
 /// anything of a body is read; bodies are bounded per route: a chat request
 /// by `gateway.maxRequestBytes`, the others (which take none worth the name)
 /// by [`SMALL_BODY_BYTES`].
+///
+/// The two chat routes sit outside the layers of the others and do what
+/// those layers did themselves (the key check, the policy header, the
+/// Anthropic face's error shape; a chat body is bounded by its own read,
+/// not by [`DefaultBodyLimit`]): a router's layer wraps each of its routes
+/// in one more boxed route, cloned and polled on every request, two layers
+/// ~2k instructions of a chat request (BENCHMARKS.md, issue 16, twentieth
+/// part).
 pub fn router(gateway: Arc<Gateway>) -> Router {
     let small = Router::new()
         .route("/v1/models", get(models))
@@ -31,14 +39,10 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/status", get(status))
         .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn(small_body));
-    let mut keyed = Router::new()
-        .route("/v1/chat/completions", post(chat))
-        .merge(small);
-    // The Anthropic face: its own routes (an unknown sub-route is its 404),
+    let mut keyed = small;
+    // The Anthropic face's other routes (an unknown sub-route is its 404),
     // every refusal — the key check's included — in Anthropic's shape.
-    let mut anthropic = Router::new()
-        .route("/v1/messages", post(messages))
-        .route("/v1/messages/{*rest}", any(not_found));
+    let mut anthropic = Router::new().route("/v1/messages/{*rest}", any(not_found));
     // Without client keys (loopback) there is nothing to check.
     if !gateway.client_keys.is_empty() {
         let check = middleware::from_fn_with_state(gateway.clone(), require_client_key);
@@ -46,7 +50,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         anthropic = anthropic.route_layer(check);
     }
     let anthropic = anthropic.layer(middleware::from_fn(super::anthropic_errors::reshape));
-    Router::new()
+    let layered = Router::new()
         .merge(keyed)
         .merge(anthropic)
         .route(
@@ -59,8 +63,24 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         )
         .fallback(not_found)
         .layer(MapResponseLayer::new(policy_header(gateway.clone())))
-        .layer(DefaultBodyLimit::max(SMALL_BODY_BYTES))
+        .layer(DefaultBodyLimit::max(SMALL_BODY_BYTES));
+    Router::new()
+        .route(
+            "/v1/chat/completions",
+            post(chat).fallback(chat_method_not_allowed),
+        )
+        .route(
+            "/v1/messages",
+            post(messages).fallback(chat_method_not_allowed),
+        )
+        .merge(layered)
         .with_state(gateway)
+}
+
+/// Another method than `POST` on a chat route: the 405 the router gives
+/// (it adds `Allow`), with the policy header its layers would have added.
+async fn chat_method_not_allowed(State(gateway): State<Arc<Gateway>>) -> Response {
+    with_policy_header(&gateway, StatusCode::METHOD_NOT_ALLOWED.into_response())
 }
 
 async fn healthz() -> Response {
@@ -132,12 +152,15 @@ pub(super) fn set_policy_header(response: &mut Response, policy: &dyn failover_s
 /// the router and its future on every request (~3k instructions of the
 /// gateway's own work, BENCHMARKS.md, issue 16).
 fn policy_header(gateway: Arc<Gateway>) -> impl FnOnce(Response) -> Response + Clone {
-    move |mut response: Response| {
-        if !response.headers().contains_key(&POLICY_HEADER_NAME) {
-            set_policy_header(&mut response, gateway.active_policy().as_ref());
-        }
-        response
+    move |response: Response| with_policy_header(&gateway, response)
+}
+
+/// `response`, given the active module's hash when no policy ran for it.
+pub(super) fn with_policy_header(gateway: &Gateway, mut response: Response) -> Response {
+    if !response.headers().contains_key(&POLICY_HEADER_NAME) {
+        set_policy_header(&mut response, gateway.active_policy().as_ref());
     }
+    response
 }
 
 async fn models(State(gateway): State<Arc<Gateway>>) -> Response {

@@ -148,22 +148,33 @@ impl HttpProvider {
         started: tokio::time::Instant,
     ) -> Result<ChatReply, ProviderError> {
         let provider = target.provider.as_str();
-        let sent = tokio::time::timeout(budget, self.send(endpoint, credential, body)).await;
-        let response = match sent {
-            Err(_) => return Err(capture::timeout_error(provider, millis(budget))),
-            Ok(Err(error)) => return Err(capture::transport_error(provider, error)),
-            Ok(Ok(response)) => response,
+        // One timer for the whole exchange, the send and the read: each
+        // `tokio::time::timeout` registers and removes a timer of its own
+        // (BENCHMARKS.md, issue 16, twentieth part). Polled after the work,
+        // as `timeout` polls it.
+        let deadline = started
+            .checked_add(budget)
+            .unwrap_or_else(|| started + FAR_FUTURE);
+        let timer = tokio::time::sleep_until(deadline);
+        tokio::pin!(timer);
+        let response = tokio::select! {
+            biased;
+            sent = self.send(endpoint, credential, body) => match sent {
+                Ok(response) => response,
+                Err(error) => return Err(capture::transport_error(provider, error)),
+            },
+            () = &mut timer => return Err(capture::timeout_error(provider, millis(budget))),
         };
         if !response.status().is_success() {
             return Err(capture::response_error(provider, response).await);
         }
-        let left = budget.saturating_sub(started.elapsed());
         let is_sse = response
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|t| t.starts_with("text/event-stream"));
         if request.stream && is_sse {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             let upstream = Upstream::new(
                 provider,
                 endpoint.api,
@@ -172,10 +183,13 @@ impl HttpProvider {
             );
             return upstream.start(left).await.map(ChatReply::Stream);
         }
-        let text = tokio::time::timeout(left, read_bounded(response))
-            .await
-            .map_err(|_| capture::timeout_error(provider, millis(budget)))?
-            .map_err(|e| capture::transport_error(provider, e))?;
+        let text = tokio::select! {
+            biased;
+            read = read_bounded(response) => {
+                read.map_err(|e| capture::transport_error(provider, e))?
+            }
+            () = &mut timer => return Err(capture::timeout_error(provider, millis(budget))),
+        };
         let completion = match endpoint.api {
             Api::OpenAiChat => openai::parse_completion(text),
             Api::AnthropicMessages => anthropic::parse_completion(&text),
@@ -293,6 +307,11 @@ impl Provider for HttpProvider {
         })
     }
 }
+
+/// A deadline for a budget too long to add to an instant (a timeout of
+/// `1e30` seconds in the config): never reached, as tokio's own timeouts
+/// treat one.
+const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 
 /// The attempt's deadline: the endpoint's, cut to what is left of the run.
 fn attempt_budget(endpoint: &Endpoint, deadline_ms: Option<u64>) -> Duration {

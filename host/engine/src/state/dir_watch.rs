@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::read_scope::{answers_for_this_read, RECHECK_AFTER};
+use super::read_scope::{answers_for_a_read_at, RECHECK_AFTER};
 
 /// A watch on one directory: a generation that moves whenever anything in
 /// the directory changed since it was last read.
@@ -110,10 +110,14 @@ impl DirWatch {
             return None;
         }
         let last = *self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(last) = last.filter(|last| answers_for_this_read(last.read_at, self.recheck)) {
+        // One clock read for both: whether the last look answers, and when
+        // a new one starts (taken before it, so it errs early).
+        let read_at = Instant::now();
+        let answers =
+            |last: &Generation| answers_for_a_read_at(last.read_at, self.recheck, || read_at);
+        if let Some(last) = last.filter(answers) {
             return Some(last);
         }
-        let read_at = Instant::now();
         let before = self.sequence.load(Ordering::SeqCst);
         let quiet = before.is_multiple_of(2)
             && self.pending() == Pending::Quiet

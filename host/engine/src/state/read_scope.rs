@@ -40,7 +40,19 @@ pub fn reads_of_one_run<F: Future>(run: F) -> impl Future<Output = F::Output> {
 /// run that began before it, and within `recheck` of it
 /// ([`RECHECK_AFTER`], but in tests).
 pub(crate) fn answers_for_this_read(checked: Instant, recheck: Duration) -> bool {
+    answers_for_a_read_at(checked, recheck, Instant::now)
+}
+
+/// [`answers_for_this_read`] for a read at `now()`, the clock read only
+/// when the run began before the check (a caller that needs the time
+/// anyway passes the reading it took).
+pub(crate) fn answers_for_a_read_at(
+    checked: Instant,
+    recheck: Duration,
+    now: impl FnOnce() -> Instant,
+) -> bool {
     RUN_BEGAN
-        .try_with(|began| checked >= *began && checked.elapsed() < recheck)
+        .try_with(|began| checked >= *began)
         .unwrap_or(false)
+        && now().saturating_duration_since(checked) < recheck
 }

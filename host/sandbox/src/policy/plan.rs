@@ -106,6 +106,13 @@ impl Policy {
 fn narrowed(mut order: OrderRequest) -> OrderRequest {
     let (keep_stored, keep_configured): (Vec<bool>, Vec<bool>) = {
         let narrow = for_provider_ids(&order);
+        // The usual order, all of one provider, is sent as it came,
+        // without the two lists of what to keep.
+        let keeps_all = (order.stored.iter()).all(|p| narrow.keeps(&p.id, &p.provider))
+            && (order.configured.iter()).all(|c| narrow.configured(c));
+        if keeps_all {
+            return order;
+        }
         (
             (order.stored.iter())
                 .map(|p| narrow.keeps(&p.id, &p.provider))
@@ -115,9 +122,6 @@ fn narrowed(mut order: OrderRequest) -> OrderRequest {
                 .collect(),
         )
     };
-    if !keep_stored.contains(&false) && !keep_configured.contains(&false) {
-        return order;
-    }
     let mut keep = keep_stored.into_iter();
     order.stored.retain(|_| keep.next().unwrap_or(false));
     let mut keep = keep_configured.into_iter();
