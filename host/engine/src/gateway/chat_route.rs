@@ -36,23 +36,27 @@ struct Admitted {
 /// router's layers (see [`super::routes::router`]): the key check and the
 /// policy header are done here.
 pub(super) async fn chat(State(gateway): State<Arc<Gateway>>, request: Request) -> Response {
-    let response = match authorize(&gateway, request.headers()) {
-        Ok(()) => serve_chat(gateway.clone(), request, Face::OpenAi).await,
-        Err(refused) => refuse(request, refused.into_response()),
-    };
-    with_policy_header(&gateway, response)
+    match authorize(&gateway, request.headers()) {
+        // Every answer of a chat names its module (see `serve_chat`).
+        Ok(()) => serve_chat(gateway, request, Face::OpenAi).await,
+        Err(refused) => with_policy_header(&gateway, refuse(request, refused.into_response())),
+    }
 }
 
 /// `POST /v1/messages`: an Anthropic-shaped client, whose errors —
 /// refusals included — are reshaped to the Messages API's.
 pub(super) async fn messages(State(gateway): State<Arc<Gateway>>, request: Request) -> Response {
     let response = match authorize(&gateway, request.headers()) {
-        Ok(()) => serve_chat(gateway.clone(), request, Face::Anthropic).await,
-        Err(refused) => refuse(request, refused.into_response()),
+        Ok(()) => serve_chat(gateway, request, Face::Anthropic).await,
+        Err(refused) => with_policy_header(&gateway, refuse(request, refused.into_response())),
     };
-    with_policy_header(&gateway, reshape_response(response).await)
+    // A reshaped answer keeps its headers.
+    reshape_response(response).await
 }
 
+/// A chat request admitted, run and answered. Every answer names the
+/// module that decided it (`x-failover-policy`): the run's, or the active
+/// one when the request was refused before any run.
 async fn serve_chat(gateway: Arc<Gateway>, request: Request, face: Face) -> Response {
     let route = match face {
         Face::OpenAi => "chat_completions",
@@ -64,7 +68,8 @@ async fn serve_chat(gateway: Arc<Gateway>, request: Request, face: Face) -> Resp
             gateway
                 .metrics()
                 .request(route, "-", refused.status().as_str());
-            return refused;
+            // Nothing ran: the active module's hash.
+            return with_policy_header(&gateway, refused);
         }
     };
     let Admitted {
@@ -80,7 +85,7 @@ async fn serve_chat(gateway: Arc<Gateway>, request: Request, face: Face) -> Resp
     let result = runner
         .run_observed(policy.as_ref(), &options, &request, gateway.metrics())
         .await;
-    let mut response = match result {
+    let response = match result {
         Ok(outcome) => {
             tracing::info!(
                 model = %outcome.model,
@@ -94,7 +99,9 @@ async fn serve_chat(gateway: Arc<Gateway>, request: Request, face: Face) -> Resp
         }
         Err(error) => {
             tracing::warn!(requested = %request.model, error = %error, "run failed");
-            reply::run_error(&error)
+            let mut response = reply::run_error(&error);
+            set_policy_header(&mut response, policy.as_ref());
+            response
         }
     };
     let status = response.status();
@@ -104,7 +111,6 @@ async fn serve_chat(gateway: Arc<Gateway>, request: Request, face: Face) -> Resp
     };
     let model = gateway.metrics().label(&request.model);
     gateway.metrics().request(route, model, outcome);
-    set_policy_header(&mut response, policy.as_ref());
     response
 }
 
@@ -193,7 +199,7 @@ fn served(
             gateway.recorder.clone(),
         )),
     };
-    relay::success(outcome, context, face)
+    relay::success(outcome, context, face, &policy.version().sha256)
 }
 
 /// What to do when a served stream's upstream breaks after its first

@@ -9,7 +9,11 @@
 use std::cell::RefCell;
 use std::thread::LocalKey;
 
-use axum::http::HeaderValue;
+use axum::http::header::CONTENT_TYPE;
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+
+use super::reply::{MODEL_HEADER, PROFILE_HEADER, PROVIDER_HEADER};
+use super::routes::POLICY_HEADER;
 
 /// The last text a slot made a value of, and that value.
 pub(super) type Slot = RefCell<Option<(String, HeaderValue)>>;
@@ -40,6 +44,70 @@ pub(super) fn value_of(slot: &'static LocalKey<Slot>, text: &str) -> Option<Head
     })
 }
 
+/// The text a whole answer's headers were made from: who served it and
+/// which module decided.
+#[derive(PartialEq, Eq)]
+struct ServedBy {
+    provider: String,
+    model: String,
+    profile: String,
+    policy: String,
+}
+
+thread_local! {
+    /// The headers of the last whole JSON answer, for the text they were
+    /// made from.
+    static SERVED_JSON: RefCell<Option<(ServedBy, HeaderMap)>> = const { RefCell::new(None) };
+}
+
+/// The headers of a whole JSON answer: its type, who served it
+/// (`x-failover-provider`, `-model`, `-profile`) and the deciding module's
+/// hash (`x-failover-policy`), each left out when its text cannot be a
+/// header value. Kept per thread for the next answer by the same profile
+/// and module: a clone of the kept map shares its values, where inserting
+/// five headers hashed each name again (~1.2k instructions a request,
+/// BENCHMARKS.md, issue 16, twentieth part).
+pub(super) fn served_json(provider: &str, model: &str, profile: &str, policy: &str) -> HeaderMap {
+    SERVED_JSON.with(|kept| {
+        if let Some((made_from, headers)) = &*kept.borrow() {
+            let same = made_from.provider == provider
+                && made_from.model == model
+                && made_from.profile == profile
+                && made_from.policy == policy;
+            if same {
+                return headers.clone();
+            }
+        }
+        let mut headers = HeaderMap::with_capacity(5);
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (name, text) in [
+            (&PROVIDER_NAME, provider),
+            (&MODEL_NAME, model),
+            (&PROFILE_NAME, profile),
+            (&POLICY_NAME, policy),
+        ] {
+            if let Ok(value) = HeaderValue::from_str(text) {
+                headers.insert(name.clone(), value);
+            }
+        }
+        let made_from = ServedBy {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            profile: profile.to_owned(),
+            policy: policy.to_owned(),
+        };
+        *kept.borrow_mut() = Some((made_from, headers.clone()));
+        headers
+    })
+}
+
+// Checked once: a name from a `&str` is parsed byte by byte on every use,
+// and a static one's clone copies no bytes.
+static PROVIDER_NAME: HeaderName = HeaderName::from_static(PROVIDER_HEADER);
+static MODEL_NAME: HeaderName = HeaderName::from_static(MODEL_HEADER);
+static PROFILE_NAME: HeaderName = HeaderName::from_static(PROFILE_HEADER);
+static POLICY_NAME: HeaderName = HeaderName::from_static(POLICY_HEADER);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +121,53 @@ mod tests {
         assert!(value_of(&MODEL, "bad\nvalue").is_none());
         assert_eq!(value_of(&MODEL, "anthropic/c").unwrap(), "anthropic/c");
         assert_eq!(value_of(&PROFILE, "openai:a").unwrap(), "openai:a");
+    }
+
+    #[test]
+    fn served_headers_are_made_for_their_own_text_only() {
+        let names = |headers: &HeaderMap| {
+            let mut pairs: Vec<(String, String)> = headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
+                .collect();
+            pairs.sort();
+            pairs
+        };
+        let pair = |n: &str, v: &str| (n.to_owned(), v.to_owned());
+        let first = served_json("openai", "openai/gpt-x", "openai:a", "ab12");
+        let expected = vec![
+            pair("content-type", "application/json"),
+            pair("x-failover-model", "openai/gpt-x"),
+            pair("x-failover-policy", "ab12"),
+            pair("x-failover-profile", "openai:a"),
+            pair("x-failover-provider", "openai"),
+        ];
+        assert_eq!(names(&first), expected);
+        // Kept, and handed out again for the same text.
+        assert_eq!(
+            names(&served_json("openai", "openai/gpt-x", "openai:a", "ab12")),
+            expected
+        );
+        // Any one text changed makes new headers.
+        let changed = [
+            served_json("other", "openai/gpt-x", "openai:a", "ab12"),
+            served_json("openai", "openai/gpt-y", "openai:a", "ab12"),
+            served_json("openai", "openai/gpt-x", "openai:b", "ab12"),
+            served_json("openai", "openai/gpt-x", "openai:a", "cd34"),
+        ];
+        for (headers, (name, value)) in changed.iter().zip([
+            ("x-failover-provider", "other"),
+            ("x-failover-model", "openai/gpt-y"),
+            ("x-failover-profile", "openai:b"),
+            ("x-failover-policy", "cd34"),
+        ]) {
+            assert_eq!(headers.get(name).unwrap(), value);
+            assert_eq!(headers.len(), 5);
+        }
+        // What cannot be a header value is left out; the rest stay.
+        let odd = served_json("openai", "bad\nmodel", "openai:a", "ab12");
+        assert!(odd.get("x-failover-model").is_none());
+        assert_eq!(odd.get("x-failover-profile").unwrap(), "openai:a");
+        assert_eq!(odd.len(), 4);
     }
 }

@@ -11,6 +11,7 @@ use futures_util::StreamExt;
 
 use super::header_values;
 use super::reply::{MODEL_HEADER, PROFILE_HEADER, PROVIDER_HEADER};
+use super::routes::set_policy_hash;
 use crate::chat::guard::{self, Broken};
 use crate::chat::messages::{self, StreamEncoder};
 use crate::chat::openai::{self, Chunk};
@@ -44,63 +45,65 @@ pub fn success(
     outcome: RunOutcome<ChatReply>,
     context: impl FnOnce() -> StreamContext,
     face: Face,
+    policy: &str,
 ) -> Response {
     let created = now_ms() / 1000;
-    let mut response = match outcome.reply {
+    let stream = match outcome.reply {
         ChatReply::Complete(mut completion) => {
             // The upstream's id moves to the answer: the completion's own
             // copy is not read again.
             let id = response_id(std::mem::take(&mut completion.id), face);
             let model = &outcome.model;
-            match face {
-                Face::OpenAi => {
-                    // Built as it is sent: a `String`'s response first sets
-                    // a `text/plain` type for this one to replace.
-                    let json = openai::completion_json(&id, model, created, *completion);
-                    let mut response = Response::new(Body::from(json));
-                    let headers = response.headers_mut();
-                    // Room for the type, the served-by names and the policy.
-                    headers.reserve(5);
-                    headers.insert(
-                        header::CONTENT_TYPE,
-                        HeaderValue::from_static("application/json"),
-                    );
-                    response
-                }
+            let mut response = match face {
+                // Built as it is sent: a `String`'s response first sets a
+                // `text/plain` type for the served headers to replace.
+                Face::OpenAi => Response::new(Body::from(openai::completion_json(
+                    &id,
+                    model,
+                    created,
+                    *completion,
+                ))),
+                // Its type is the one `Json` sets, as the served headers'.
                 Face::Anthropic => {
                     Json(messages::message_json(&id, model, &completion)).into_response()
                 }
-            }
-        }
-        ChatReply::Stream(mut stream) => {
-            let target = Target {
-                provider: outcome.provider.clone(),
-                model: outcome.model.clone(),
-                profile: outcome.profile.clone(),
             };
-            let id = response_id(std::mem::take(&mut stream.id), face);
-            let writer: Box<dyn StreamWriter> = match face {
-                Face::OpenAi => Box::new(OpenAiWriter {
-                    id,
-                    model: outcome.model.clone(),
-                    created,
-                    fingerprint: None,
-                }),
-                Face::Anthropic => Box::new(AnthropicWriter::new(&id, &outcome.model)),
-            };
-            relay(stream, target, context(), writer)
+            *response.headers_mut() =
+                header_values::served_json(&outcome.provider, model, &outcome.profile, policy);
+            return response;
         }
+        ChatReply::Stream(stream) => stream,
     };
+    let target = Target {
+        provider: outcome.provider,
+        model: outcome.model,
+        profile: outcome.profile,
+    };
+    let mut stream = stream;
+    let id = response_id(std::mem::take(&mut stream.id), face);
+    let writer: Box<dyn StreamWriter> = match face {
+        Face::OpenAi => Box::new(OpenAiWriter {
+            id,
+            model: target.model.clone(),
+            created,
+            fingerprint: None,
+        }),
+        Face::Anthropic => Box::new(AnthropicWriter::new(&id, &target.model)),
+    };
+    let served_by = [
+        (&PROVIDER, &header_values::PROVIDER, &target.provider),
+        (&MODEL, &header_values::MODEL, &target.model),
+        (&PROFILE, &header_values::PROFILE, &target.profile),
+    ]
+    .map(|(name, slot, value)| (name, header_values::value_of(slot, value)));
+    let mut response = relay(stream, target, context(), writer);
     let headers = response.headers_mut();
-    for (name, slot, value) in [
-        (&PROVIDER, &header_values::PROVIDER, &outcome.provider),
-        (&MODEL, &header_values::MODEL, &outcome.model),
-        (&PROFILE, &header_values::PROFILE, &outcome.profile),
-    ] {
-        if let Some(value) = header_values::value_of(slot, value) {
+    for (name, value) in served_by {
+        if let Some(value) = value {
             headers.insert(name.clone(), value);
         }
     }
+    set_policy_hash(&mut response, policy);
     response
 }
 

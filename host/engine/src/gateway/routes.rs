@@ -138,7 +138,11 @@ pub const POLICY_HEADER: &str = "x-failover-policy";
 static POLICY_HEADER_NAME: HeaderName = HeaderName::from_static(POLICY_HEADER);
 
 pub(super) fn set_policy_header(response: &mut Response, policy: &dyn failover_sandbox::Decider) {
-    let policy_hash = &policy.version().sha256;
+    set_policy_hash(response, &policy.version().sha256);
+}
+
+/// [`set_policy_header`] of the module whose hash is `policy_hash`.
+pub(super) fn set_policy_hash(response: &mut Response, policy_hash: &str) {
     if let Some(value) = super::header_values::value_of(&super::header_values::POLICY, policy_hash)
     {
         response
