@@ -26,6 +26,7 @@ mod gateway;
 mod gateway_blocking;
 mod gateway_limits;
 mod gateway_metrics;
+mod gateway_redirects;
 mod gateway_shapes;
 mod gateway_streams;
 mod hostile;

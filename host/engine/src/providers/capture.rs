@@ -9,6 +9,7 @@ use std::io::ErrorKind;
 use failover_sandbox::provider_error::ProviderError;
 
 use super::redact::CAPTURE_BYTES;
+use super::redirects::redirect_message;
 
 /// Response headers worth keeping (by prefix, lower case): retry hints,
 /// rate-limit windows and request ids. Nothing else is kept, so cookies and
@@ -24,13 +25,34 @@ const KEPT_HEADERS: &[&str] = &[
     "content-type",
 ];
 
-/// The error for a response with a failing status; reads a bounded
-/// preview of its body. The preview is longer than what is kept: the
+/// The error for a response with a failing status: a redirect the client
+/// did not follow is told by where it points; otherwise a bounded preview
+/// of the body is read. The preview is longer than what is kept: the
 /// provider's redactor cuts it to size only after redacting it, so a secret
 /// straddling the cut goes whole.
-pub async fn response_error(provider: &str, mut response: reqwest::Response) -> ProviderError {
+pub async fn response_error(provider: &str, response: reqwest::Response) -> ProviderError {
     let status = response.status().as_u16();
     let headers = kept_headers(response.headers());
+    let message = if response.status().is_redirection() {
+        // One the client did not follow (another origin, or too many): its
+        // body is a page saying "moved"; where it points says more.
+        let location = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|value| value.to_str().ok());
+        redirect_message(status, response.url(), location)
+    } else {
+        body_preview(response).await
+    };
+    let mut error = ProviderError::message(message)
+        .with_provider(provider)
+        .with_status(status);
+    error.headers = headers;
+    error
+}
+
+/// The first [`CAPTURE_BYTES`] of a failing response's body, as text.
+async fn body_preview(mut response: reqwest::Response) -> String {
     let mut body = Vec::new();
     while body.len() < CAPTURE_BYTES {
         match response.chunk().await {
@@ -39,11 +61,7 @@ pub async fn response_error(provider: &str, mut response: reqwest::Response) -> 
         }
     }
     body.truncate(CAPTURE_BYTES);
-    let mut error = ProviderError::message(String::from_utf8_lossy(&body).into_owned())
-        .with_provider(provider)
-        .with_status(status);
-    error.headers = headers;
-    error
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 /// The kept headers of a response.

@@ -10,6 +10,7 @@ use super::auth_header;
 use super::capture;
 use super::oauth;
 use super::redact::Redactor;
+use super::redirects;
 use super::upstream::{millis, Upstream};
 use crate::auth::CredentialKind;
 use crate::chat::{anthropic, openai, tools, ChatReply, ChatRequest, StreamEvent, StreamReply};
@@ -42,6 +43,10 @@ impl HttpProvider {
             .user_agent(concat!("failover/", env!("CARGO_PKG_VERSION")))
             // Deadlines are the caller's (per attempt, per run).
             .connect_timeout(Duration::from_secs(10))
+            // A credential is never sent to another origin, and no call
+            // says where the previous one went.
+            .redirect(redirects::same_origin_only())
+            .referer(false)
             .build()?;
         Ok(HttpProvider {
             config,

@@ -11,6 +11,7 @@ pub mod capture;
 mod http;
 pub mod oauth;
 pub mod redact;
+mod redirects;
 mod upstream;
 
 pub use crate::config::{Api, Endpoint};
