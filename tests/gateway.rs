@@ -27,6 +27,7 @@ async fn a_healthy_primary_answers_in_openai_shape() {
     assert_eq!(a.header("x-failover-provider"), "anthropic");
     assert_eq!(a.header("x-failover-model"), PRIMARY);
     assert_eq!(a.header("x-failover-profile"), "anthropic:a");
+    assert_eq!(a.header("content-length"), a.text.len().to_string());
     // The Anthropic request was translated: system on top, max_tokens set.
     let sent: Value = serde_json::from_str(&h.up.calls()[0].body).unwrap();
     assert_eq!(sent["system"], "be brief");

@@ -73,6 +73,10 @@ async fn a_messages_client_is_served_by_anthropic_in_its_own_shape() {
     assert_eq!(message["content"][0]["input"], json!({"city": "Oslo"}));
     assert_eq!(message["stop_reason"], "tool_use");
     assert_eq!(message["usage"]["output_tokens"], 9);
+    // A whole answer says its own length (the gateway sets it, not the
+    // router), and its type.
+    assert_eq!(a.header("content-length"), a.text.len().to_string());
+    assert_eq!(a.header("content-type"), "application/json");
     // The tools and the system prompt went upstream in Anthropic's shape.
     let sent: Value = serde_json::from_str(&h.up.calls()[0].body).unwrap();
     assert_eq!(sent["system"], "be brief");

@@ -9,7 +9,7 @@
 use std::cell::RefCell;
 use std::thread::LocalKey;
 
-use axum::http::header::CONTENT_TYPE;
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 
 use super::reply::{MODEL_HEADER, PROFILE_HEADER, PROVIDER_HEADER};
@@ -60,14 +60,39 @@ thread_local! {
     static SERVED_JSON: RefCell<Option<(ServedBy, HeaderMap)>> = const { RefCell::new(None) };
 }
 
-/// The headers of a whole JSON answer: its type, who served it
-/// (`x-failover-provider`, `-model`, `-profile`) and the deciding module's
-/// hash (`x-failover-policy`), each left out when its text cannot be a
-/// header value. Kept per thread for the next answer by the same profile
-/// and module: a clone of the kept map shares its values, where inserting
-/// five headers hashed each name again (~1.2k instructions a request,
-/// BENCHMARKS.md, issue 16, twentieth part).
-pub(super) fn served_json(provider: &str, model: &str, profile: &str, policy: &str) -> HeaderMap {
+/// The headers of a whole JSON answer of `length` bytes (`None`: not
+/// known): its type and length, who served it (`x-failover-provider`,
+/// `-model`, `-profile`) and the deciding module's hash
+/// (`x-failover-policy`), each of the last four left out when its text
+/// cannot be a header value. Kept per thread for the next answer by the
+/// same profile and module: a clone of the kept map shares its values,
+/// where inserting five headers hashed each name again (~1.2k instructions
+/// a request, BENCHMARKS.md, issue 16, twentieth part). The kept map holds
+/// a `content-length` to overwrite: a clone's entries have no room to
+/// spare, so the router adding one grew them (~0.6k instructions).
+pub(super) fn served_json(
+    provider: &str,
+    model: &str,
+    profile: &str,
+    policy: &str,
+    length: Option<u64>,
+) -> HeaderMap {
+    let mut headers = kept_served_json(provider, model, profile, policy);
+    match length {
+        Some(length) => {
+            if let Some(value) = headers.get_mut(CONTENT_LENGTH) {
+                *value = HeaderValue::from(length);
+            }
+        }
+        None => {
+            headers.remove(CONTENT_LENGTH);
+        }
+    }
+    headers
+}
+
+/// [`served_json`]'s map with its kept `content-length` placeholder.
+fn kept_served_json(provider: &str, model: &str, profile: &str, policy: &str) -> HeaderMap {
     SERVED_JSON.with(|kept| {
         if let Some((made_from, headers)) = &*kept.borrow() {
             let same = made_from.provider == provider
@@ -78,8 +103,9 @@ pub(super) fn served_json(provider: &str, model: &str, profile: &str, policy: &s
                 return headers.clone();
             }
         }
-        let mut headers = HeaderMap::with_capacity(5);
+        let mut headers = HeaderMap::with_capacity(6);
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(CONTENT_LENGTH, HeaderValue::from_static("0"));
         for (name, text) in [
             (&PROVIDER_NAME, provider),
             (&MODEL_NAME, model),
@@ -134,8 +160,9 @@ mod tests {
             pairs
         };
         let pair = |n: &str, v: &str| (n.to_owned(), v.to_owned());
-        let first = served_json("openai", "openai/gpt-x", "openai:a", "ab12");
+        let first = served_json("openai", "openai/gpt-x", "openai:a", "ab12", Some(42));
         let expected = vec![
+            pair("content-length", "42"),
             pair("content-type", "application/json"),
             pair("x-failover-model", "openai/gpt-x"),
             pair("x-failover-policy", "ab12"),
@@ -145,15 +172,21 @@ mod tests {
         assert_eq!(names(&first), expected);
         // Kept, and handed out again for the same text.
         assert_eq!(
-            names(&served_json("openai", "openai/gpt-x", "openai:a", "ab12")),
+            names(&served_json(
+                "openai",
+                "openai/gpt-x",
+                "openai:a",
+                "ab12",
+                Some(42)
+            )),
             expected
         );
         // Any one text changed makes new headers.
         let changed = [
-            served_json("other", "openai/gpt-x", "openai:a", "ab12"),
-            served_json("openai", "openai/gpt-y", "openai:a", "ab12"),
-            served_json("openai", "openai/gpt-x", "openai:b", "ab12"),
-            served_json("openai", "openai/gpt-x", "openai:a", "cd34"),
+            served_json("other", "openai/gpt-x", "openai:a", "ab12", Some(42)),
+            served_json("openai", "openai/gpt-y", "openai:a", "ab12", Some(42)),
+            served_json("openai", "openai/gpt-x", "openai:b", "ab12", Some(42)),
+            served_json("openai", "openai/gpt-x", "openai:a", "cd34", Some(42)),
         ];
         for (headers, (name, value)) in changed.iter().zip([
             ("x-failover-provider", "other"),
@@ -162,12 +195,26 @@ mod tests {
             ("x-failover-policy", "cd34"),
         ]) {
             assert_eq!(headers.get(name).unwrap(), value);
-            assert_eq!(headers.len(), 5);
+            assert_eq!(headers.len(), 6);
         }
         // What cannot be a header value is left out; the rest stay.
-        let odd = served_json("openai", "bad\nmodel", "openai:a", "ab12");
+        let odd = served_json("openai", "bad\nmodel", "openai:a", "ab12", Some(42));
         assert!(odd.get("x-failover-model").is_none());
         assert_eq!(odd.get("x-failover-profile").unwrap(), "openai:a");
-        assert_eq!(odd.len(), 4);
+        assert_eq!(odd.len(), 5);
+    }
+
+    #[test]
+    fn a_kept_map_carries_each_answers_own_length() {
+        let served = |length| served_json("p", "p/m", "p:a", "ef56", length);
+        assert_eq!(served(Some(1234)).get(CONTENT_LENGTH).unwrap(), "1234");
+        // The kept map is handed out again, with this answer's length.
+        assert_eq!(served(Some(7)).get(CONTENT_LENGTH).unwrap(), "7");
+        assert_eq!(served(Some(0)).get(CONTENT_LENGTH).unwrap(), "0");
+        // Not known: none, and the router adds nothing wrong.
+        let unknown = served(None);
+        assert!(unknown.get(CONTENT_LENGTH).is_none());
+        assert_eq!(unknown.get("x-failover-profile").unwrap(), "p:a");
+        assert_eq!(served(Some(99)).get(CONTENT_LENGTH).unwrap(), "99");
     }
 }

@@ -3,7 +3,7 @@
 //! when it breaks past the first content (no failing over then), ended with
 //! an error event so a client never takes a cut reply for whole.
 
-use axum::body::{Body, Bytes};
+use axum::body::{Body, Bytes, HttpBody as _};
 use axum::http::{header, HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -68,8 +68,15 @@ pub fn success(
                     Json(messages::message_json(&id, model, &completion)).into_response()
                 }
             };
-            *response.headers_mut() =
-                header_values::served_json(&outcome.provider, model, &outcome.profile, policy);
+            // Its length as the router would set it: the body's exact size.
+            let length = response.body().size_hint().exact();
+            *response.headers_mut() = header_values::served_json(
+                &outcome.provider,
+                model,
+                &outcome.profile,
+                policy,
+                length,
+            );
             return response;
         }
         ChatReply::Stream(stream) => stream,
