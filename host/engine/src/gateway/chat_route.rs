@@ -8,14 +8,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::admission::{authorize, read_body, refuse, route, session_id};
 use super::anthropic_errors::reshape_response;
 use super::relay::{self, Face, StreamContext};
 use super::reply::{self, error_response};
-use super::routes::{set_policy_header, with_policy_header};
+use super::routes::{set_policy_header, with_policy_header, CHAT_PATH, MESSAGES_PATH};
+use super::server::{Answering, DirectRoute};
 use super::{Gateway, GatewayRunner};
 use crate::chat::{messages, openai, ChatReply, ChatRequest};
 use crate::replay::record::Recorder;
@@ -52,6 +53,41 @@ pub(super) async fn messages(State(gateway): State<Arc<Gateway>>, request: Reque
     };
     // A reshaped answer keeps its headers.
     reshape_response(response).await
+}
+
+/// The chat routes as a route taken before the router (see
+/// [`super::server::Routes`]): a `POST` to either path is answered here as
+/// the router's routes for it answer; any other request goes on to the
+/// router, which also holds these routes (and their 405 for another
+/// method).
+pub(super) struct ChatRoutes(pub(super) Arc<Gateway>);
+
+impl DirectRoute for ChatRoutes {
+    fn takes(&self, request: &Request) -> bool {
+        chat_face(request.method(), request.uri().path()).is_some()
+    }
+
+    fn answer(&self, request: Request) -> Answering {
+        let gateway = State(self.0.clone());
+        match chat_face(request.method(), request.uri().path()) {
+            Some(Face::Anthropic) => Box::pin(messages(gateway, request)),
+            // Taken only when it is one of the two.
+            _ => Box::pin(chat(gateway, request)),
+        }
+    }
+}
+
+/// The face of a request the chat routes take before the router: a `POST`
+/// to exactly one of their paths (no trailing slash, as the router).
+fn chat_face(method: &Method, path: &str) -> Option<Face> {
+    if method != Method::POST {
+        return None;
+    }
+    match path {
+        CHAT_PATH => Some(Face::OpenAi),
+        MESSAGES_PATH => Some(Face::Anthropic),
+        _ => None,
+    }
 }
 
 /// A chat request admitted, run and answered. Every answer names the
@@ -226,5 +262,30 @@ fn late_failure(
             %error,
             "cannot record the stream's failure"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_post_to_a_chat_path_is_taken_before_the_router() {
+        let post = Method::POST;
+        assert_eq!(chat_face(&post, "/v1/chat/completions"), Some(Face::OpenAi));
+        assert_eq!(chat_face(&post, "/v1/messages"), Some(Face::Anthropic));
+        for path in [
+            "/v1/chat/completions/",
+            "/v1/messages/count_tokens",
+            "/v1/models",
+            "/V1/chat/completions",
+            "",
+        ] {
+            assert_eq!(chat_face(&post, path), None, "{path}");
+        }
+        for method in [Method::GET, Method::HEAD, Method::PUT, Method::OPTIONS] {
+            assert_eq!(chat_face(&method, "/v1/chat/completions"), None, "{method}");
+            assert_eq!(chat_face(&method, "/v1/messages"), None, "{method}");
+        }
     }
 }

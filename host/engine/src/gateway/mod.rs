@@ -244,5 +244,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let limits = gateway.limits();
-    server::serve(listener, router(gateway), limits, shutdown).await
+    let chat_routes = Arc::new(chat_route::ChatRoutes(gateway.clone()));
+    let routes = server::Routes::new(router(gateway), chat_routes);
+    server::serve(listener, routes, limits, shutdown).await
 }

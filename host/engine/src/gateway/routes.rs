@@ -20,6 +20,11 @@ use crate::runner::clock::now_ms;
 use crate::state::SessionEntry;
 use crate::status::Status;
 
+/// The OpenAI-shaped chat route.
+pub(super) const CHAT_PATH: &str = "/v1/chat/completions";
+/// The Anthropic-shaped chat route.
+pub(super) const MESSAGES_PATH: &str = "/v1/messages";
+
 /// The gateway's routes over `gateway`. The client key is checked before
 /// anything of a body is read; bodies are bounded per route: a chat request
 /// by `gateway.maxRequestBytes`, the others (which take none worth the name)
@@ -31,7 +36,9 @@ use crate::status::Status;
 /// not by [`DefaultBodyLimit`]): a router's layer wraps each of its routes
 /// in one more boxed route, cloned and polled on every request, two layers
 /// ~2k instructions of a chat request (BENCHMARKS.md, issue 16, twentieth
-/// part).
+/// part). [`super::serve`] answers a `POST` to them before the router
+/// (`chat_route::ChatRoutes`); the router's copies answer what else reaches
+/// them.
 pub fn router(gateway: Arc<Gateway>) -> Router {
     let small = Router::new()
         .route("/v1/models", get(models))
@@ -65,12 +72,9 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .layer(MapResponseLayer::new(policy_header(gateway.clone())))
         .layer(DefaultBodyLimit::max(SMALL_BODY_BYTES));
     Router::new()
+        .route(CHAT_PATH, post(chat).fallback(chat_method_not_allowed))
         .route(
-            "/v1/chat/completions",
-            post(chat).fallback(chat_method_not_allowed),
-        )
-        .route(
-            "/v1/messages",
+            MESSAGES_PATH,
             post(messages).fallback(chat_method_not_allowed),
         )
         .merge(layered)
