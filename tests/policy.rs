@@ -4,6 +4,7 @@
 
 mod cases;
 mod contract;
+mod contract_one;
 mod legacy;
 mod profiles;
 mod runner;
