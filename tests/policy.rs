@@ -9,4 +9,5 @@ mod legacy;
 mod profiles;
 mod runner;
 mod sandbox;
+mod sdk;
 mod support;

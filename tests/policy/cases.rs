@@ -242,3 +242,11 @@ fn every_case_in_batches_gets_the_verdict_of_its_single_call() {
         assert_eq!(one, many, "{} line {}: {}", case.file, case.line, case.name);
     }
 }
+
+/// Every case's input of the three corpora, with the clock it runs at.
+pub(crate) fn every_input() -> Vec<(ProviderError, u64)> {
+    let mut cases = load_cases();
+    cases.extend(load_named("classify-real.jsonl", REAL));
+    cases.extend(load_reference());
+    cases.into_iter().map(|c| (c.input, c.now_ms)).collect()
+}

@@ -118,7 +118,7 @@ fn a_module_for_another_contract_version_is_refused() {
     .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "the module was built for failover:policy@0.1.0, but this host runs failover:policy@0.8.0 (or 0.7.0, 0.6.0, 0.5.0, 0.4.0)"
+        "the module was built for failover:policy@0.1.0, but this host runs failover:policy@0.8.0 (or 0.7.0, 0.6.0, 0.5.0, 0.4.0); docs/contract.md says what changed between them and how to move a module to a version this host runs"
     );
 }
 

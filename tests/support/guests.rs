@@ -1,8 +1,9 @@
-//! Builds guest crates of this repository (the example policy, the hostile
-//! fixture) for wasm32 and encodes them as components, the way
-//! `host/sandbox/build.rs` builds the default policy. One target directory under
-//! cargo's test scratch space serves every guest and test binary; a file
-//! lock keeps one build (and the copy of its output) at a time.
+//! Builds guest crates of this repository (the example policies, the
+//! fixtures, the SDK's default policy) for wasm32 and encodes them as
+//! components, the way `host/sandbox/build.rs` builds the default policy.
+//! Two target directories under cargo's test scratch space serve every
+//! guest and test binary (see [`target_name`]); a file lock in each keeps
+//! one build (and the copy of its output) at a time.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,7 +24,7 @@ pub fn component(dir: &str, features: &[&str]) -> Vec<u8> {
 pub fn core_module(dir: &str, features: &[&str]) -> Vec<u8> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let manifest = root.join(dir).join("Cargo.toml");
-    let target_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("guests");
+    let target_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(target_name(&manifest));
     std::fs::create_dir_all(&target_dir).unwrap();
     let lock = std::fs::File::create(target_dir.join(".build-lock")).unwrap();
     lock.lock().unwrap();
@@ -59,6 +60,20 @@ pub fn core_module(dir: &str, features: &[&str]) -> Vec<u8> {
     let core = std::fs::read(&module).unwrap();
     drop(lock);
     core
+}
+
+/// The target directory of a guest: one for the crates that are their own
+/// workspace, one for members of this repository's. Cargo names a path
+/// dependency's sources relatively in one and absolutely in the other, so
+/// in a shared directory each build would rebuild the other's artifacts
+/// under the same names.
+fn target_name(manifest: &Path) -> &'static str {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    if text.lines().any(|l| l.trim() == "[workspace]") {
+        "guests"
+    } else {
+        "guests-workspace"
+    }
 }
 
 fn manifest_name(manifest: &Path) -> String {

@@ -1,5 +1,8 @@
 //! What can go wrong loading or running a policy module.
 
+/// Where people read about contract versions and moving between them.
+const CONTRACT_GUIDE: &str = "docs/contract.md";
+
 /// A policy module was refused or a call into it failed. The host stays up
 /// in every case; messages never contain input text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -20,7 +23,7 @@ pub enum PolicyError {
         contract: &'static str,
     },
     /// The module was built for another version of the contract.
-    #[error("the module was built for {found}, but this host runs {expected}")]
+    #[error("the module was built for {found}, but this host runs {expected}; {} says what changed between them and how to move a module to a version this host runs", CONTRACT_GUIDE)]
     ContractMismatch {
         /// The contract the module names.
         found: String,

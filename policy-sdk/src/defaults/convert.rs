@@ -1,0 +1,255 @@
+//! Between the contract's types and the default policy's core types. The
+//! two sides name the same things; where the contract says more than the
+//! core keeps (reasons the core lacks, cooldowns of several models, counts
+//! per model), the conversion says what it keeps.
+
+use policy_types as core;
+
+use crate::types::{
+    Block, ConfiguredProfile, CredentialKind, FailureCount, FailureDetail, FailureReason,
+    ModelCooldown, PinSource, RankedProfile, SelectionSource, StoredProfile, Usage,
+};
+
+/// A contract reason as the core records it; `server-error` and
+/// `tls-certificate` read as `timeout` (see the module docs of `defaults`).
+pub(super) fn reason_to_core(reason: FailureReason) -> core::RecordedReason {
+    use core::RecordedReason as R;
+    match reason {
+        FailureReason::RateLimit => R::RateLimit,
+        FailureReason::Overloaded => R::Overloaded,
+        FailureReason::Billing => R::Billing,
+        FailureReason::Auth => R::Auth,
+        FailureReason::AuthPermanent => R::AuthPermanent,
+        FailureReason::Timeout | FailureReason::ServerError | FailureReason::TlsCertificate => {
+            R::Timeout
+        }
+        FailureReason::Format => R::Format,
+        FailureReason::ModelNotFound => R::ModelNotFound,
+        FailureReason::SessionExpired => R::SessionExpired,
+        FailureReason::ContextOverflow => R::ContextOverflow,
+        FailureReason::Unknown => R::Unknown,
+    }
+}
+
+/// A core reason in the contract's terms.
+pub(super) fn recorded_from_core(reason: core::RecordedReason) -> FailureReason {
+    match reason {
+        core::RecordedReason::Unknown => FailureReason::Unknown,
+        core::RecordedReason::RateLimit => FailureReason::RateLimit,
+        core::RecordedReason::Overloaded => FailureReason::Overloaded,
+        core::RecordedReason::Billing => FailureReason::Billing,
+        core::RecordedReason::Auth => FailureReason::Auth,
+        core::RecordedReason::AuthPermanent => FailureReason::AuthPermanent,
+        core::RecordedReason::Timeout => FailureReason::Timeout,
+        core::RecordedReason::Format => FailureReason::Format,
+        core::RecordedReason::ModelNotFound => FailureReason::ModelNotFound,
+        core::RecordedReason::SessionExpired => FailureReason::SessionExpired,
+        core::RecordedReason::ContextOverflow => FailureReason::ContextOverflow,
+    }
+}
+
+/// A classifier's reason in the contract's terms.
+pub(super) fn reason_from_core(reason: core::Reason) -> FailureReason {
+    recorded_from_core(core::RecordedReason::from(Some(reason)))
+}
+
+pub(super) fn detail_from_core(detail: core::Detail) -> FailureDetail {
+    match detail {
+        core::Detail::EmptyResponse => FailureDetail::EmptyResponse,
+        core::Detail::NoErrorDetails => FailureDetail::NoErrorDetails,
+        core::Detail::Unclassified => FailureDetail::Unclassified,
+    }
+}
+
+pub(super) fn kind_to_core(kind: CredentialKind) -> core::CredentialKind {
+    match kind {
+        CredentialKind::Oauth => core::CredentialKind::OAuth,
+        CredentialKind::Token => core::CredentialKind::Token,
+        CredentialKind::ApiKey => core::CredentialKind::ApiKey,
+    }
+}
+
+pub(super) fn pin_source_to_core(source: PinSource) -> core::PinSource {
+    match source {
+        PinSource::Auto => core::PinSource::Auto,
+        PinSource::User => core::PinSource::User,
+    }
+}
+
+pub(super) fn pin_source_from_core(source: core::PinSource) -> PinSource {
+    match source {
+        core::PinSource::Auto => PinSource::Auto,
+        core::PinSource::User => PinSource::User,
+    }
+}
+
+pub(super) fn selection_source_from_core(source: core::SelectionSource) -> SelectionSource {
+    use core::SelectionSource as S;
+    match source {
+        S::ConfiguredDefault => SelectionSource::ConfiguredDefault,
+        S::AgentPrimary => SelectionSource::AgentPrimary,
+        S::AutoOverride => SelectionSource::AutoOverride,
+        S::UserOverride => SelectionSource::UserOverride,
+        S::LegacyOverride => SelectionSource::LegacyOverride,
+        S::CronJob => SelectionSource::CronJob,
+        S::Heartbeat => SelectionSource::Heartbeat,
+    }
+}
+
+pub(super) fn selection_source_to_core(source: SelectionSource) -> core::SelectionSource {
+    use core::SelectionSource as S;
+    match source {
+        SelectionSource::ConfiguredDefault => S::ConfiguredDefault,
+        SelectionSource::AgentPrimary => S::AgentPrimary,
+        SelectionSource::AutoOverride => S::AutoOverride,
+        SelectionSource::UserOverride => S::UserOverride,
+        SelectionSource::LegacyOverride => S::LegacyOverride,
+        SelectionSource::CronJob => S::CronJob,
+        SelectionSource::Heartbeat => S::Heartbeat,
+    }
+}
+
+/// A profile's usage in the core's terms, which keep one cooldown: the
+/// whole profile's when there is one, else the cooldown of `model`, else
+/// the model cooldown that ends last. Counts of one reason are added
+/// together whatever their model. Also the model whose cooldown the core
+/// was given, for [`usage_from_core`].
+pub(super) fn usage_to_core(usage: &Usage, model: Option<&str>) -> (core::Usage, Option<String>) {
+    let model_cooldown = match usage.cooldown_until {
+        Some(_) => None,
+        None => usage
+            .model_cooldowns
+            .iter()
+            .find(|c| Some(c.model.as_str()) == model)
+            .or_else(|| usage.model_cooldowns.iter().max_by_key(|c| c.until)),
+    };
+    let mut failure_counts = std::collections::BTreeMap::new();
+    for entry in &usage.failure_counts {
+        let count: &mut u32 = failure_counts
+            .entry(reason_to_core(entry.reason))
+            .or_default();
+        *count = count.saturating_add(entry.count);
+    }
+    let core = core::Usage {
+        last_used: usage.last_used,
+        cooldown_until: model_cooldown.map(|c| c.until).or(usage.cooldown_until),
+        cooldown_reason: model_cooldown
+            .map(|c| c.reason)
+            .or(usage.cooldown_reason)
+            .map(reason_to_core),
+        cooldown_model: model_cooldown.map(|c| c.model.clone()),
+        disabled_until: usage.disabled_until,
+        disabled_reason: usage.disabled_reason.map(reason_to_core),
+        error_count: usage.error_count,
+        failure_counts,
+        last_failure_at: usage.last_failure_at,
+    };
+    (core, model_cooldown.map(|c| c.model.clone()))
+}
+
+/// The core's usage in the contract's terms: the model cooldowns of
+/// `before` that the core was not given stay as they were; the one it was
+/// given, and any it sets, are what it answered.
+pub(super) fn usage_from_core(core: core::Usage, before: &Usage, given: Option<&str>) -> Usage {
+    let answered_model = core.cooldown_model.clone();
+    let mut model_cooldowns: Vec<ModelCooldown> = before
+        .model_cooldowns
+        .iter()
+        .filter(|c| Some(c.model.as_str()) != given && Some(&c.model) != answered_model.as_ref())
+        .cloned()
+        .collect();
+    let reason = core.cooldown_reason.map(recorded_from_core);
+    if let (Some(model), Some(until)) = (answered_model.clone(), core.cooldown_until) {
+        model_cooldowns.push(ModelCooldown {
+            model,
+            until,
+            reason: reason.unwrap_or(FailureReason::Unknown),
+        });
+    }
+    let whole = answered_model.is_none();
+    Usage {
+        last_used: core.last_used,
+        cooldown_until: core.cooldown_until.filter(|_| whole),
+        cooldown_reason: reason.filter(|_| whole && core.cooldown_until.is_some()),
+        model_cooldowns,
+        disabled_until: core.disabled_until,
+        disabled_reason: core.disabled_reason.map(recorded_from_core),
+        error_count: core.error_count,
+        failure_counts: core
+            .failure_counts
+            .into_iter()
+            .map(|(reason, count)| FailureCount {
+                reason: recorded_from_core(reason),
+                model: None,
+                count,
+            })
+            .collect(),
+        last_failure_at: core.last_failure_at,
+    }
+}
+
+pub(super) fn stored_to_core(profile: &StoredProfile, model: Option<&str>) -> core::StoredProfile {
+    core::StoredProfile {
+        id: profile.id.clone(),
+        provider: profile.provider.clone(),
+        kind: kind_to_core(profile.kind),
+        expires: profile.expires,
+        refreshable: profile.refreshable,
+        usage: usage_to_core(&profile.usage, model).0,
+    }
+}
+
+pub(super) fn configured_to_core(profile: &ConfiguredProfile) -> core::ConfiguredProfile {
+    core::ConfiguredProfile {
+        id: profile.id.clone(),
+        provider: profile.provider.clone(),
+        mode: profile.mode.map(kind_to_core),
+    }
+}
+
+/// A contract order's profile in the core's terms.
+pub(super) fn ranked_to_core(profile: &RankedProfile) -> core::RankedProfile {
+    core::RankedProfile {
+        id: profile.id.clone(),
+        available: profile.blocked.is_none(),
+        blocked_until: profile.blocked.as_ref().map(|b| b.until),
+    }
+}
+
+/// Why each blocked profile of a contract order is blocked, in the core's terms.
+pub(super) fn blocks_to_core(ranked: &[RankedProfile]) -> Vec<core::ProfileBlock> {
+    ranked
+        .iter()
+        .filter_map(|r| {
+            let block = r.blocked.as_ref()?;
+            Some(core::ProfileBlock {
+                profile: r.id.clone(),
+                reason: reason_to_core(block.reason),
+                until: block.until,
+            })
+        })
+        .collect()
+}
+
+/// The core's order in the contract's terms: each blocked profile carries
+/// the reason `blocks` gives it (`unknown` without one) and the time it is
+/// free (`now_ms` when the core gave none).
+pub(super) fn ranked_from_core(
+    ranked: Vec<core::RankedProfile>,
+    blocks: &[core::ProfileBlock],
+    now_ms: u64,
+) -> Vec<RankedProfile> {
+    ranked
+        .into_iter()
+        .map(|r| {
+            let blocked = (!r.available).then(|| {
+                let found = blocks.iter().find(|b| b.profile == r.id);
+                Block {
+                    reason: found.map_or(FailureReason::Unknown, |b| recorded_from_core(b.reason)),
+                    until: r.blocked_until.unwrap_or(now_ms),
+                }
+            });
+            RankedProfile { id: r.id, blocked }
+        })
+        .collect()
+}

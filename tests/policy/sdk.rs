@@ -1,0 +1,235 @@
+//! Policies written on the policy SDK (`policy-sdk/`), built as 1.0
+//! components and run under wasmtime, each call in a fresh instance: the
+//! default policy as the SDK exports it, a status-only classifier and a
+//! policy that never falls back to another provider
+//! (`examples/policies/`). Each must export exactly the 1.0 world, keep
+//! the defaults it does not override, and change what it says it changes.
+
+use std::sync::OnceLock;
+
+use failover::report::{flatten, FlatReport};
+use failover::Limits;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Engine, Store};
+
+use super::contract_one::assert_exports_the_contract;
+use crate::support::guests;
+
+mod v1 {
+    wasmtime::component::bindgen!({
+        world: "policy",
+        path: "wit/1.0.0",
+        additional_derives: [PartialEq],
+    });
+}
+
+use v1::exports::failover::policy::runner::{RunPlan, RunRequest};
+use v1::exports::failover::policy::types::{
+    Classification, ErrorLevel, ErrorReport, FailureReason,
+};
+
+/// A built 1.0 module; every call instantiates it afresh.
+struct Module {
+    engine: Engine,
+    component: Component,
+}
+
+impl Module {
+    fn built(dir: &str, features: &[&str]) -> Module {
+        let bytes = guests::component(dir, features);
+        assert_exports_the_contract(&bytes);
+        let engine = Engine::default();
+        let component = Component::new(&engine, &bytes).expect("the module compiles");
+        Module { engine, component }
+    }
+
+    fn call<T>(&self, f: impl FnOnce(&mut Store<()>, &v1::Policy) -> wasmtime::Result<T>) -> T {
+        let mut store = Store::new(&self.engine, ());
+        let linker = Linker::new(&self.engine);
+        let policy = v1::Policy::instantiate(&mut store, &self.component, &linker)
+            .expect("the module instantiates with no imports");
+        f(&mut store, &policy).expect("the call returns")
+    }
+
+    fn classify(&self, report: &ErrorReport) -> Classification {
+        self.call(|store, p| p.failover_policy_classifier().call_classify(store, report))
+    }
+
+    fn plan_run(&self, request: &RunRequest) -> RunPlan {
+        self.call(|store, p| p.failover_policy_runner().call_plan_run(store, request))
+    }
+
+    fn name(&self) -> String {
+        self.call(|store, p| p.failover_policy_meta().call_describe(store))
+            .name
+    }
+}
+
+fn default_module() -> &'static Module {
+    static MODULE: OnceLock<Module> = OnceLock::new();
+    MODULE.get_or_init(|| Module::built("policy-sdk/default-policy", &[]))
+}
+
+fn status_only() -> &'static Module {
+    static MODULE: OnceLock<Module> = OnceLock::new();
+    MODULE.get_or_init(|| Module::built("examples/policies/status-only", &[]))
+}
+
+fn same_provider() -> &'static Module {
+    static MODULE: OnceLock<Module> = OnceLock::new();
+    MODULE.get_or_init(|| Module::built("examples/policies/same-provider", &[]))
+}
+
+/// A flattened report in the 1.0 shape: its header block back as pairs.
+fn contract_report(flat: &FlatReport) -> ErrorReport {
+    let levels = flat.report.levels.iter().map(|level| ErrorLevel {
+        depth: level.depth,
+        status: level.status,
+        code: level.code.clone(),
+        error_type: None,
+        param: None,
+        message: level.message.clone(),
+        details: None,
+        headers: (level.headers.lines())
+            .filter_map(|line| line.split_once(": "))
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect(),
+    });
+    ErrorReport {
+        provider: flat.report.provider.clone(),
+        model: None,
+        levels: levels.collect(),
+        now_ms: flat.report.now_ms,
+    }
+}
+
+/// A 1.0 reason by the spec's name of the core's reason.
+fn reason_name(reason: FailureReason) -> &'static str {
+    match reason {
+        FailureReason::RateLimit => "rate_limit",
+        FailureReason::Overloaded => "overloaded",
+        FailureReason::Billing => "billing",
+        FailureReason::Auth => "auth",
+        FailureReason::AuthPermanent => "auth_permanent",
+        FailureReason::Timeout => "timeout",
+        FailureReason::ServerError => "server_error",
+        FailureReason::TlsCertificate => "tls_certificate",
+        FailureReason::Format => "format",
+        FailureReason::ModelNotFound => "model_not_found",
+        FailureReason::SessionExpired => "session_expired",
+        FailureReason::ContextOverflow => "context_overflow",
+        FailureReason::Unknown => "unknown",
+    }
+}
+
+fn report_of(status: u16, message: &str) -> ErrorReport {
+    let error = failover::ProviderError::message(message)
+        .with_provider("openai")
+        .with_status(status);
+    contract_report(&flatten(&error, 1_700_000_000_000, &Limits::default()))
+}
+
+fn run_request(primary: &str, fallbacks: &[&str]) -> RunRequest {
+    RunRequest {
+        requested: None,
+        configured_primary: Some(primary.into()),
+        configured_fallbacks: fallbacks.iter().map(|m| (*m).into()).collect(),
+        agent_primary: None,
+        agent_fallbacks: None,
+        cron_model: None,
+        cron_fallbacks: None,
+        heartbeat: false,
+        heartbeat_model: None,
+        session_override: None,
+        fallbacks_override: None,
+        overflow_to: Vec::new(),
+        primary_probe_interval_ms: 0,
+    }
+}
+
+#[test]
+fn the_default_component_classifies_every_corpus_case_as_the_core_does() {
+    let module = default_module();
+    assert_eq!(module.name(), policy_guest::POLICY_NAME);
+    let inputs = super::cases::every_input();
+    assert!(inputs.len() > 900, "only {} cases", inputs.len());
+    let mut disagreements = Vec::new();
+    for (error, now_ms) in &inputs {
+        let flat = flatten(error, *now_ms, &Limits::default());
+        let core = policy_guest::classify(&crate::native::to_core(&flat));
+        let verdict = module.classify(&contract_report(&flat));
+        let core_reason = core.reason.map_or("unknown", |r| r.as_str());
+        let agrees = reason_name(verdict.reason) == core_reason
+            && verdict.retry_after_ms == core.retry_after_ms
+            && verdict.detail.is_some() == (core.reason.is_none() && core.detail.is_some());
+        if !agrees {
+            disagreements.push(format!("{:?}: {verdict:?} vs {core:?}", error.message));
+        }
+    }
+    assert!(disagreements.is_empty(), "{disagreements:#?}");
+}
+
+#[test]
+fn the_status_only_policy_names_failures_by_status_alone() {
+    let overflow = r#"{"error":{"code":"context_length_exceeded","message":"This model's maximum context length is 8192 tokens"}}"#;
+    let module = status_only();
+    assert_eq!(module.name(), "status-only");
+    assert_eq!(
+        module.classify(&report_of(400, overflow)).reason,
+        FailureReason::Format
+    );
+    assert_eq!(
+        default_module().classify(&report_of(400, overflow)).reason,
+        FailureReason::ContextOverflow
+    );
+    assert_eq!(
+        module.classify(&report_of(429, "")).reason,
+        FailureReason::RateLimit
+    );
+    assert_eq!(
+        module.classify(&report_of(502, "")).reason,
+        FailureReason::ServerError
+    );
+    let request = run_request("openai/gpt-4o", &["anthropic/claude-sonnet-4"]);
+    assert_eq!(
+        module.plan_run(&request),
+        default_module().plan_run(&request)
+    );
+}
+
+#[test]
+fn the_same_provider_policy_never_plans_another_provider() {
+    let request = run_request(
+        "openai/gpt-4o",
+        &["anthropic/claude-sonnet-4", "openai/gpt-4o-mini"],
+    );
+    let default = default_module().plan_run(&request);
+    assert_eq!(
+        default.candidates,
+        [
+            "openai/gpt-4o",
+            "anthropic/claude-sonnet-4",
+            "openai/gpt-4o-mini"
+        ]
+    );
+    let module = same_provider();
+    assert_eq!(module.name(), "same-provider");
+    let plan = module.plan_run(&request);
+    assert_eq!(plan.candidates, ["openai/gpt-4o", "openai/gpt-4o-mini"]);
+    assert_eq!((plan.source, plan.strict), (default.source, default.strict));
+}
+
+#[test]
+fn this_host_refuses_a_1_0_module_and_names_the_guide() {
+    let bytes = guests::component("examples/policies/status-only", &[]);
+    let error = failover::Policy::load(super::support::engine(), &bytes, Limits::default())
+        .expect_err("the host runs the 0.x line");
+    let message = error.to_string();
+    for part in [
+        "failover:policy@1.0.0",
+        "failover:policy@0.8.0",
+        "docs/contract.md",
+    ] {
+        assert!(message.contains(part), "{message}");
+    }
+}
