@@ -233,3 +233,42 @@ fn this_host_refuses_a_1_0_module_and_names_the_guide() {
         assert!(message.contains(part), "{message}");
     }
 }
+
+#[test]
+fn policy_new_scaffolds_a_crate_that_policy_build_makes_a_component() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("demo");
+    let new = || {
+        crate::support::binary::failover()
+            .args(["policy", "new", "demo", "--dir"])
+            .arg(&dir)
+            .output()
+            .unwrap()
+    };
+    let created = new();
+    assert!(created.status.success(), "{created:?}");
+    for file in ["Cargo.toml", "src/lib.rs", "README.md", ".gitignore"] {
+        assert!(dir.join(file).is_file(), "{file} was not written");
+    }
+    let again = new();
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("already exists"),
+        "{again:?}"
+    );
+
+    let mut build = crate::support::binary::failover();
+    build.args(["policy", "build"]).arg(&dir);
+    let built = guests::nested_build(build).output().unwrap();
+    let component = std::fs::read(dir.join("demo.wasm")).unwrap_or_else(|e| {
+        panic!(
+            "no component ({e}): {}",
+            String::from_utf8_lossy(&built.stderr)
+        )
+    });
+    assert_exports_the_contract(&component);
+    // The gate runs on it: this host runs the 0.x line and says so.
+    let report = String::from_utf8_lossy(&built.stdout);
+    assert!(report.contains("failover:policy@1.0.0"), "{report}");
+    assert!(!built.status.success());
+}

@@ -84,3 +84,18 @@ fn manifest_name(manifest: &Path) -> String {
         .expect("the manifest names its package")
         .to_owned()
 }
+
+/// A cargo command for a nested guest build: without the outer build's
+/// variables, building into the target directory of the guests that are
+/// their own workspace.
+#[allow(dead_code)] // benches/policy_swap.rs includes this file and builds no crate this way.
+pub fn nested_build(mut command: Command) -> Command {
+    for name in OUTER_BUILD_ENV {
+        command.env_remove(name);
+    }
+    let target_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("guests");
+    command
+        .env("CARGO_TARGET_DIR", target_dir)
+        .env("CARGO_PROFILE_RELEASE_LTO", "false");
+    command
+}

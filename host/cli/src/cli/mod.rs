@@ -8,6 +8,7 @@ mod init;
 mod lines;
 mod pipe;
 mod policy;
+mod policy_new;
 mod profiles;
 mod replay;
 mod run;

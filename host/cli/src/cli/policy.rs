@@ -1,8 +1,8 @@
-//! `failover policy encode|check|swap|rollback|show`: a built guest made a
-//! component, the validation gate without a server, and the admin calls to
-//! a running `failover serve`.
+//! `failover policy encode|check|swap|rollback|show` (and `new|build`, in
+//! `policy_new`): a built guest made a component, the validation gate
+//! without a server, and the admin calls to a running `failover serve`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Context as _};
@@ -26,6 +26,24 @@ pub enum PolicyCommand {
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
     },
+    /// Write a new policy crate on the policy SDK (contract 1.0).
+    New {
+        /// The policy's name, also its crate's.
+        name: String,
+        /// Where to write the crate (default: ./NAME); must not exist.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The policy-sdk directory to depend on (default: the one this
+        /// binary was built beside).
+        #[arg(long, value_name = "DIR")]
+        sdk: Option<PathBuf>,
+    },
+    /// Build a policy crate into a component (DIR/NAME.wasm), then check it.
+    Build {
+        /// The policy crate's directory.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
     /// Run the validation gate on a module and print its report.
     Check {
         /// The policy component (`.wasm`).
@@ -44,26 +62,9 @@ pub enum PolicyCommand {
 
 pub fn run(context: &Context, command: PolicyCommand) -> anyhow::Result<ExitCode> {
     match command {
-        PolicyCommand::Encode { core, output } => {
-            let module = read_module(&core)?;
-            let component = wit_component::ComponentEncoder::default()
-                .module(&module)
-                .and_then(|encoder| encoder.validate(true).encode())
-                .map_err(|e| {
-                    anyhow!(
-                        "{} is not a policy guest's core module: {e:#}",
-                        core.display()
-                    )
-                })?;
-            std::fs::write(&output, &component)
-                .with_context(|| format!("cannot write {}", output.display()))?;
-            eprintln!(
-                "wrote {} ({} bytes); checking it:",
-                output.display(),
-                component.len()
-            );
-            check(context, &component)
-        }
+        PolicyCommand::Encode { core, output } => encode_and_check(context, &core, &output),
+        PolicyCommand::New { name, dir, sdk } => super::policy_new::new(&name, dir, sdk),
+        PolicyCommand::Build { dir } => super::policy_new::build(context, &dir),
         PolicyCommand::Check { path } => check(context, &read_module(&path)?),
         PolicyCommand::Swap { path } => {
             let bytes = read_module(&path)?;
@@ -75,6 +76,33 @@ pub fn run(context: &Context, command: PolicyCommand) -> anyhow::Result<ExitCode
 }
 
 /// The gate's report on `bytes`; exit 1 when refused.
+/// Makes a component of the core module at `core`, writes it to `output`
+/// and runs the gate on it.
+pub(super) fn encode_and_check(
+    context: &Context,
+    core: &Path,
+    output: &Path,
+) -> anyhow::Result<ExitCode> {
+    let module = read_module(core)?;
+    let component = wit_component::ComponentEncoder::default()
+        .module(&module)
+        .and_then(|encoder| encoder.validate(true).encode())
+        .map_err(|e| {
+            anyhow!(
+                "{} is not a policy guest's core module: {e:#}",
+                core.display()
+            )
+        })?;
+    std::fs::write(output, &component)
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    eprintln!(
+        "wrote {} ({} bytes); checking it:",
+        output.display(),
+        component.len()
+    );
+    check(context, &component)
+}
+
 fn check(context: &Context, bytes: &[u8]) -> anyhow::Result<ExitCode> {
     let limits = context.config()?.policy_limits();
     let (_, report) = gate::check(context.engine()?, bytes, limits);
@@ -86,7 +114,7 @@ fn check(context: &Context, bytes: &[u8]) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn read_module(path: &PathBuf) -> anyhow::Result<Vec<u8>> {
+fn read_module(path: &Path) -> anyhow::Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("cannot read policy module {}", path.display()))
 }
 
