@@ -7,6 +7,7 @@ mod contract;
 mod contract_one;
 mod legacy;
 mod profiles;
+mod python;
 mod runner;
 mod sandbox;
 mod sdk;

@@ -41,21 +41,23 @@ fn sdk_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk")
 }
 
-/// The venv's Python, set up first when it is missing.
-fn python() -> PathBuf {
-    let venv = std::env::var_os("FAILOVER_SDK_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/sdk-venv"));
-    let python = venv.join("bin/python");
-    if !python.exists() {
+/// The venv's Python, after `tests/sdk/setup.sh` made the venv current
+/// (it returns at once when the venv matches its requirements).
+pub(crate) fn python() -> PathBuf {
+    static VENV: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let venv = VENV.get_or_init(|| {
+        let venv = std::env::var_os("FAILOVER_SDK_VENV")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/sdk-venv"));
         let status = Command::new("bash")
             .arg(sdk_dir().join("setup.sh"))
             .env("FAILOVER_SDK_VENV", &venv)
             .status()
             .expect("run tests/sdk/setup.sh");
         assert!(status.success(), "tests/sdk/setup.sh failed: {status}");
-    }
-    python
+        venv
+    });
+    venv.join("bin/python")
 }
 
 /// Runs one group of the script's checks on a fresh gateway (outages leave

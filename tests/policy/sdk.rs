@@ -15,7 +15,7 @@ use wasmtime::{Engine, Store};
 use super::contract_one::assert_exports_the_contract;
 use crate::support::guests;
 
-mod v1 {
+pub(super) mod v1 {
     wasmtime::component::bindgen!({
         world: "policy",
         path: "wit/1.0.0",
@@ -28,38 +28,58 @@ use v1::exports::failover::policy::types::{
     Classification, ErrorLevel, ErrorReport, FailureReason,
 };
 
-/// A built 1.0 module; every call instantiates it afresh.
-struct Module {
+/// A built 1.0 module; every call instantiates it afresh, its WASI
+/// imports (if any) linked to the host's stand-ins.
+pub(super) struct Module {
     engine: Engine,
     component: Component,
+    linker: Linker<()>,
 }
 
 impl Module {
     fn built(dir: &str, features: &[&str]) -> Module {
         let bytes = guests::component(dir, features);
         assert_exports_the_contract(&bytes);
-        let engine = Engine::default();
-        let component = Component::new(&engine, &bytes).expect("the module compiles");
-        Module { engine, component }
+        Module::of(&bytes)
     }
 
-    fn call<T>(&self, f: impl FnOnce(&mut Store<()>, &v1::Policy) -> wasmtime::Result<T>) -> T {
+    /// The component `bytes`, which may import only what has stand-ins.
+    pub(super) fn of(bytes: &[u8]) -> Module {
+        let engine = Engine::default();
+        let component = Component::new(&engine, bytes).expect("the module compiles");
+        let foreign = failover::policy::wasi::foreign_imports(&engine, &component);
+        assert!(
+            foreign.is_empty(),
+            "imports without a stand-in: {foreign:?}"
+        );
+        let mut linker = Linker::new(&engine);
+        failover::policy::wasi::link_standins(&mut linker, &component).expect("stand-ins link");
+        Module {
+            engine,
+            component,
+            linker,
+        }
+    }
+
+    pub(super) fn call<T>(
+        &self,
+        f: impl FnOnce(&mut Store<()>, &v1::Policy) -> wasmtime::Result<T>,
+    ) -> T {
         let mut store = Store::new(&self.engine, ());
-        let linker = Linker::new(&self.engine);
-        let policy = v1::Policy::instantiate(&mut store, &self.component, &linker)
-            .expect("the module instantiates with no imports");
+        let policy = v1::Policy::instantiate(&mut store, &self.component, &self.linker)
+            .expect("the module instantiates");
         f(&mut store, &policy).expect("the call returns")
     }
 
-    fn classify(&self, report: &ErrorReport) -> Classification {
+    pub(super) fn classify(&self, report: &ErrorReport) -> Classification {
         self.call(|store, p| p.failover_policy_classifier().call_classify(store, report))
     }
 
-    fn plan_run(&self, request: &RunRequest) -> RunPlan {
+    pub(super) fn plan_run(&self, request: &RunRequest) -> RunPlan {
         self.call(|store, p| p.failover_policy_runner().call_plan_run(store, request))
     }
 
-    fn name(&self) -> String {
+    pub(super) fn name(&self) -> String {
         self.call(|store, p| p.failover_policy_meta().call_describe(store))
             .name
     }
@@ -70,7 +90,7 @@ fn default_module() -> &'static Module {
     MODULE.get_or_init(|| Module::built("policy-sdk/default-policy", &[]))
 }
 
-fn status_only() -> &'static Module {
+pub(super) fn status_only() -> &'static Module {
     static MODULE: OnceLock<Module> = OnceLock::new();
     MODULE.get_or_init(|| Module::built("examples/policies/status-only", &[]))
 }
@@ -81,7 +101,7 @@ fn same_provider() -> &'static Module {
 }
 
 /// A flattened report in the 1.0 shape: its header block back as pairs.
-fn contract_report(flat: &FlatReport) -> ErrorReport {
+pub(super) fn contract_report(flat: &FlatReport) -> ErrorReport {
     let levels = flat.report.levels.iter().map(|level| ErrorLevel {
         depth: level.depth,
         status: level.status,
@@ -122,14 +142,14 @@ fn reason_name(reason: FailureReason) -> &'static str {
     }
 }
 
-fn report_of(status: u16, message: &str) -> ErrorReport {
+pub(super) fn report_of(status: u16, message: &str) -> ErrorReport {
     let error = failover::ProviderError::message(message)
         .with_provider("openai")
         .with_status(status);
     contract_report(&flatten(&error, 1_700_000_000_000, &Limits::default()))
 }
 
-fn run_request(primary: &str, fallbacks: &[&str]) -> RunRequest {
+pub(super) fn run_request(primary: &str, fallbacks: &[&str]) -> RunRequest {
     RunRequest {
         requested: None,
         configured_primary: Some(primary.into()),

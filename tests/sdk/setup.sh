@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates the Python venv with the official OpenAI and Anthropic SDKs that
-# the SDK tests (tests/sdk.rs) drive the gateway with. Idempotent: an
+# the SDK tests (tests/sdk.rs) drive the gateway with, and componentize-py,
+# which builds the Python policy (tests/policy/python.rs). Idempotent: an
 # up-to-date venv is left as it is.
 #
 #   tests/sdk/setup.sh            -> target/sdk-venv

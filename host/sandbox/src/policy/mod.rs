@@ -22,6 +22,7 @@ mod pool;
 mod profiles;
 mod runner;
 mod samples;
+pub mod wasi;
 
 pub use batch::{MAX_BATCH_REPORTS, MAX_BATCH_TEXT_BYTES};
 pub use bindings::{ContractVersion, CONTRACT, CONTRACT_VERSION};
