@@ -4,8 +4,7 @@
 //! host's stand-ins (`failover::policy::wasi`) cover exactly those imports,
 //! and the module must decide as the Rust status-only policy classifies.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use failover::report::flatten;
@@ -21,25 +20,10 @@ use super::sdk::{contract_report, report_of, run_request, status_only, Module};
 fn python_policy() -> &'static [u8] {
     static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
     BYTES.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("status_only_py.wasm");
         let tool = crate::sdk::python().with_file_name("componentize-py");
-        let output = Command::new(&tool)
-            .arg("--wit-path")
-            .arg(root.join("wit/1.0.0"))
-            .args(["--world", "policy", "componentize", "--python-path"])
-            .arg(root.join("examples/policies/status-only-py"))
-            .arg("app")
-            .arg("--output")
-            .arg(&out)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", tool.display()));
-        assert!(
-            output.status.success(),
-            "componentize-py failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        std::fs::read(&out).unwrap()
+        crate::support::guests::python_policy(&tool, &out)
+            .unwrap_or_else(|e| panic!("componentize-py failed:\n{e}"))
     })
 }
 

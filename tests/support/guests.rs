@@ -99,3 +99,24 @@ pub fn nested_build(mut command: Command) -> Command {
         .env("CARGO_PROFILE_RELEASE_LTO", "false");
     command
 }
+
+/// The Python policy `examples/policies/status-only-py` built by the
+/// componentize-py at `tool` into `out`; componentize-py's error output
+/// when it fails.
+#[allow(dead_code)] // benches/policy_swap.rs includes this file and builds no Python.
+pub fn python_policy(tool: &Path, out: &Path) -> Result<Vec<u8>, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let output = Command::new(tool)
+        .arg("--wit-path")
+        .arg(root.join("wit/1.0.0"))
+        .args(["--world", "policy", "componentize", "--python-path"])
+        .arg(root.join("examples/policies/status-only-py"))
+        .args(["app", "--output"])
+        .arg(out)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", tool.display()))?;
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    std::fs::read(out).map_err(|e| e.to_string())
+}
