@@ -28,11 +28,12 @@
 //! generates them. [`defaults`] holds the default policy's decisions on
 //! those types, for a method that changes a default's answer only in part.
 //!
-//! A policy crate is a `cdylib` built for `wasm32-unknown-unknown`; the
-//! core module cargo writes becomes a component with `failover policy
-//! encode`. The default policy's own crate, `policy-sdk/default-policy`,
-//! is one line of export. Nothing here keeps state between calls: the host gives every
-//! call a fresh instance.
+//! A policy crate is a `cdylib`: `failover policy new NAME` writes one and
+//! `failover policy build DIR` builds it for `wasm32-unknown-unknown` and
+//! makes the core module cargo writes a component. The default policy's
+//! own crate, `policy-sdk/default-policy`, is one line of export. Nothing
+//! here keeps state between calls: the contract gives every call a fresh
+//! instance.
 
 pub mod defaults;
 
