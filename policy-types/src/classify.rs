@@ -114,6 +114,20 @@ pub struct ErrorLevel {
     pub headers: String,
 }
 
+/// Appends a header's name or value to a header block with each line break
+/// as a space: a break inside one would forge another header.
+#[inline]
+pub fn push_header_text(block: &mut String, text: &str) {
+    if text.contains(['\r', '\n']) {
+        block.extend(
+            text.chars()
+                .map(|c| if c == '\r' || c == '\n' { ' ' } else { c }),
+        );
+    } else {
+        block.push_str(text);
+    }
+}
+
 /// A failed provider call, flattened for the policy.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ErrorReport {

@@ -34,19 +34,11 @@ pub fn core_module(dir: &str, features: &[&str]) -> Vec<u8> {
         .arg("build")
         .arg("--manifest-path")
         .arg(&manifest)
-        .args(["--target", "wasm32-unknown-unknown", "--release", "--quiet"])
-        .arg("--target-dir")
-        .arg(&target_dir)
-        // Fast builds: these guests are tested for behaviour, not speed.
-        .env("CARGO_PROFILE_RELEASE_LTO", "false")
-        .env("CARGO_PROFILE_RELEASE_PANIC", "abort")
-        .env("CARGO_PROFILE_RELEASE_DEBUG", "false");
+        .args(["--target", "wasm32-unknown-unknown", "--release", "--quiet"]);
     if !features.is_empty() {
         command.arg("--features").arg(features.join(","));
     }
-    for name in OUTER_BUILD_ENV {
-        command.env_remove(name);
-    }
+    as_guest_build(&mut command, &target_dir);
     let output = command.output().expect("cargo runs");
     assert!(
         output.status.success(),
@@ -85,19 +77,27 @@ fn manifest_name(manifest: &Path) -> String {
         .to_owned()
 }
 
-/// A cargo command for a nested guest build: without the outer build's
-/// variables, building into the target directory of the guests that are
-/// their own workspace.
+/// A cargo command for a nested guest build, building into the target
+/// directory of the guests that are their own workspace.
 #[allow(dead_code)] // benches/policy_swap.rs includes this file and builds no crate this way.
 pub fn nested_build(mut command: Command) -> Command {
+    let target_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("guests");
+    as_guest_build(&mut command, &target_dir);
+    command
+}
+
+/// Makes `command` a guest build into `target_dir`: without the outer
+/// build's variables, and fast, since guests are tested for behaviour, not
+/// speed.
+fn as_guest_build(command: &mut Command, target_dir: &Path) {
     for name in OUTER_BUILD_ENV {
         command.env_remove(name);
     }
-    let target_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("guests");
     command
         .env("CARGO_TARGET_DIR", target_dir)
-        .env("CARGO_PROFILE_RELEASE_LTO", "false");
-    command
+        .env("CARGO_PROFILE_RELEASE_LTO", "false")
+        .env("CARGO_PROFILE_RELEASE_PANIC", "abort")
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "false");
 }
 
 /// The Python policy `examples/policies/status-only-py` built by the

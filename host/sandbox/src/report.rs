@@ -161,14 +161,7 @@ fn header_block<'a>(
     for (name, value) in headers.iter().take(limits.max_headers) {
         for (text, separator) in [(name, ": "), (value, "\n")] {
             let text = prefix(text, limits.max_short_text_bytes, truncated);
-            if text.contains(['\r', '\n']) {
-                block.extend(
-                    text.chars()
-                        .map(|c| if c == '\r' || c == '\n' { ' ' } else { c }),
-                );
-            } else {
-                block.push_str(text);
-            }
+            policy_types::classify::push_header_text(&mut block, text);
             block.push_str(separator);
         }
     }

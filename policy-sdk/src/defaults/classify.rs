@@ -8,9 +8,10 @@ use crate::types::{Classification, ErrorLevel, ErrorReport, FailureReason};
 /// The default policy's verdict on `report`.
 ///
 /// Each level's headers become the `Name: value` block the core reads (a
-/// line break inside a name or value becomes a space, so no header can
-/// forge another), and a level without a code offers its error type as
-/// one: `invalid_request_error` is evidence either way.
+/// line break inside a name or value becomes a space, see
+/// [`policy_types::classify::push_header_text`]), and a level without a
+/// code offers its error type as one: `invalid_request_error` is evidence
+/// either way.
 pub fn classify(report: ErrorReport) -> Classification {
     let blocks: Vec<String> = report.levels.iter().map(header_block).collect();
     let levels: Vec<LevelRef<'_>> = report
@@ -46,10 +47,7 @@ fn header_block(level: &ErrorLevel) -> String {
     let mut block = String::new();
     for (name, value) in &level.headers {
         for (text, separator) in [(name, ": "), (value, "\n")] {
-            block.extend(
-                text.chars()
-                    .map(|c| if c == '\r' || c == '\n' { ' ' } else { c }),
-            );
+            policy_types::classify::push_header_text(&mut block, text);
             block.push_str(separator);
         }
     }
