@@ -24,7 +24,7 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 
 mod v1 {
-    wasmtime::component::bindgen!({ world: "policy", path: "wit/1.0.0" });
+    wasmtime::component::bindgen!({ world: "policy", path: "wit" });
 }
 
 use v1::exports::failover::policy::types::{ErrorLevel, ErrorReport};

@@ -1,7 +1,9 @@
 //! Builds the default policy component that the host embeds.
 //!
-//! `policy-guest` is compiled for `wasm32-unknown-unknown` by a nested cargo
-//! and its core module is encoded into a component with `wit-component`. The
+//! `policy-sdk/default-policy` (the SDK's defaults, which are
+//! `policy-guest`'s core) is compiled for `wasm32-unknown-unknown` by a
+//! nested cargo and its core module is encoded into a component with
+//! `wit-component`. The
 //! result lands in `OUT_DIR/default-policy.wasm`, which `src/policy/mod.rs`
 //! includes, so the `failover` binary needs no files at run time.
 
@@ -37,11 +39,11 @@ fn main() {
         PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
             .join("../..");
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let guest_dir = root.join("policy-guest");
+    let guest_dir = root.join("policy-sdk/default-policy");
 
-    // The whole guest crate (its sources, its own build script, its
-    // manifest) and the one workspace crate it builds on.
-    for watched in ["policy-guest", "policy-types", "wit", "Cargo.lock"] {
+    // The guest crate, the SDK it exports, and the workspace crates they
+    // build on (sources, build scripts, manifests).
+    for watched in ["policy-sdk", "policy-guest", "policy-types", "wit", "Cargo.lock"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
 
@@ -81,8 +83,6 @@ fn build_guest(guest_dir: &Path, out_dir: &Path) -> Vec<u8> {
             "--target",
             GUEST_TARGET,
             "--release",
-            "--features",
-            "component",
         ])
         .arg("--target-dir")
         .arg(&target_dir);
@@ -104,7 +104,7 @@ fn build_guest(guest_dir: &Path, out_dir: &Path) -> Vec<u8> {
     let module = target_dir
         .join(GUEST_TARGET)
         .join("release")
-        .join("policy_guest.wasm");
+        .join("failover_default_policy.wasm");
     std::fs::read(&module).unwrap_or_else(|e| panic!("cannot read {}: {e}", module.display()))
 }
 

@@ -16,7 +16,7 @@ use crate::signals;
 use crate::text::{self, Bare};
 use crate::trim::{trim, trim_end};
 use policy_types::inline::InlineVec;
-use policy_types::packed::{self, LevelRef, PackedError};
+use policy_types::LevelRef;
 use policy_types::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
 
 /// Statuses of enclosing levels kept without an allocation: deeper nesting
@@ -38,39 +38,15 @@ pub fn classify(report: &ErrorReport) -> Classification {
 /// Classifies a report given by its parts, its levels borrowed from
 /// wherever they are kept: what [`classify`] answers for the same report.
 ///
-/// The component's record export (`classify`) comes through here, its
-/// levels borrowed from the record it was handed, rather than through
-/// [`classify`]: so the module holds one copy of the walk below, the one
-/// the packed calls use. Each copy is ~5 KB of the module's code, and
-/// Cranelift compiles it on every module admitted (BENCHMARKS.md, issue
-/// 16, eighteenth part).
+/// The SDK's `classify` comes through here, its levels borrowed from the
+/// record it was handed, so that a module holds one copy of the walk below
+/// (each copy is ~5 KB of a module's code).
 pub fn classify_borrowed(
     provider: Option<&str>,
     levels: &[LevelRef<'_>],
     now_ms: u64,
 ) -> Classification {
     classify_levels(provider, levels.iter().copied(), now_ms)
-}
-
-/// Classifies one failed provider call packed into bytes (contract 0.8.0's
-/// `classify-packed`): what [`classify`] answers for the same report.
-pub fn classify_packed(bytes: &[u8]) -> Result<Classification, PackedError> {
-    let mut report = packed::PackedReport::default();
-    packed::read_report_into(bytes, &mut report)?;
-    Ok(classify_borrowed(
-        report.provider,
-        &report.levels,
-        report.now_ms,
-    ))
-}
-
-/// Classifies every report of a packed batch (`classify-packed-batch`), in
-/// order.
-pub fn classify_packed_batch(bytes: &[u8]) -> Result<Vec<Classification>, PackedError> {
-    Ok(packed::read_batch(bytes)?
-        .iter()
-        .map(|report| classify_borrowed(report.provider, &report.levels, report.now_ms))
-        .collect())
 }
 
 /// Classifies a report given by its parts. Generic so that [`classify`]

@@ -1,9 +1,9 @@
 //! The default failover policy.
 //!
 //! A pure, deterministic core: no I/O, no clock, no randomness. It builds
-//! natively as an ordinary library (tests, benchmarks, other policies that
-//! reuse it) and, with the `component` feature on `wasm32-unknown-unknown`,
-//! as the WebAssembly component that the `failover` host embeds.
+//! natively as an ordinary library (the host's native decider, tests,
+//! benchmarks) and inside WebAssembly: the policy SDK's defaults are this
+//! core, and the component the `failover` host embeds is built on the SDK.
 //!
 //! - [`classify`] turns a captured provider error into a [`Classification`]
 //!   (spec §5): a failure reason, whether it advances the fallback chain, a
@@ -22,10 +22,8 @@
 //!   next step, summary (spec §3, §7, §8, §10).
 
 mod body;
-mod bytes;
 mod classify;
 mod codes;
-mod glue;
 /// The phrase table (shared with `build.rs`, which compiles it into a DFA).
 mod phrases;
 pub mod profiles;
@@ -68,48 +66,10 @@ pub mod fuzzing {
             assert!((100..=599).contains(&status), "status {status}");
         }
     }
-
-    /// Reads bytes as a packed report and as a packed batch: never a
-    /// panic; what reads writes back as the same bytes; a packed report is
-    /// classified as the same report given whole.
-    pub fn packed(bytes: &[u8]) {
-        use policy_types::packed;
-        if let Ok(report) = packed::read_report(bytes) {
-            let whole = report.to_report();
-            let mut again = Vec::new();
-            packed::write_report(&mut again, &whole);
-            assert_eq!(again, bytes, "a packed report does not write back as read");
-            assert_eq!(
-                crate::classify_packed(bytes).expect("it read"),
-                crate::classify(&whole)
-            );
-        }
-        if let Ok(reports) = packed::read_batch(bytes) {
-            let mut again = Vec::new();
-            packed::write_batch_count(&mut again, reports.len());
-            for report in &reports {
-                packed::write_report(&mut again, &report.to_report());
-            }
-            assert_eq!(again, bytes, "a packed batch does not write back as read");
-            assert_eq!(
-                crate::classify_packed_batch(bytes).expect("it read").len(),
-                reports.len()
-            );
-        }
-    }
 }
 
-/// The WIT glue: the generated bindings and [`component::DefaultPolicy`]
-/// (feature `bindings`, wasm32 only); exported as the component with the
-/// feature `component`.
-#[cfg(all(target_arch = "wasm32", feature = "bindings"))]
-pub mod component;
-
 pub use body::MAX_JSON_BODY_BYTES;
-pub use classify::{classify, classify_borrowed, classify_packed, classify_packed_batch};
-/// The data types, for the glue macro's users.
-#[doc(hidden)]
-pub use policy_types;
+pub use classify::{classify, classify_borrowed};
 pub use policy_types::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
 pub use retry_after::MAX_RETRY_AFTER_MS;
 
@@ -119,5 +79,3 @@ pub const POLICY_NAME: &str = "failover-default";
 /// The policy's version: the crate's.
 pub const POLICY_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The WIT contract this policy implements.
-pub const CONTRACT: &str = "failover:policy@0.8.0";

@@ -23,7 +23,7 @@
 //! ```
 //!
 //! The crate implements the contract `failover:policy@1.0.0`
-//! (`wit/1.0.0/policy.wit`, explained in `docs/contract.md`). The types of
+//! (`wit/policy.wit`, explained in `docs/contract.md`). The types of
 //! [`types`] are the contract's records, enums and variants as wit-bindgen
 //! generates them. [`defaults`] holds the default policy's decisions on
 //! those types, for a method that changes a default's answer only in part.
@@ -44,7 +44,7 @@ pub mod defaults;
 pub mod bindings {
     wit_bindgen::generate!({
         world: "policy",
-        path: "../wit/1.0.0",
+        path: "../wit",
         default_bindings_module: "failover_policy_sdk::bindings",
         pub_export_macro: true,
         export_macro_name: "export_policy",

@@ -156,3 +156,45 @@ pub struct Classification {
     /// How long the provider asked callers to wait, in milliseconds.
     pub retry_after_ms: Option<u64>,
 }
+
+/// One level of a report, borrowed from wherever it is kept: an
+/// [`ErrorLevel`], or a packed report's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LevelRef<'a> {
+    /// See [`ErrorLevel::depth`].
+    pub depth: u32,
+    /// See [`ErrorLevel::status`].
+    pub status: Option<u16>,
+    /// See [`ErrorLevel::code`].
+    pub code: Option<&'a str>,
+    /// See [`ErrorLevel::message`].
+    pub message: &'a str,
+    /// See [`ErrorLevel::headers`].
+    pub headers: &'a str,
+}
+
+impl ErrorLevel {
+    /// This level, borrowed.
+    pub fn borrowed(&self) -> LevelRef<'_> {
+        LevelRef {
+            depth: self.depth,
+            status: self.status,
+            code: self.code.as_deref(),
+            message: &self.message,
+            headers: &self.headers,
+        }
+    }
+}
+
+impl LevelRef<'_> {
+    /// This level, owned.
+    pub fn to_level(self) -> ErrorLevel {
+        ErrorLevel {
+            depth: self.depth,
+            status: self.status,
+            code: self.code.map(str::to_owned),
+            message: self.message.to_owned(),
+            headers: self.headers.to_owned(),
+        }
+    }
+}

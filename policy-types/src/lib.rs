@@ -7,8 +7,6 @@
 //!
 //! - [`classify`] — a captured provider error and the verdict on it (§5).
 //! - [`inline`] — a short list kept in place, for what a module reads.
-//! - [`packed`] — an error report packed into bytes, as it crosses into a
-//!   0.8.0 module.
 //! - [`profiles`] — profiles' routing state and the profile decisions
 //!   (§4, §6).
 //! - [`runner`] — the run's decisions: selection, chain, candidates, next
@@ -20,26 +18,23 @@
 
 #![warn(missing_docs)]
 
-mod ascii;
 pub mod classify;
 pub mod inline;
 pub mod mirror;
-pub mod packed;
 pub mod plan;
 pub mod profiles;
 pub mod runner;
 
-pub use classify::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
+pub use classify::{Classification, Detail, ErrorLevel, ErrorReport, LevelRef, Reason};
 pub use mirror::Mirror;
-pub use packed::{LevelRef, PackedError, PackedReport};
-pub use plan::{profile_blocks, CandidateFacts, CandidatePlan, PlanHold};
+pub use plan::{profile_blocks, CandidateFacts, CandidatePlan};
 pub use profiles::{
     ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, OrderRequest, PinDecision,
     PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
 };
 pub use runner::{
-    AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
+    AttemptEnd, AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
     Gate, GateDecision, ModelHealth, OverrideSource, ProfileBlock, RotationConfig, RunStep,
-    RunSummary, Selection, SelectionRequest, SelectionSource, SessionOverride, StopReason,
+    RunPlan, RunRequest, RunSummary, Selection, SelectionRequest, SelectionSource, SessionOverride, StopReason,
     SummaryRequest,
 };

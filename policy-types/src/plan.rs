@@ -1,11 +1,10 @@
-//! A candidate planned in one call (contract 0.6.0): its profiles ordered
-//! and the decision on it, as `order-profiles` then `decide-candidate`
-//! would give them; from 0.7.0 on, with how long that answer holds. The host's rule between the two — why each blocked
-//! profile is blocked — is here, so that a module and the host apply the
-//! same one.
+//! A candidate planned: its profiles ordered and the decision on it, as
+//! `order-profiles` then `decide-candidate` give them. The host's rule
+//! between the two — why each blocked profile is blocked — is here, so that
+//! the default policy and the host apply the same one.
 
 use crate::profiles::{record, OrderRequest, RankedProfile, RecordedReason, StoredProfile};
-use crate::runner::{CandidateDecision, CandidateRequest, ProfileBlock};
+use crate::runner::{CandidateDecision, CandidateRequest, ModelHealth, ProfileBlock};
 
 record! {
     /// What a candidate's decision needs besides its ranked profiles: a
@@ -22,8 +21,11 @@ record! {
         pub last_probe_at: Option<u64>,
         /// This run already made its transient probe of this provider (F-8.5).
         pub transient_probe_used: bool,
-        /// The chain has other candidates (F-8.2).
-        pub has_fallbacks: bool,
+        /// Candidates come after this one (F-8.2).
+        #[cfg_attr(feature = "serde", serde(alias = "hasFallbacks"))]
+        pub later_candidates: bool,
+        /// The model's health (F-12.3).
+        pub health: ModelHealth,
     }
 }
 
@@ -35,62 +37,22 @@ record! {
         pub ranked: Vec<RankedProfile>,
         /// `decide-candidate`'s answer on that order.
         pub decision: CandidateDecision,
-        /// Which other inputs give the same answer (0.7.0; a module of an
-        /// earlier contract says none: [`PlanHold::ONLY_NOW`]).
-        #[cfg_attr(feature = "serde", serde(default))]
-        pub holds: PlanHold,
-    }
-}
-
-record! {
-    /// Where a plan's answer holds besides its own input (contract 0.7.0):
-    /// the same order and facts give the same `ranked` and `decision` at
-    /// any `now-ms` from the order's up to (not including) `until`, and —
-    /// unless `reads-last-used` — whatever the profiles' `last-used` are.
-    /// What lets the host keep a plan across requests: a success moves
-    /// only the clock and a `last-used`.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct PlanHold {
-        /// The first time the answer may differ; at or before the order's
-        /// `now-ms`, it holds at that time only.
-        pub until: u64,
-        /// The answer may change with a profile's `last-used`.
-        pub reads_last_used: bool,
-    }
-}
-
-impl PlanHold {
-    /// A plan that holds for its own input only: what a module that says
-    /// nothing (before 0.7.0, or the host's two calls) is taken to mean.
-    pub const ONLY_NOW: PlanHold = PlanHold {
-        until: 0,
-        reads_last_used: true,
-    };
-
-    /// Whether the plan decided at `decided_at` still holds at `now`.
-    pub fn holds_at(&self, decided_at: u64, now: u64) -> bool {
-        decided_at <= now && now < self.until
-    }
-}
-
-impl Default for PlanHold {
-    fn default() -> Self {
-        PlanHold::ONLY_NOW
     }
 }
 
 impl CandidateFacts {
-    /// The `decide-candidate` request for the order `order` answered with
-    /// `ranked`.
+    /// The `decide-candidate` request for `order`'s answer `ranked`.
     pub fn request(&self, order: &OrderRequest, ranked: Vec<RankedProfile>) -> CandidateRequest {
         CandidateRequest {
+            model: order.model.clone().unwrap_or_default(),
             primary: self.primary,
             sibling: self.sibling,
             blocks: profile_blocks(&order.stored, &ranked),
             ranked,
             last_probe_at: self.last_probe_at,
             transient_probe_used: self.transient_probe_used,
-            has_fallbacks: self.has_fallbacks,
+            later_candidates: self.later_candidates,
+            health: self.health,
             now_ms: order.now_ms,
         }
     }

@@ -54,7 +54,7 @@ impl SelectionSource {
 
 names! {
     /// Who wrote a session's model override.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub enum OverrideSource {
         /// The runner, falling back (F-3.3).
         Auto,
@@ -65,7 +65,7 @@ names! {
 
 record! {
     /// A session's model override, as stored on the session (F-9.1).
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct SessionOverride {
         /// `provider/model`.
         pub model: String,
@@ -160,6 +160,63 @@ record! {
 }
 
 record! {
+    /// Everything that decides where a run starts and may go (§3, F-7.3,
+    /// F-7.6, F-12.2).
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub struct RunRequest {
+        /// The `provider/model` the caller named, if any.
+        pub requested: Option<String>,
+        /// The configured model.
+        pub configured_primary: Option<String>,
+        /// The configured fallbacks.
+        pub configured_fallbacks: Vec<String>,
+        /// The run's agent's own model.
+        pub agent_primary: Option<String>,
+        /// The agent's own fallbacks, when it lists them.
+        pub agent_fallbacks: Option<Vec<String>>,
+        /// A cron job's model.
+        pub cron_model: Option<String>,
+        /// A cron job's fallbacks.
+        pub cron_fallbacks: Option<Vec<String>>,
+        /// The run is a heartbeat.
+        pub heartbeat: bool,
+        /// The heartbeat's own model.
+        pub heartbeat_model: Option<String>,
+        /// The session's model override.
+        pub session_override: Option<SessionOverride>,
+        /// When the session last tried the configured primary.
+        pub last_primary_probe_at: Option<u64>,
+        /// Now, when a session override is read (otherwise 0).
+        pub now_ms: u64,
+        /// A caller's own fallbacks, to be used exactly.
+        pub fallbacks_override: Option<Vec<String>>,
+        /// Each configured model's larger model for context overflows.
+        pub overflow_to: Vec<(String, String)>,
+        /// How often an auto override re-tries the primary (0: never).
+        pub primary_probe_interval_ms: u64,
+    }
+}
+
+record! {
+    /// Where a run goes.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct RunPlan {
+        /// The models to visit in order, the first the run starts with;
+        /// empty when there is no model to use.
+        pub candidates: Vec<String>,
+        /// Why the first was chosen.
+        pub source: SelectionSource,
+        /// Failures are reported, never answered by an unrelated model.
+        pub strict: bool,
+        /// Clear the session's model override.
+        pub clear_override: bool,
+        /// Try the configured primary once, with one profile, first.
+        pub probe_primary: bool,
+    }
+}
+
+record! {
     /// Why a blocked profile is blocked.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct ProfileBlock {
@@ -177,6 +234,8 @@ record! {
     #[derive(Debug, Clone, PartialEq, Eq, Default)]
     #[cfg_attr(feature = "serde", serde(default))]
     pub struct CandidateRequest {
+        /// The candidate, `provider/model`.
+        pub model: String,
         /// The candidate is the chain's first.
         pub primary: bool,
         /// An earlier candidate of this run used the same provider (F-8.4).
@@ -189,8 +248,12 @@ record! {
         pub last_probe_at: Option<u64>,
         /// This run already made its transient probe of this provider (F-8.5).
         pub transient_probe_used: bool,
-        /// The chain has other candidates (F-8.2).
-        pub has_fallbacks: bool,
+        /// Candidates come after this one (F-8.2: the primary is probed
+        /// only when the chain goes on).
+        #[cfg_attr(feature = "serde", serde(alias = "hasFallbacks"))]
+        pub later_candidates: bool,
+        /// The model's health (F-12.3).
+        pub health: ModelHealth,
         /// Now.
         pub now_ms: u64,
     }
@@ -206,6 +269,9 @@ record! {
 pub enum CandidateDecision {
     /// Try these profiles, in order.
     Attempt(Vec<String>),
+    /// Try these profiles as the trial of a slow model (F-12.3); the host
+    /// marks the trial as started.
+    Trial(Vec<String>),
     /// Every profile is blocked; try this one anyway, once.
     #[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
     Probe {
@@ -268,7 +334,16 @@ record! {
         pub overloaded_profile_rotations: u32,
         /// Wait before an overload rotation.
         pub overloaded_backoff_ms: u64,
+        /// The longest explicit wait that may hold a request.
+        #[cfg_attr(feature = "serde", serde(default = "unbounded_wait"))]
+        pub wait_cap_ms: u64,
     }
+}
+
+/// A rotation config recorded without a wait cap puts no cap of its own.
+#[cfg(feature = "serde")]
+fn unbounded_wait() -> u64 {
+    u64::MAX
 }
 
 record! {
@@ -277,9 +352,15 @@ record! {
     pub struct FailedAttempt {
         /// The classified reason (`unknown` when none was named).
         pub reason: RecordedReason,
+        /// How long the provider asked callers to wait.
+        #[cfg_attr(feature = "serde", serde(default))]
+        pub retry_after_ms: Option<u64>,
         /// The caller aborted the call.
         #[cfg_attr(feature = "serde", serde(default))]
         pub aborted: bool,
+        /// The attempt ran to its deadline with nothing received.
+        #[cfg_attr(feature = "serde", serde(default))]
+        pub hung: bool,
         /// A live-switch error pointing at this model (F-9.6).
         #[cfg_attr(feature = "serde", serde(default))]
         pub live_switch_to: Option<String>,
@@ -296,6 +377,22 @@ record! {
         pub chain: Vec<String>,
         /// The failed candidate's place in it.
         pub position: u32,
+        /// The larger model configured for this one's context overflows.
+        #[cfg_attr(feature = "serde", serde(default))]
+        pub overflow_to: Option<String>,
+    }
+}
+
+names! {
+    /// How an attempt on a model ended, for the model's health (F-12.3).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum AttemptEnd {
+        /// It answered: a success or a typed error.
+        Answered,
+        /// It ran to its deadline with nothing received.
+        Hung,
+        /// It failed with an untyped server error.
+        ServerError,
     }
 }
 
@@ -326,6 +423,8 @@ names! {
 pub enum RunStep {
     /// Try the next profile of the same provider after this many ms.
     RotateProfile(u64),
+    /// Try the same profile once more after this many ms.
+    WaitAndRetry(u64),
     /// Move to this chain position.
     Candidate(u32),
     /// Stop the run.

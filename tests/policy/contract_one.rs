@@ -1,4 +1,4 @@
-//! The 1.0 contract (`wit/1.0.0/policy.wit`) keeps the promises made to
+//! The 1.0 contract (`wit/policy.wit`) keeps the promises made to
 //! policy authors: it parses as `failover:policy@1.0.0`, stays within 450
 //! lines and 10 functions, holds no shape that exists only to make calls
 //! cheaper, names the reasons of spec F-12.7, carries the structured fields
@@ -13,7 +13,7 @@ use crate::support::guests;
 
 /// The contract's file.
 fn contract_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("wit/1.0.0/policy.wit")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("wit/policy.wit")
 }
 
 fn contract_text() -> String {

@@ -18,7 +18,7 @@ use crate::support::guests;
 pub(super) mod v1 {
     wasmtime::component::bindgen!({
         world: "policy",
-        path: "wit/1.0.0",
+        path: "wit",
         additional_derives: [PartialEq],
     });
 }

@@ -108,7 +108,7 @@ pub fn python_policy(tool: &Path, out: &Path) -> Result<Vec<u8>, String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let output = Command::new(tool)
         .arg("--wit-path")
-        .arg(root.join("wit/1.0.0"))
+        .arg(root.join("wit"))
         .args(["--world", "policy", "componentize", "--python-path"])
         .arg(root.join("examples/policies/status-only-py"))
         .args(["app", "--output"])

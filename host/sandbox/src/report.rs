@@ -6,10 +6,8 @@
 //! [`Limits::max_levels`]; text is cut to the limits before it reaches the
 //! guest, always at a character boundary.
 
-use std::borrow::Cow;
 
-use policy_types::packed::{self, LevelRef};
-use policy_types::ErrorReport;
+use policy_types::{ErrorLevel, ErrorReport};
 use smallvec::{smallvec, SmallVec};
 
 use crate::policy::Limits;
@@ -45,7 +43,7 @@ pub fn flatten(error: &ProviderError, now_ms: u64, limits: &Limits) -> FlatRepor
         report: ErrorReport {
             provider: borrowed.provider.map(str::to_owned),
             levels: (borrowed.levels.iter())
-                .map(|level| level.borrowed().to_level())
+                .map(BorrowedLevel::to_level)
                 .collect(),
             now_ms,
         },
@@ -54,48 +52,44 @@ pub fn flatten(error: &ProviderError, now_ms: u64, limits: &Limits) -> FlatRepor
 }
 
 /// A whole error flattened and cut as [`flatten`] does, its texts borrowed
-/// from the error wherever they need no change: what packing a report
-/// for the guest needs, without copying each text first.
+/// from the error: what lowering a report into a module's call needs,
+/// without copying each text first.
 #[derive(Debug)]
 pub(crate) struct BorrowedReport<'a> {
-    provider: Option<&'a str>,
-    levels: SmallVec<[BorrowedLevel<'a>; INLINE_LEVELS]>,
-    truncated: bool,
+    pub(crate) provider: Option<&'a str>,
+    pub(crate) levels: SmallVec<[BorrowedLevel<'a>; INLINE_LEVELS]>,
+    pub(crate) truncated: bool,
 }
 
-/// One level of a [`BorrowedReport`]. Only a level's header block is
-/// written anew (and only when it has headers).
+/// One level of a [`BorrowedReport`], its headers cut to the limits.
 #[derive(Debug)]
-struct BorrowedLevel<'a> {
-    depth: u32,
-    status: Option<u16>,
-    code: Option<&'a str>,
-    message: &'a str,
-    headers: Cow<'a, str>,
+pub(crate) struct BorrowedLevel<'a> {
+    pub(crate) depth: u32,
+    pub(crate) status: Option<u16>,
+    pub(crate) code: Option<&'a str>,
+    pub(crate) message: &'a str,
+    pub(crate) headers: Vec<(&'a str, &'a str)>,
 }
 
 impl BorrowedLevel<'_> {
-    fn borrowed(&self) -> LevelRef<'_> {
-        LevelRef {
+    /// This level, owned, its headers as `Name: value` lines. A line break
+    /// inside a name or value would forge another header, so it becomes a
+    /// space.
+    fn to_level(&self) -> ErrorLevel {
+        let mut block = String::new();
+        for (name, value) in &self.headers {
+            for (text, separator) in [(name, ": "), (value, "\n")] {
+                policy_types::classify::push_header_text(&mut block, text);
+                block.push_str(separator);
+            }
+        }
+        ErrorLevel {
             depth: self.depth,
             status: self.status,
-            code: self.code,
-            message: self.message,
-            headers: &self.headers,
+            code: self.code.map(str::to_owned),
+            message: self.message.to_owned(),
+            headers: block,
         }
-    }
-}
-
-impl BorrowedReport<'_> {
-    /// Appends the report to `out`, laid out for `classify-packed`: the
-    /// bytes [`packed::write_report`] writes for the [`flatten`]ed report.
-    pub(crate) fn write_packed(&self, out: &mut Vec<u8>, now_ms: u64) {
-        packed::write_parts(
-            out,
-            self.provider,
-            now_ms,
-            self.levels.iter().map(BorrowedLevel::borrowed),
-        );
     }
 }
 
@@ -127,7 +121,7 @@ pub(crate) fn flatten_borrowed<'a>(
                 .as_deref()
                 .map(|c| prefix(c, limits.max_short_text_bytes, &mut truncated)),
             message: prefix(&level.message, limits.max_message_bytes, &mut truncated),
-            headers: header_block(&level.headers, limits, &mut truncated),
+            headers: cut_headers(&level.headers, limits, &mut truncated),
         });
         // Pushed in reverse so that `error` is read before `cause`.
         if let Some(cause) = &level.cause {
@@ -144,28 +138,20 @@ pub(crate) fn flatten_borrowed<'a>(
     }
 }
 
-/// Writes headers as `Name: value` lines, cut to the limits. A line break
-/// inside a name or value would forge another header, so it becomes a space.
-fn header_block<'a>(
-    headers: &[(String, String)],
+/// The headers a level keeps: at most [`Limits::max_headers`], each name
+/// and value cut to [`Limits::max_short_text_bytes`].
+fn cut_headers<'a>(
+    headers: &'a [(String, String)],
     limits: &Limits,
     truncated: &mut bool,
-) -> Cow<'a, str> {
+) -> Vec<(&'a str, &'a str)> {
     if headers.len() > limits.max_headers {
         *truncated = true;
     }
-    if headers.is_empty() || limits.max_headers == 0 {
-        return Cow::Borrowed("");
-    }
-    let mut block = String::new();
-    for (name, value) in headers.iter().take(limits.max_headers) {
-        for (text, separator) in [(name, ": "), (value, "\n")] {
-            let text = prefix(text, limits.max_short_text_bytes, truncated);
-            policy_types::classify::push_header_text(&mut block, text);
-            block.push_str(separator);
-        }
-    }
-    Cow::Owned(block)
+    let short = limits.max_short_text_bytes;
+    (headers.iter().take(limits.max_headers))
+        .map(|(name, value)| (prefix(name, short, truncated), prefix(value, short, truncated)))
+        .collect()
 }
 
 /// The longest prefix of `text` within `max` bytes that ends on a character
@@ -262,49 +248,5 @@ mod tests {
             flat.levels[0].headers,
             "Retry-After: 30\nx-evil: 1  retry-after-ms: 1\n"
         );
-    }
-
-    #[test]
-    fn packing_borrowed_writes_the_flattened_reports_bytes() {
-        let mut deep = ProviderError::message("bottom").with_header("retry-after", "3");
-        for i in 0..40 {
-            deep = ProviderError::message(format!("level {i}")).with_cause(deep);
-        }
-        let mut nested = ProviderError::message("429 {\"error\":{}}")
-            .with_status(429)
-            .with_code("rate_limit_exceeded")
-            .with_header("x-evil", "1\r\nretry-after-ms: 1")
-            .with_cause(ProviderError::message("cause").with_provider("anthropic"));
-        nested.error = Some(Box::new(
-            ProviderError::message("inner").with_provider("openrouter"),
-        ));
-        let small = Limits {
-            max_message_bytes: 5,
-            max_short_text_bytes: 3,
-            max_headers: 1,
-            max_levels: 2,
-            ..Limits::default()
-        };
-        let no_headers = Limits {
-            max_headers: 0,
-            ..Limits::default()
-        };
-        for error in [
-            ProviderError::message(""),
-            ProviderError::message("ééé"),
-            nested,
-            deep,
-        ] {
-            for limits in [Limits::default(), small, no_headers] {
-                let flat = flatten(&error, 42, &limits);
-                let mut expected = Vec::new();
-                packed::write_report(&mut expected, &flat);
-                let borrowed = flatten_borrowed(&error, &limits);
-                let mut written = Vec::new();
-                borrowed.write_packed(&mut written, 42);
-                assert_eq!(written, expected, "{error:?} {limits:?}");
-                assert_eq!(borrowed.truncated, flat.truncated);
-            }
-        }
     }
 }

@@ -21,7 +21,7 @@ pub const TIMEOUT_PROFILE_ROTATIONS: u32 = 1;
 /// other failures — missing models, unrecognised errors — move to the next
 /// model. A profile the user pinned is never rotated away from: the
 /// run moves to the next model instead. With no candidate left, the run
-/// stops.
+/// stops. No wait is longer than the config's `wait_cap_ms`.
 pub fn next_step(attempt: &FailedAttempt, config: &RotationConfig) -> RunStep {
     use RecordedReason::*;
     if attempt.aborted && attempt.reason != Timeout {
@@ -57,7 +57,7 @@ pub fn next_step(attempt: &FailedAttempt, config: &RotationConfig) -> RunStep {
     };
     if let Some((cap, wait_ms)) = rotation {
         if !attempt.user_pinned_profile && attempt.profiles_left > 0 && attempt.rotations < cap {
-            return RunStep::RotateProfile(wait_ms);
+            return RunStep::RotateProfile(wait_ms.min(config.wait_cap_ms));
         }
     }
     if (next as usize) < attempt.chain.len() {

@@ -2,8 +2,73 @@
 //! (spec §3 and F-7.3).
 
 use policy_types::{
-    ChainRequest, FallbackChain, OverrideSource, Selection, SelectionRequest, SelectionSource,
+    ChainRequest, FallbackChain, OverrideSource, RunPlan, RunRequest, Selection, SelectionRequest,
+    SelectionSource,
 };
+
+/// Where a run starts and may go: a model the caller named is the user's
+/// and strict unless the caller gave fallbacks with it (F-7.6); otherwise
+/// [`resolve_selection`] picks the start, and [`candidate_chain`] follows
+/// from it. Context overflow never falls back here (F-5.9), so
+/// `overflow-to` is not read.
+pub fn plan_run(request: &RunRequest) -> RunPlan {
+    let selection = match &request.requested {
+        Some(model) => Selection {
+            model: Some(model.clone()),
+            source: match request.fallbacks_override {
+                Some(_) => SelectionSource::ConfiguredDefault,
+                None => SelectionSource::UserOverride,
+            },
+            clear_override: false,
+            probe_primary: false,
+        },
+        None => resolve_selection(&selection_request(request)),
+    };
+    let Some(first) = selection.model else {
+        return RunPlan {
+            candidates: Vec::new(),
+            source: selection.source,
+            strict: false,
+            clear_override: selection.clear_override,
+            probe_primary: false,
+        };
+    };
+    let source_fallbacks = match selection.source {
+        SelectionSource::AgentPrimary => request.agent_fallbacks.clone(),
+        SelectionSource::CronJob => request.cron_fallbacks.clone(),
+        _ => None,
+    };
+    let chain = candidate_chain(&ChainRequest {
+        requested: first,
+        source: selection.source,
+        configured_primary: request.configured_primary.clone(),
+        configured_fallbacks: request.configured_fallbacks.clone(),
+        source_fallbacks,
+        fallbacks_override: request.fallbacks_override.clone(),
+    });
+    RunPlan {
+        candidates: chain.candidates,
+        source: selection.source,
+        strict: chain.strict,
+        clear_override: selection.clear_override,
+        probe_primary: selection.probe_primary,
+    }
+}
+
+/// The part of a run's request that picks its start.
+fn selection_request(request: &RunRequest) -> SelectionRequest {
+    SelectionRequest {
+        configured_primary: request.configured_primary.clone(),
+        agent_primary: request.agent_primary.clone(),
+        cron_model: request.cron_model.clone(),
+        heartbeat: request.heartbeat,
+        heartbeat_model: request.heartbeat_model.clone(),
+        session_override: request.session_override.clone(),
+        primary_probe_interval_ms: request.primary_probe_interval_ms,
+        last_primary_probe_at: request.last_primary_probe_at,
+        now_ms: request.now_ms,
+    }
+}
 
 /// The candidate chain for a run (F-7.3, with the selection-source policy of
 /// F-3.1 … F-3.6).

@@ -3,7 +3,7 @@
 //! attempt decides. This is the model's health, kept apart from credential
 //! state: a hung provider says nothing about a key.
 
-use policy_types::{Gate, ModelHealth};
+use policy_types::{AttemptEnd, Gate, ModelHealth};
 
 /// Hangs in a row that make a model slow.
 pub const SLOW_AFTER_HANGS: u32 = 2;
@@ -45,6 +45,13 @@ pub fn model_gate(health: &ModelHealth, others_remain: bool, now_ms: u64) -> (Ga
         ..*health
     };
     (Gate::Trial, trial)
+}
+
+/// A model's health after an attempt ended as `end`: a hang or a server
+/// error is a strike (F-12.3, F-12.7), an answer clears the record (see
+/// [`record_attempt_end`]).
+pub fn record_model_attempt(health: &ModelHealth, end: AttemptEnd, now_ms: u64) -> ModelHealth {
+    record_attempt_end(health, end != AttemptEnd::Answered, now_ms)
 }
 
 /// A model's health after an attempt ended: `hung` when it ran to the

@@ -12,14 +12,14 @@ mod plan;
 mod summary;
 
 pub use advance::{next_step, TIMEOUT_PROFILE_ROTATIONS};
-pub use chain::{candidate_chain, resolve_selection};
-pub use decide::{decide_candidate, PROBE_MARGIN_MS, PROBE_THROTTLE_MS};
+pub use chain::{candidate_chain, plan_run, resolve_selection};
+pub use decide::{decide_candidate, decide_profiles, PROBE_MARGIN_MS, PROBE_THROTTLE_MS};
 pub use health::{
-    model_gate, record_attempt_end, HANG_WINDOW_MS, SLOW_AFTER_HANGS, SLOW_FOR_MS, TRIAL_EXPIRY_MS,
+    model_gate, record_attempt_end, record_model_attempt, HANG_WINDOW_MS, SLOW_AFTER_HANGS, SLOW_FOR_MS, TRIAL_EXPIRY_MS,
 };
 pub use plan::plan_candidate;
 pub use policy_types::{
-    AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
+    AttemptEnd, RunPlan, RunRequest, AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
     Gate, ModelHealth, OverrideSource, ProfileBlock, RotationConfig, RunStep, RunSummary,
     Selection, SelectionRequest, SelectionSource, SessionOverride, StopReason,
 };

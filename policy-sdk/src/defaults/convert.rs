@@ -96,19 +96,6 @@ pub(super) fn selection_source_from_core(source: core::SelectionSource) -> Selec
     }
 }
 
-pub(super) fn selection_source_to_core(source: SelectionSource) -> core::SelectionSource {
-    use core::SelectionSource as S;
-    match source {
-        SelectionSource::ConfiguredDefault => S::ConfiguredDefault,
-        SelectionSource::AgentPrimary => S::AgentPrimary,
-        SelectionSource::AutoOverride => S::AutoOverride,
-        SelectionSource::UserOverride => S::UserOverride,
-        SelectionSource::LegacyOverride => S::LegacyOverride,
-        SelectionSource::CronJob => S::CronJob,
-        SelectionSource::Heartbeat => S::Heartbeat,
-    }
-}
-
 /// A profile's usage in the core's terms, which keep one cooldown: the
 /// whole profile's when there is one, else the cooldown of `model`, else
 /// the model cooldown that ends last. Counts of one reason are added

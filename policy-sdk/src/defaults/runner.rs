@@ -6,12 +6,11 @@ use policy_types as core;
 
 use super::convert::{
     blocks_to_core, ranked_to_core, reason_to_core, recorded_from_core, selection_source_from_core,
-    selection_source_to_core, stored_to_core,
+    stored_to_core,
 };
 use crate::types::{
-    AttemptEnd, AttemptRecord, CandidateDecision, CandidateRequest, FailedAttempt, FailureReason,
-    ModelHealth, PinSource, RotationConfig, RunPlan, RunRequest, RunStep, RunSummary,
-    SelectionSource, StopReason, StoredProfile,
+    AttemptEnd, AttemptRecord, CandidateDecision, CandidateRequest, FailedAttempt, ModelHealth,
+    PinSource, RotationConfig, RunPlan, RunRequest, RunStep, RunSummary, StopReason, StoredProfile,
 };
 
 /// The default plan: a model the caller named is the user's and strict
@@ -20,71 +19,38 @@ use crate::types::{
 /// order of §3. The chain follows from the selection (F-7.3). Context
 /// overflow never falls back here (F-5.9), so `overflow-to` is not read.
 pub fn plan_run(request: RunRequest) -> RunPlan {
-    let selection = select(&request);
-    let Some(first) = selection.model else {
-        return RunPlan {
-            candidates: Vec::new(),
-            source: selection_source_from_core(selection.source),
-            strict: false,
-            clear_override: selection.clear_override,
-            probe_primary: false,
-        };
-    };
-    let source_fallbacks = match selection.source {
-        core::SelectionSource::AgentPrimary => request.agent_fallbacks,
-        core::SelectionSource::CronJob => request.cron_fallbacks,
-        _ => None,
-    };
-    let chain = policy_guest::runner::candidate_chain(&core::ChainRequest {
-        requested: first,
-        source: selection.source,
+    let session = request.session_override;
+    let plan = policy_guest::runner::plan_run(&core::RunRequest {
+        requested: request.requested,
         configured_primary: request.configured_primary,
         configured_fallbacks: request.configured_fallbacks,
-        source_fallbacks,
-        fallbacks_override: request.fallbacks_override,
-    });
-    RunPlan {
-        candidates: chain.candidates,
-        source: selection_source_from_core(selection.source),
-        strict: chain.strict,
-        clear_override: selection.clear_override,
-        probe_primary: selection.probe_primary,
-    }
-}
-
-/// The model a run starts with, and why.
-fn select(request: &RunRequest) -> core::Selection {
-    if let Some(model) = &request.requested {
-        let source = match request.fallbacks_override {
-            Some(_) => SelectionSource::ConfiguredDefault,
-            None => SelectionSource::UserOverride,
-        };
-        return core::Selection {
-            model: Some(model.clone()),
-            source: selection_source_to_core(source),
-            clear_override: false,
-            probe_primary: false,
-        };
-    }
-    let session = request.session_override.as_ref();
-    policy_guest::runner::resolve_selection(&core::SelectionRequest {
-        configured_primary: request.configured_primary.clone(),
-        agent_primary: request.agent_primary.clone(),
-        cron_model: request.cron_model.clone(),
+        agent_primary: request.agent_primary,
+        agent_fallbacks: request.agent_fallbacks,
+        cron_model: request.cron_model,
+        cron_fallbacks: request.cron_fallbacks,
         heartbeat: request.heartbeat,
-        heartbeat_model: request.heartbeat_model.clone(),
+        heartbeat_model: request.heartbeat_model,
+        last_primary_probe_at: session.as_ref().and_then(|o| o.last_primary_probe_at),
+        now_ms: session.as_ref().map_or(0, |o| o.now_ms),
         session_override: session.map(|o| core::SessionOverride {
-            model: o.model.clone(),
+            model: o.model,
             source: o.source.map(|s| match s {
                 PinSource::Auto => core::OverrideSource::Auto,
                 PinSource::User => core::OverrideSource::User,
             }),
-            origin: o.origin.clone(),
+            origin: o.origin,
         }),
+        fallbacks_override: request.fallbacks_override,
+        overflow_to: request.overflow_to,
         primary_probe_interval_ms: request.primary_probe_interval_ms,
-        last_primary_probe_at: session.and_then(|o| o.last_primary_probe_at),
-        now_ms: session.map_or(0, |o| o.now_ms),
-    })
+    });
+    RunPlan {
+        candidates: plan.candidates,
+        source: selection_source_from_core(plan.source),
+        strict: plan.strict,
+        clear_override: plan.clear_override,
+        probe_primary: plan.probe_primary,
+    }
 }
 
 /// The default decision on a candidate: a slow model is skipped while
@@ -92,29 +58,21 @@ fn select(request: &RunRequest) -> core::Selection {
 /// over (F-12.3); then its profiles are attempted, one blocked profile
 /// probed, or the candidate skipped (§8).
 pub fn decide_candidate(request: CandidateRequest) -> CandidateDecision {
-    let (gate, _) = policy_guest::runner::model_gate(
-        &health_to_core(request.health),
-        request.later_candidates,
-        request.now_ms,
-    );
-    if gate == core::Gate::Skip {
-        return CandidateDecision::Skip(FailureReason::Timeout);
-    }
     let decision = policy_guest::runner::decide_candidate(&core::CandidateRequest {
+        model: request.model,
         primary: request.primary,
         sibling: request.sibling,
         ranked: request.ranked.iter().map(ranked_to_core).collect(),
         blocks: blocks_to_core(&request.ranked),
         last_probe_at: request.last_probe_at,
         transient_probe_used: request.transient_probe_used,
-        has_fallbacks: request.later_candidates,
+        later_candidates: request.later_candidates,
+        health: health_to_core(request.health),
         now_ms: request.now_ms,
     });
     match decision {
-        core::CandidateDecision::Attempt(ids) if gate == core::Gate::Trial => {
-            CandidateDecision::Trial(ids)
-        }
         core::CandidateDecision::Attempt(ids) => CandidateDecision::Attempt(ids),
+        core::CandidateDecision::Trial(ids) => CandidateDecision::Trial(ids),
         core::CandidateDecision::Probe { profile, transient } if transient => {
             CandidateDecision::TransientProbe(profile)
         }
@@ -129,8 +87,12 @@ pub fn decide_candidate(request: CandidateRequest) -> CandidateDecision {
 /// strike (F-12.3, F-12.7); enough strikes in a row make the model slow
 /// for a while; an answer clears them.
 pub fn record_model_attempt(health: ModelHealth, end: AttemptEnd, now_ms: u64) -> ModelHealth {
-    let strike = !matches!(end, AttemptEnd::Answered);
-    let after = policy_guest::runner::record_attempt_end(&health_to_core(health), strike, now_ms);
+    let end = match end {
+        AttemptEnd::Answered => core::AttemptEnd::Answered,
+        AttemptEnd::Hung => core::AttemptEnd::Hung,
+        AttemptEnd::ServerError => core::AttemptEnd::ServerError,
+    };
+    let after = policy_guest::runner::record_model_attempt(&health_to_core(health), end, now_ms);
     ModelHealth {
         strikes: after.hangs,
         last_strike_at: after.last_hang_at,
@@ -156,24 +118,27 @@ pub fn next_step(attempt: FailedAttempt, config: RotationConfig) -> RunStep {
     let step = policy_guest::runner::next_step(
         &core::FailedAttempt {
             reason: reason_to_core(attempt.reason),
+            retry_after_ms: attempt.retry_after_ms,
             aborted: attempt.aborted,
+            hung: attempt.hung,
             live_switch_to: attempt.live_switch_to,
             user_pinned_profile: attempt.user_pinned_profile,
             rotations: attempt.rotations,
             profiles_left: attempt.profiles_left,
             chain: attempt.chain,
             position: attempt.position,
+            overflow_to: attempt.overflow_to,
         },
         &core::RotationConfig {
             rate_limited_profile_rotations: config.rate_limited_profile_rotations,
             overloaded_profile_rotations: config.overloaded_profile_rotations,
             overloaded_backoff_ms: config.overloaded_backoff_ms,
+            wait_cap_ms: config.wait_cap_ms,
         },
     );
     match step {
-        core::RunStep::RotateProfile(wait_ms) => {
-            RunStep::RotateProfile(wait_ms.min(config.wait_cap_ms))
-        }
+        core::RunStep::RotateProfile(wait_ms) => RunStep::RotateProfile(wait_ms),
+        core::RunStep::WaitAndRetry(wait_ms) => RunStep::WaitAndRetry(wait_ms),
         core::RunStep::Candidate(position) => RunStep::Candidate(position),
         core::RunStep::Stop(reason) => RunStep::Stop(match reason {
             core::StopReason::Aborted => StopReason::Aborted,

@@ -1,4 +1,4 @@
-//! A complete failover policy written against `wit/1.0.0/policy.wit` with
+//! A complete failover policy written against `wit/policy.wit` with
 //! nothing but wit-bindgen: what a policy author who reads only the
 //! contract writes. It classifies by HTTP status alone, orders credentials
 //! OAuth first and least recently used first, cools a failing credential
@@ -8,7 +8,7 @@
 
 wit_bindgen::generate!({
     world: "policy",
-    path: "../../../wit/1.0.0",
+    path: "../../../wit",
 });
 
 use exports::failover::policy::profiles::{

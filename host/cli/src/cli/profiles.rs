@@ -275,7 +275,14 @@ fn mark(context: &Context, args: MarkArgs) -> anyhow::Result<ExitCode> {
             },
             &cooldowns,
         ),
-        None => policy.record_success(before, args.model.as_deref(), now),
+        None => {
+            let success = crate::policy::Success {
+                provider: &summary.provider,
+                model: args.model.as_deref(),
+                now_ms: now,
+            };
+            policy.record_success(before, &success, &cooldowns)
+        }
     })?;
     println!(
         "{}: {}",

@@ -4,13 +4,14 @@
 //! profiles read with this process's unwritten uses — and what a failed
 //! call tells the run.
 
-use failover_sandbox::policy::Decider;
+use failover_sandbox::policy::{Decider, Success};
 use failover_sandbox::provider_error::ProviderError;
 
 use crate::auth::{CooldownConfig, FailureEvent, RecordedReason, Usage};
 
 use super::clock::Clock;
 use super::driver::{Runner, LAST_USED_WRITE_INTERVAL_MS};
+use super::model::AttemptEnd;
 use super::options::RunOptions;
 use super::outcome::{Attempt, RunError};
 use super::provider::{CallError, Provider, Target};
@@ -22,6 +23,8 @@ pub(super) struct Failure {
     pub(super) live_switch_to: Option<String>,
     /// The provider's wait, when the failure is one worth waiting on.
     pub(super) retry_after_ms: Option<u64>,
+    /// The attempt ran to its deadline with nothing received.
+    pub(super) hung: bool,
 }
 
 impl<P: Provider, C: Clock> Runner<P, C> {
@@ -38,17 +41,21 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             Ok(reply) => {
                 let now = self.clock.now_ms();
                 self.health
-                    .attempt_ended(policy, &target.model, false, now)?;
+                    .attempt_ended(policy, &target.model, AttemptEnd::Answered, now)?;
                 return Ok(Ok(reply));
             }
             Err(failure) => failure,
         };
         let now = self.clock.now_ms();
+        let hung = matches!(failure, CallError::Hung(_));
         if let CallError::Failed(_) | CallError::Hung(_) = &failure {
             // F-12.3: an answer, even a fast error, is not a hang.
-            let hung = matches!(failure, CallError::Hung(_));
-            self.health
-                .attempt_ended(policy, &target.model, hung, now)?;
+            let end = if hung {
+                AttemptEnd::Hung
+            } else {
+                AttemptEnd::Answered
+            };
+            self.health.attempt_ended(policy, &target.model, end, now)?;
         }
         let (error, aborted, live_switch_to) = match failure {
             CallError::Failed(error) | CallError::Hung(error) => (*error, false, None),
@@ -94,6 +101,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             aborted,
             live_switch_to,
             retry_after_ms: verdict.retry_after_ms.filter(|_| waitable && !aborted),
+            hung,
         }))
     }
 
@@ -119,6 +127,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         target: &Target,
         now: u64,
         seen: Option<&Usage>,
+        cooldowns: &CooldownConfig,
     ) -> Result<(), RunError> {
         let current = match seen {
             Some(usage) => usage.clone(),
@@ -129,7 +138,12 @@ impl<P: Provider, C: Clock> Runner<P, C> {
                 .cloned()
                 .unwrap_or_default(),
         };
-        let after = policy.record_success(&current, Some(&target.model), now)?;
+        let success = Success {
+            provider: &target.provider,
+            model: Some(&target.model),
+            now_ms: now,
+        };
+        let after = policy.record_success(&current, &success, cooldowns)?;
         let only_last_used = Usage {
             last_used: current.last_used,
             ..after.clone()
@@ -154,7 +168,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             if *before == current {
                 return Ok(after.clone());
             }
-            policy.record_success(before, Some(&target.model), now)
+            policy.record_success(before, &success, cooldowns)
         })?;
         Ok(())
     }

@@ -9,48 +9,65 @@ use std::sync::Mutex;
 
 use failover_sandbox::policy::{Decider, PolicyError};
 
-use super::model::{Gate, ModelHealth};
+use super::model::{AttemptEnd, CandidateDecision, ModelHealth};
 
 /// Model health per `provider/model`: only models not in full health have
 /// an entry, so while every model answers the book is empty and a request
-/// hashes nothing (it looked up and removed its model twice a request:
-/// BENCHMARKS.md, issue 16, sixteenth part). The default hasher stays: a
-/// client can name the model a run starts on.
+/// hashes nothing. The default hasher stays: a client can name the model a
+/// run starts on.
 #[derive(Debug, Default)]
 pub struct HealthBook {
     models: Mutex<HashMap<String, ModelHealth>>,
 }
 
 impl HealthBook {
-    /// Whether `model` may be attempted now; keeps the health the policy
-    /// returns (a trial is recorded as started). The book stays locked over
-    /// the policy call, so two runs never both start a trial.
-    pub fn gate(
+    /// Decides on `model` with its health: `decide` is the policy's
+    /// decision given the health, and a `trial` answer is recorded as
+    /// started. While the model is in full health the book is not held
+    /// over the decision; otherwise it is, so two runs never both start a
+    /// trial.
+    pub fn decide<T>(
         &self,
-        policy: &dyn Decider,
         model: &str,
-        others_remain: bool,
         now_ms: u64,
-    ) -> Result<Gate, PolicyError> {
+        decide: impl FnOnce(ModelHealth) -> Result<T, PolicyError>,
+        decision: impl Fn(&T) -> &CandidateDecision,
+    ) -> Result<T, PolicyError> {
         let mut models = self.models.lock().unwrap_or_else(|e| e.into_inner());
         let current = health_of(&models, model);
-        let decision = policy.model_gate(&current, others_remain, now_ms)?;
-        keep(&mut models, model, decision.health);
-        Ok(decision.gate)
+        if current == ModelHealth::default() {
+            drop(models);
+            let answer = decide(current)?;
+            if matches!(decision(&answer), CandidateDecision::Trial(_)) {
+                let mut models = self.models.lock().unwrap_or_else(|e| e.into_inner());
+                let mut health = health_of(&models, model);
+                health.trial_started_at = Some(now_ms);
+                keep(&mut models, model, health);
+            }
+            return Ok(answer);
+        }
+        let answer = decide(current)?;
+        if matches!(decision(&answer), CandidateDecision::Trial(_)) {
+            let trial = ModelHealth {
+                trial_started_at: Some(now_ms),
+                ..current
+            };
+            keep(&mut models, model, trial);
+        }
+        Ok(answer)
     }
 
-    /// Records the end of an attempt on `model`: `hung` when it ran to its
-    /// deadline without an answer.
+    /// Records how an attempt on `model` ended.
     pub fn attempt_ended(
         &self,
         policy: &dyn Decider,
         model: &str,
-        hung: bool,
+        end: AttemptEnd,
         now_ms: u64,
     ) -> Result<(), PolicyError> {
         let mut models = self.models.lock().unwrap_or_else(|e| e.into_inner());
         let current = health_of(&models, model);
-        let health = policy.record_attempt_end(&current, hung, now_ms)?;
+        let health = policy.record_model_attempt(&current, end, now_ms)?;
         keep(&mut models, model, health);
         Ok(())
     }

@@ -2,8 +2,7 @@
 //! contract's, from `policy-types` (camelCase in scenarios and traces).
 
 pub use policy_types::{
-    AttemptRecord, CandidateDecision, CandidateFacts, CandidatePlan, CandidateRequest,
-    ChainRequest, FailedAttempt, FallbackChain, Gate, GateDecision, ModelHealth, OverrideSource,
-    PlanHold, ProfileBlock, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest,
-    SelectionSource, SessionOverride, StopReason, SummaryRequest,
+    AttemptEnd, AttemptRecord, CandidateDecision, CandidateFacts, CandidatePlan, CandidateRequest,
+    FailedAttempt, ModelHealth, OverrideSource, ProfileBlock, RotationConfig, RunPlan, RunRequest,
+    RunStep, RunSummary, SelectionSource, SessionOverride, StopReason, SummaryRequest,
 };

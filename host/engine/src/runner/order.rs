@@ -1,8 +1,7 @@
 //! A candidate's order as the policy is sent it: the provider's stored
 //! profiles with their routing state, and the configured entries — only
-//! those the answer can depend on when the policy says so
-//! ([`Decider::narrows_profiles`]), so that no other profile's state is
-//! read, copied and dropped on every request.
+//! those the contract sends `order-profiles` (see [`Narrow`]), so that no
+//! other profile's state is read, copied and dropped on every request.
 
 use std::collections::BTreeMap;
 
@@ -16,31 +15,25 @@ use crate::auth::{ConfiguredProfile, OrderRequest, StoredProfile, Usage};
 use crate::state::{canonical_provider, stored_profile, stored_profiles, ProfileSummary};
 
 impl<P: Provider, C: Clock> Runner<P, C> {
-    /// The order for `model` of `provider` at `now`, narrowed when
-    /// `narrows`, and the routing state of its stored profiles as the
-    /// store holds it.
+    /// The order for `model` of `provider` at `now`, narrowed, and the
+    /// routing state of its stored profiles as the store holds it.
     pub(super) fn order_for(
         &self,
-        narrows: bool,
         provider: &str,
         model: &str,
         now: u64,
     ) -> Result<(OrderRequest, BTreeMap<String, Usage>), RunError> {
         let explicit_order = self.config.explicit_order(provider);
         let mut configured = self.config.configured_profiles();
-        let (stored, usage) = if narrows {
-            let scope = OrderScope {
-                provider,
-                explicit_order: explicit_order.as_deref(),
-                configured: &configured,
-            };
-            let narrowed = self.narrowed_stored(&scope)?;
-            let mut keep = narrowed.keep_configured.into_iter();
-            configured.retain(|_| keep.next().unwrap_or(false));
-            (narrowed.stored, narrowed.usage)
-        } else {
-            self.stored_and_usage()?
+        let scope = OrderScope {
+            provider,
+            explicit_order: explicit_order.as_deref(),
+            configured: &configured,
         };
+        let narrowed = self.narrowed_stored(&scope)?;
+        let mut keep = narrowed.keep_configured.into_iter();
+        configured.retain(|_| keep.next().unwrap_or(false));
+        let (stored, usage) = (narrowed.stored, narrowed.usage);
         let order = OrderRequest {
             provider: provider.to_owned(),
             explicit_order,

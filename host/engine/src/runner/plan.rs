@@ -1,7 +1,6 @@
 //! Where a run starts (§3) and which candidates it has (F-7.3): the
-//! session read, the model selected (a one-off explicit model is the
-//! user's, strict, F-7.6), a stale override cleared, the chain decided, and
-//! the configured primary put first once when an auto override is due to
+//! session read, the policy's plan (`plan-run`), a stale override cleared,
+//! and the configured primary put first once when the plan asks to
 //! re-probe it (F-12.2).
 
 use std::borrow::Cow;
@@ -13,7 +12,7 @@ use crate::state::SessionEntry;
 
 use super::clock::Clock;
 use super::driver::Runner;
-use super::model::{ChainRequest, Selection, SelectionRequest, SelectionSource, SessionOverride};
+use super::model::{RunPlan, RunRequest, SelectionSource, SessionOverride};
 use super::options::RunOptions;
 use super::outcome::RunError;
 use super::provider::Provider;
@@ -52,42 +51,69 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         };
         let agent = self.agent_choice(options);
         let defaults = self.defaults(options);
-        let mut selection = self.select(policy, options, session.as_ref(), &agent, &defaults)?;
-        if selection.clear_override {
+        let request = self.run_request(options, session.as_ref(), agent, &defaults);
+        let mut plan = policy.plan_run(&request)?;
+        if plan.clear_override {
             if let Some(id) = &options.session {
                 self.sessions
                     .update(id, SessionEntry::clear_model_override)?;
             }
         }
-        let requested = selection.model.take().ok_or(RunError::NoModel)?;
-        let source_fallbacks = match selection.source {
-            SelectionSource::AgentPrimary => agent.fallbacks,
-            SelectionSource::CronJob => options.cron.as_ref().and_then(|c| c.fallbacks.clone()),
-            _ => None,
-        };
-        // The request owns the model only while it is asked: taken back
-        // after, not copied.
-        let question = ChainRequest {
-            requested,
-            source: selection.source,
-            configured_primary: defaults.primary.clone(),
-            configured_fallbacks: defaults.fallbacks.clone().unwrap_or_default(),
-            source_fallbacks,
-            fallbacks_override: options
-                .one_off_fallbacks
-                .clone()
-                .or_else(|| options.fallbacks_override.clone()),
-        };
-        let mut chain = policy.candidate_chain(&question)?.candidates;
-        let requested = question.requested;
-        let probing_primary = self.probe_first(options, &selection, &defaults, &mut chain)?;
+        let requested = plan.candidates.first().cloned().ok_or(RunError::NoModel)?;
+        let probing_primary = self.probe_first(options, &mut plan, &defaults)?;
         Ok(Plan {
             session,
             requested,
-            source: selection.source,
-            chain,
+            source: plan.source,
+            chain: plan.candidates,
             probing_primary,
         })
+    }
+
+    /// What the policy's plan reads: the caller's model (a one-off
+    /// selection comes with its own fallbacks or none, F-7.6), the
+    /// configured, agent, cron and heartbeat models, and the session's
+    /// override.
+    fn run_request(
+        &self,
+        options: &RunOptions,
+        session: Option<&SessionEntry>,
+        agent: AgentChoice,
+        defaults: &ModelChoice,
+    ) -> RunRequest {
+        let session_override = session.and_then(|s| {
+            s.model().map(|model| SessionOverride {
+                model,
+                source: s.model_override.source,
+                origin: s.origin(),
+            })
+        });
+        let fallbacks_override = match options.model {
+            Some(_) => options.one_off_fallbacks.clone(),
+            None => (options.one_off_fallbacks.clone()).or_else(|| options.fallbacks_override.clone()),
+        };
+        RunRequest {
+            requested: options.model.clone(),
+            configured_primary: defaults.primary.clone(),
+            configured_fallbacks: defaults.fallbacks.clone().unwrap_or_default(),
+            agent_primary: agent.primary,
+            agent_fallbacks: agent.fallbacks,
+            cron_model: options.cron.as_ref().map(|c| c.model.clone()),
+            cron_fallbacks: options.cron.as_ref().and_then(|c| c.fallbacks.clone()),
+            heartbeat: options.heartbeat.is_some(),
+            heartbeat_model: options.heartbeat.clone().flatten(),
+            now_ms: match session_override {
+                Some(_) => self.clock.now_ms(),
+                None => 0,
+            },
+            last_primary_probe_at: session
+                .and_then(|s| s.model_override.primary_probe_at)
+                .filter(|_| session_override.is_some()),
+            session_override,
+            fallbacks_override,
+            overflow_to: Vec::new(),
+            primary_probe_interval_ms: self.config.primary_probe_interval_ms(),
+        }
     }
 
     /// The run's agent's own model, when `agents.list` gives it one.
@@ -129,66 +155,21 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         }
     }
 
-    /// The model the run starts with and why.
-    fn select(
-        &self,
-        policy: &dyn Decider,
-        options: &RunOptions,
-        session: Option<&SessionEntry>,
-        agent: &AgentChoice,
-        defaults: &ModelChoice,
-    ) -> Result<Selection, RunError> {
-        if let Some(model) = &options.model {
-            // F-7.6: a one-off explicit selection is the user's, and strict —
-            // unless it comes with its own fallbacks, which the chain then
-            // follows exactly (the configured default's rule with a
-            // caller's override list).
-            let source = match options.one_off_fallbacks {
-                Some(_) => SelectionSource::ConfiguredDefault,
-                None => SelectionSource::UserOverride,
-            };
-            return Ok(Selection {
-                model: Some(model.clone()),
-                source,
-                clear_override: false,
-                probe_primary: false,
-            });
-        }
-        let session_override = session.and_then(|s| {
-            s.model().map(|model| SessionOverride {
-                model,
-                source: s.model_override.source,
-                origin: s.origin(),
-            })
-        });
-        Ok(policy.resolve_selection(&SelectionRequest {
-            configured_primary: defaults.primary.clone(),
-            agent_primary: agent.primary.clone(),
-            cron_model: options.cron.as_ref().map(|c| c.model.clone()),
-            heartbeat: options.heartbeat.is_some(),
-            heartbeat_model: options.heartbeat.clone().flatten(),
-            session_override,
-            primary_probe_interval_ms: self.config.primary_probe_interval_ms(),
-            last_primary_probe_at: session.and_then(|s| s.model_override.primary_probe_at),
-            now_ms: self.clock.now_ms(),
-        })?)
-    }
-
     /// F-12.2: puts the configured primary first, once, when the selection
     /// asks for a probe, and notes the probe on the session.
     fn probe_first(
         &self,
         options: &RunOptions,
-        selection: &Selection,
+        plan: &mut RunPlan,
         defaults: &ModelChoice,
-        chain: &mut Vec<String>,
     ) -> Result<bool, RunError> {
         let (Some(primary), Some(id)) = (&defaults.primary, &options.session) else {
             return Ok(false);
         };
-        if !selection.probe_primary {
+        if !plan.probe_primary {
             return Ok(false);
         }
+        let chain = &mut plan.candidates;
         chain.retain(|model| model != primary);
         chain.insert(0, primary.clone());
         let now = self.clock.now_ms();

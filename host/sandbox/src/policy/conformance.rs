@@ -7,21 +7,23 @@
 //!
 //! The cases are data, `tests/cases/conformance.jsonl`, embedded here: one
 //! JSON object per line, `{"name", "call", "args"}`, `call` a contract
-//! function's WIT name and `args` its arguments in the host's JSON forms
-//! (a provider error as `failover classify` reads it, the policy types in
-//! camelCase).
+//! function's WIT name (`record-attempt` as `record-failure` and
+//! `record-success`, its two outcomes) and `args` its arguments in the
+//! host's JSON forms (a provider error as `failover classify` reads it, the
+//! policy types in camelCase).
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::provider_error::ProviderError;
 use policy_types::{
-    CandidateRequest, ChainRequest, CooldownConfig, FailedAttempt, FailureEvent, ModelHealth,
-    OrderRequest, PinRequest, RotationConfig, SelectionRequest, SummaryRequest, Usage,
+    AttemptEnd, CandidateRequest, CooldownConfig, FailedAttempt, FailureEvent, ModelHealth,
+    OrderRequest, PinRequest, RotationConfig, RunRequest, SummaryRequest, Usage,
 };
 
 use super::decider::Decider;
 use super::error::PolicyError;
+use super::profiles::Success;
 
 /// The corpus, embedded so that `failover policy check` needs no file.
 const CORPUS: &str = include_str!("../../../../tests/cases/conformance.jsonl");
@@ -68,15 +70,14 @@ enum Call {
     },
     RecordSuccess {
         usage: Usage,
+        provider: String,
         model: Option<String>,
         #[serde(rename = "nowMs")]
         now_ms: u64,
+        config: CooldownConfig,
     },
-    ResolveSelection {
-        request: SelectionRequest,
-    },
-    CandidateChain {
-        request: ChainRequest,
+    PlanRun {
+        request: RunRequest,
     },
     DecideCandidate {
         request: CandidateRequest,
@@ -88,16 +89,9 @@ enum Call {
     Summarise {
         request: SummaryRequest,
     },
-    ModelGate {
+    RecordModelAttempt {
         health: ModelHealth,
-        #[serde(rename = "othersRemain")]
-        others_remain: bool,
-        #[serde(rename = "nowMs")]
-        now_ms: u64,
-    },
-    RecordAttemptEnd {
-        health: ModelHealth,
-        hung: bool,
+        end: AttemptEnd,
         #[serde(rename = "nowMs")]
         now_ms: u64,
     },
@@ -122,26 +116,27 @@ impl Call {
             } => policy.record_failure(usage, event, config).map(drop),
             Call::RecordSuccess {
                 usage,
+                provider,
                 model,
                 now_ms,
-            } => policy
-                .record_success(usage, model.as_deref(), *now_ms)
-                .map(drop),
-            Call::ResolveSelection { request } => policy.resolve_selection(request).map(drop),
-            Call::CandidateChain { request } => policy.candidate_chain(request).map(drop),
+                config,
+            } => {
+                let success = Success {
+                    provider,
+                    model: model.as_deref(),
+                    now_ms: *now_ms,
+                };
+                policy.record_success(usage, &success, config).map(drop)
+            }
+            Call::PlanRun { request } => policy.plan_run(request).map(drop),
             Call::DecideCandidate { request } => policy.decide_candidate(request).map(drop),
             Call::NextStep { attempt, config } => policy.next_step(attempt, config).map(drop),
             Call::Summarise { request } => policy.summarise(request).map(drop),
-            Call::ModelGate {
+            Call::RecordModelAttempt {
                 health,
-                others_remain,
+                end,
                 now_ms,
-            } => policy.model_gate(health, *others_remain, *now_ms).map(drop),
-            Call::RecordAttemptEnd {
-                health,
-                hung,
-                now_ms,
-            } => policy.record_attempt_end(health, *hung, *now_ms).map(drop),
+            } => policy.record_model_attempt(health, *end, *now_ms).map(drop),
         }
     }
 }
@@ -161,38 +156,6 @@ pub fn cases() -> Vec<Case> {
                 name: line.name,
                 run: Box::new(move |policy: &dyn Decider| call.invoke(policy)),
             }
-        })
-        .collect()
-}
-
-/// Every call of the corpus, in its order (the lines `cases` reads).
-fn calls() -> impl Iterator<Item = Call> {
-    CORPUS
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Line>(line).ok())
-        .map(|line| line.call)
-}
-
-/// The errors of the corpus's `classify` cases, with their clocks: what the
-/// gate also sends as one `classify-batch`.
-pub(crate) fn classify_inputs() -> Vec<(ProviderError, u64)> {
-    calls()
-        .filter_map(|call| match call {
-            Call::Classify { error, now_ms } => {
-                Some((ProviderError::from_json(&error).unwrap_or_default(), now_ms))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-/// The requests of the corpus's `order-profiles` cases: orders the gate
-/// also sends as `plan-candidate`.
-pub(crate) fn order_inputs() -> Vec<OrderRequest> {
-    calls()
-        .filter_map(|call| match call {
-            Call::OrderProfiles { request } => Some(request),
-            _ => None,
         })
         .collect()
 }
@@ -223,13 +186,11 @@ mod tests {
             "pin-profile:",
             "record-failure:",
             "record-success:",
-            "resolve-selection:",
-            "candidate-chain:",
+            "plan-run:",
             "decide-candidate:",
             "next-step:",
             "summarise:",
-            "model-gate:",
-            "record-attempt-end:",
+            "record-model-attempt:",
         ] {
             assert!(
                 names.iter().any(|n| n.starts_with(function)),

@@ -9,18 +9,18 @@
 use crate::classification::Classification;
 use crate::provider_error::ProviderError;
 use policy_types::{
-    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain, GateDecision,
-    ModelHealth, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest, SummaryRequest,
-};
-use policy_types::{
-    CandidateFacts, CandidatePlan, CooldownConfig, FailureEvent, OrderRequest, PinDecision,
-    PinRequest, RankedProfile, Usage,
+    AttemptEnd, CandidateDecision, CandidateFacts, CandidatePlan, CandidateRequest,
+    CooldownConfig, FailedAttempt, FailureEvent, ModelHealth, OrderRequest, PinDecision,
+    PinRequest, RankedProfile, RotationConfig, RunPlan, RunRequest, RunStep, RunSummary,
+    SummaryRequest, Usage,
 };
 
 use super::error::PolicyError;
 use super::module::{Policy, PolicyVersion};
+use super::profiles::Success;
 
-/// Every decision of the policy contract (see `wit/policy.wit`).
+/// Every decision of the policy contract (see `wit/policy.wit`), in the
+/// host's types.
 pub trait Decider: Send + Sync {
     /// Which module decides.
     fn version(&self) -> &PolicyVersion;
@@ -30,38 +30,29 @@ pub trait Decider: Send + Sync {
     fn order_profiles(&self, request: &OrderRequest) -> Result<Vec<RankedProfile>, PolicyError>;
     /// The profile a session uses next (`profiles.pin-profile`).
     fn pin_profile(&self, request: &PinRequest) -> Result<PinDecision, PolicyError>;
-    /// A profile's state after a failed call (`profiles.record-failure`).
+    /// A profile's state after a failed call (`profiles.record-attempt`).
     fn record_failure(
         &self,
         usage: &Usage,
         event: &FailureEvent,
         config: &CooldownConfig,
     ) -> Result<Usage, PolicyError>;
-    /// A profile's state after a successful call (`profiles.record-success`).
+    /// A profile's state after a successful call (`profiles.record-attempt`).
     fn record_success(
         &self,
         usage: &Usage,
-        model: Option<&str>,
-        now_ms: u64,
+        success: &Success<'_>,
+        config: &CooldownConfig,
     ) -> Result<Usage, PolicyError>;
-    /// The model a run starts with (`runner.resolve-selection`).
-    fn resolve_selection(&self, request: &SelectionRequest) -> Result<Selection, PolicyError>;
-    /// A run's candidates (`runner.candidate-chain`).
-    fn candidate_chain(&self, request: &ChainRequest) -> Result<FallbackChain, PolicyError>;
-    /// Attempt, probe or skip a candidate (`runner.decide-candidate`).
+    /// Where a run starts and may go (`runner.plan-run`).
+    fn plan_run(&self, request: &RunRequest) -> Result<RunPlan, PolicyError>;
+    /// Attempt, trial, probe or skip a candidate (`runner.decide-candidate`).
     fn decide_candidate(
         &self,
         request: &CandidateRequest,
     ) -> Result<CandidateDecision, PolicyError>;
-    /// Whether `order-profiles` and `plan-candidate` answers depend only on
-    /// what [`Narrow`](super::Narrow) keeps of an order (a module of
-    /// contract 0.5.0 or later: it is sent no more). A host may then build
-    /// the order with those profiles only; otherwise it sends every one.
-    fn narrows_profiles(&self) -> bool {
-        false
-    }
-    /// A candidate's order and the decision on it (`runner.plan-candidate`:
-    /// `order-profiles`, then `decide-candidate` on its answer).
+    /// A candidate's order and the decision on it: `order-profiles`, then
+    /// `decide-candidate` on its answer.
     fn plan_candidate(
         &self,
         order: OrderRequest,
@@ -77,18 +68,11 @@ pub trait Decider: Send + Sync {
     ) -> Result<RunStep, PolicyError>;
     /// What people are told about an exhausted chain (`runner.summarise`).
     fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError>;
-    /// Whether a model may be attempted now (`runner.model-gate`).
-    fn model_gate(
+    /// A model's health after an attempt ended (`runner.record-model-attempt`).
+    fn record_model_attempt(
         &self,
         health: &ModelHealth,
-        others_remain: bool,
-        now_ms: u64,
-    ) -> Result<GateDecision, PolicyError>;
-    /// A model's health after an attempt ended (`runner.record-attempt-end`).
-    fn record_attempt_end(
-        &self,
-        health: &ModelHealth,
-        hung: bool,
+        end: AttemptEnd,
         now_ms: u64,
     ) -> Result<ModelHealth, PolicyError>;
     /// Calls, traps and fuel since the module was loaded, when it counts
@@ -125,16 +109,13 @@ impl Decider for Policy {
     fn record_success(
         &self,
         usage: &Usage,
-        model: Option<&str>,
-        now_ms: u64,
+        success: &Success<'_>,
+        config: &CooldownConfig,
     ) -> Result<Usage, PolicyError> {
-        Policy::record_success(self, usage, model, now_ms)
+        Policy::record_success(self, usage, success, config)
     }
-    fn resolve_selection(&self, request: &SelectionRequest) -> Result<Selection, PolicyError> {
-        Policy::resolve_selection(self, request)
-    }
-    fn candidate_chain(&self, request: &ChainRequest) -> Result<FallbackChain, PolicyError> {
-        Policy::candidate_chain(self, request)
+    fn plan_run(&self, request: &RunRequest) -> Result<RunPlan, PolicyError> {
+        Policy::plan_run(self, request)
     }
     fn decide_candidate(
         &self,
@@ -142,15 +123,12 @@ impl Decider for Policy {
     ) -> Result<CandidateDecision, PolicyError> {
         Policy::decide_candidate(self, request)
     }
-    fn narrows_profiles(&self) -> bool {
-        self.contract().narrows_profiles()
-    }
     fn plan_candidate(
         &self,
         order: OrderRequest,
         facts: &CandidateFacts,
     ) -> Result<CandidatePlan, PolicyError> {
-        Policy::plan_candidate(self, order, facts)
+        Policy::plan_candidate(self, &order, facts)
     }
     fn next_step(
         &self,
@@ -162,20 +140,12 @@ impl Decider for Policy {
     fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError> {
         Policy::summarise(self, request)
     }
-    fn model_gate(
+    fn record_model_attempt(
         &self,
         health: &ModelHealth,
-        others_remain: bool,
-        now_ms: u64,
-    ) -> Result<GateDecision, PolicyError> {
-        Policy::model_gate(self, health, others_remain, now_ms)
-    }
-    fn record_attempt_end(
-        &self,
-        health: &ModelHealth,
-        hung: bool,
+        end: AttemptEnd,
         now_ms: u64,
     ) -> Result<ModelHealth, PolicyError> {
-        Policy::record_attempt_end(self, health, hung, now_ms)
+        Policy::record_model_attempt(self, health, end, now_ms)
     }
 }

@@ -1,9 +1,10 @@
 //! Running policy modules: a narrow wrapper over wasmtime.
 //!
 //! The rest of the host sees [`PolicyEngine`] (one per process), [`Policy`]
-//! (a checked module with warm instances), [`PolicyVersion`] and [`Limits`] —
+//! (a checked module and its instances), [`PolicyVersion`] and [`Limits`] —
 //! never a raw wasmtime type.
 
+mod adapter;
 mod batch;
 mod bindings;
 mod compile_cache;
@@ -17,14 +18,12 @@ mod memo;
 mod module;
 mod pin_memo;
 mod plan;
-mod plan_memo;
 mod pool;
 mod profiles;
 mod runner;
-mod samples;
 pub mod wasi;
 
-pub use batch::{MAX_BATCH_REPORTS, MAX_BATCH_TEXT_BYTES};
+pub use batch::MAX_BATCH_REPORTS;
 pub use bindings::{ContractVersion, CONTRACT, CONTRACT_VERSION};
 pub use compile_cache::{CompileCache, STALE_AFTER as COMPILE_CACHE_STALE_AFTER};
 pub use decider::Decider;
@@ -35,9 +34,10 @@ pub use limits::*;
 pub use module::{Policy, PolicyVersion, MAX_RETRY_AFTER_MS};
 pub use plan::plan_by_two_calls;
 pub use pool::PolicyStats;
-pub use profiles::{Narrow, MAX_WINDOW_MS};
+pub use profiles::{Narrow, Success, MAX_WINDOW_MS};
 pub use runner::MAX_CHAIN;
 
-/// The default policy component, built from `policy-guest` by the build
+/// The default policy component (`policy-sdk/default-policy`: the policy
+/// SDK's defaults, which are `policy-guest`'s core), built by the build
 /// script and embedded so the binary needs no files at run time.
 pub const DEFAULT_POLICY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/default-policy.wasm"));

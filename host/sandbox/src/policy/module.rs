@@ -4,9 +4,9 @@
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 
+use super::adapter;
 use super::bindings::{
-    self, on_guest, ContractVersion, Described, GuestPre, CONTRACTS_RUN, CONTRACT_PACKAGE,
-    CONTRACT_VERSION,
+    self, ContractVersion, GuestPre, CONTRACTS_RUN, CONTRACT_PACKAGE, CONTRACT_VERSION,
 };
 use super::engine::PolicyEngine;
 use super::error::PolicyError;
@@ -15,6 +15,7 @@ use super::pool::{InstancePool, PolicyStats};
 use crate::classification::Classification;
 use crate::provider_error::ProviderError;
 use crate::report::{self, FlatReport};
+use policy_types::ErrorReport;
 
 /// Longest wait a policy may ask for; the guest contract's own bound. A
 /// larger `retry-after-ms` in a verdict is an invalid decision.
@@ -27,7 +28,7 @@ pub struct PolicyVersion {
     pub name: String,
     /// The module's own version.
     pub version: String,
-    /// The contract it was built for (`failover:policy@0.5.0`).
+    /// The contract it was built for (`failover:policy@1.0.0`).
     pub contract: String,
     /// SHA-256 of the component's bytes, lowercase hex.
     pub sha256: String,
@@ -48,22 +49,16 @@ impl std::fmt::Display for PolicyVersion {
 
 /// A policy module that passed the contract checks.
 ///
-/// Calls run on warm instances (the guest is stateless, so reuse is safe);
-/// an instance that traps is discarded and the next call gets a fresh one.
+/// Calls run on pooled instances; an instance that traps is discarded and
+/// the next call gets a fresh one. Answers depend on their inputs alone (the
+/// contract's promise), so answers to inputs that carry no clock are kept.
 pub struct Policy {
     version: PolicyVersion,
     contract: ContractVersion,
     pool: InstancePool,
-    /// Answers of `candidate-chain`, which carries no clock: see
-    /// [`super::memo`].
-    pub(crate) chains: super::memo::Memo<policy_types::ChainRequest, policy_types::FallbackChain>,
-    /// Answers of `resolve-selection` without a session override, untimed
-    /// from contract 0.6.0 on.
-    pub(crate) selections:
-        super::memo::Memo<policy_types::SelectionRequest, policy_types::Selection>,
-    /// Plans of `plan-candidate` that say where else they hold (contract
-    /// 0.7.0 on): see [`super::plan_memo`].
-    pub(crate) plans: super::plan_memo::PlanMemo,
+    /// Answers of `plan-run` to requests without a session override, which
+    /// carry no clock: see [`super::memo`].
+    pub(crate) plans: super::memo::Memo<policy_types::RunRequest, policy_types::RunPlan>,
     /// Answers of `pin-profile`, which carries no clock: see
     /// [`super::pin_memo`].
     pub(crate) pins: super::pin_memo::PinMemo,
@@ -84,35 +79,28 @@ impl Policy {
             .compile(bytes, &sha256)
             .map_err(|e| PolicyError::Compile(format!("{e:#}")))?;
         let contract = check_contract(wasmtime, &component)?;
-        let linker = Linker::new(wasmtime);
+        let mut linker = Linker::new(wasmtime);
+        super::wasi::link_standins(&mut linker, &component)
+            .map_err(|e| PolicyError::Compile(format!("{e:#}")))?;
         let instance_pre = linker
             .instantiate_pre(&component)
             .map_err(|e| PolicyError::Compile(format!("{e:#}")))?;
-        let pre = GuestPre::new(contract, instance_pre)?;
+        let pre = GuestPre::new(instance_pre)?;
         let pool = InstancePool::new(engine, pre, limits);
-        let info: Described = pool.call(
-            "describe",
-            |store, guest| on_guest!(guest, g => g.failover_policy_meta().call_describe(store)),
-        )?;
+        let info = pool.call("describe", |store, guest| {
+            guest.failover_policy_meta().call_describe(store)
+        })?;
         let version = PolicyVersion {
             name: bounded("name", info.name)?,
             version: bounded("version", info.version)?,
-            contract: bounded("contract", info.contract)?,
+            contract: contract.contract(),
             sha256,
         };
-        if version.contract != contract.contract() {
-            return Err(PolicyError::ContractMismatch {
-                found: version.contract,
-                expected: CONTRACTS_RUN,
-            });
-        }
         Ok(Policy {
             version,
             contract,
             pool,
-            chains: super::memo::Memo::default(),
-            selections: super::memo::Memo::default(),
-            plans: super::plan_memo::PlanMemo::default(),
+            plans: super::memo::Memo::default(),
             pins: super::pin_memo::PinMemo::default(),
         })
     }
@@ -127,8 +115,7 @@ impl Policy {
         &self.version
     }
 
-    /// The contract the module was built for: a [`ContractVersion::V0_4`]
-    /// module has no `classify-batch`.
+    /// The contract the module was built for.
     pub fn contract(&self) -> ContractVersion {
         self.contract
     }
@@ -167,90 +154,31 @@ impl Policy {
         error: &ProviderError,
         now_ms: u64,
     ) -> Result<Classification, PolicyError> {
-        if self.contract.packs_reports() {
-            // Packed from the error itself: no owned report first.
-            let report = report::flatten_borrowed(error, &self.limits());
-            return self.classify_packed(|bytes| report.write_packed(bytes, now_ms));
-        }
-        self.classify_report(report::flatten(error, now_ms, &self.limits()))
+        let report = report::flatten_borrowed(error, &self.limits());
+        self.classify_lowered(&adapter::error_report(&report, now_ms))
     }
 
     /// Classifies an already flattened report (see [`report::flatten`]).
     pub fn classify_report(&self, report: FlatReport) -> Result<Classification, PolicyError> {
-        self.classify_plain(report.report)
+        self.classify_held(&report.report)
     }
 
-    /// Classifies a report as the contract carries it: packed into bytes
-    /// for a module of contract 0.8.0 on, as a record before.
-    pub(crate) fn classify_plain(
-        &self,
-        report: policy_types::ErrorReport,
-    ) -> Result<Classification, PolicyError> {
-        if self.contract.packs_reports() {
-            return self
-                .classify_packed(|bytes| policy_types::packed::write_report(bytes, &report));
-        }
-        self.classify_record(report)
+    /// Classifies a report the host holds as the contract's record.
+    pub(crate) fn classify_held(&self, report: &ErrorReport) -> Result<Classification, PolicyError> {
+        self.classify_lowered(&adapter::held_report(report))
     }
 
-    /// One `classify-packed` call on the report `pack` writes.
-    fn classify_packed(
+    /// One `classify` call, its verdict checked.
+    fn classify_lowered(
         &self,
-        pack: impl FnOnce(&mut Vec<u8>),
+        report: &bindings::v1::wit::ErrorReport,
     ) -> Result<Classification, PolicyError> {
-        let verdict = with_packing_buffer(|bytes| {
-            pack(bytes);
-            self.pool
-                .call("classify-packed", |store, guest| match guest {
-                    bindings::Guest::Current(g) => g
-                        .failover_policy_classifier()
-                        .call_classify_packed(store, bytes)
-                        .map(policy_types::Mirror::mirror),
-                    _ => Err(wasmtime::format_err!(
-                        "a module before 0.8.0 has no classify-packed"
-                    )),
-                })
+        let verdict = self.pool.call("classify", |store, guest| {
+            guest.failover_policy_classifier().call_classify(store, report)
         })?;
-        checked_verdict("classify-packed", verdict)
+        checked_verdict(&verdict, report.now_ms)?;
+        Ok(adapter::classification(verdict))
     }
-
-    /// `classify` itself, the report crossing as a record: the call a module
-    /// before 0.8.0 gets, and the reference the gate holds
-    /// `classify-packed` to.
-    pub(crate) fn classify_record(
-        &self,
-        report: policy_types::ErrorReport,
-    ) -> Result<Classification, PolicyError> {
-        let verdict: Classification = self.pool.call("classify", |store, guest| {
-            on_guest!(guest, g => g
-                .failover_policy_classifier()
-                .call_classify(store, &report.mirror()))
-        })?;
-        checked_verdict("classify", verdict)
-    }
-}
-
-/// Runs `f` on this thread's buffer for packed reports, emptied: a report
-/// is packed without an allocation of its own. A buffer grown past
-/// [`KEPT_PACKING_BYTES`] by a large report is let go afterwards.
-pub(crate) fn with_packing_buffer<T>(f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
-    /// The most a thread keeps between reports: a few ordinary ones.
-    const KEPT_PACKING_BYTES: usize = 64 * 1024;
-    thread_local! {
-        static PACKING: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    PACKING.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut bytes) => {
-            bytes.clear();
-            let answer = f(&mut bytes);
-            if bytes.capacity() > KEPT_PACKING_BYTES {
-                *bytes = Vec::new();
-            }
-            answer
-        }
-        // Packing inside packing (not done today): a buffer of its own.
-        Err(_) => f(&mut Vec::new()),
-    })
 }
 
 impl std::fmt::Debug for Policy {
@@ -261,20 +189,35 @@ impl std::fmt::Debug for Policy {
     }
 }
 
-/// A verdict the host can act on: its wait within the bound.
-pub(crate) fn checked_verdict(
-    call: &'static str,
-    verdict: Classification,
-) -> Result<Classification, PolicyError> {
-    match verdict.retry_after_ms.filter(|ms| *ms > MAX_RETRY_AFTER_MS) {
-        Some(ms) => Err(PolicyError::InvalidOutput {
-            call,
-            problem: format!(
-                "a retry-after of {ms} ms is beyond the {MAX_RETRY_AFTER_MS} ms bound"
-            ),
-        }),
-        None => Ok(verdict),
+/// A verdict the host can act on: its waits within a week of the call, and
+/// a detail only beside `unknown`.
+fn checked_verdict(
+    verdict: &bindings::v1::wit::Classification,
+    now_ms: u64,
+) -> Result<(), PolicyError> {
+    let invalid = |problem: String| PolicyError::InvalidOutput {
+        call: "classify",
+        problem,
+    };
+    if let Some(ms) = verdict.retry_after_ms.filter(|ms| *ms > MAX_RETRY_AFTER_MS) {
+        return Err(invalid(format!(
+            "a retry-after of {ms} ms is beyond the {MAX_RETRY_AFTER_MS} ms bound"
+        )));
     }
+    let latest = now_ms.saturating_add(MAX_RETRY_AFTER_MS);
+    if let Some(at) = verdict.reset_at_ms.filter(|at| *at > latest) {
+        return Err(invalid(format!(
+            "a reset time of {at} is more than a week after {now_ms}"
+        )));
+    }
+    let unknown = verdict.reason == bindings::v1::wit::FailureReason::Unknown;
+    if verdict.detail.is_some() && !unknown {
+        return Err(invalid(format!(
+            "a detail beside the reason {:?}, which is not unknown",
+            verdict.reason
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses imports and finds the contract version of the exports (all must
@@ -286,10 +229,7 @@ fn check_contract(
     component: &Component,
 ) -> Result<ContractVersion, PolicyError> {
     let ty = component.component_type();
-    let imports: Vec<String> = ty
-        .imports(engine)
-        .map(|(name, _)| name.to_owned())
-        .collect();
+    let imports = super::wasi::foreign_imports(engine, component);
     if !imports.is_empty() {
         return Err(PolicyError::ForeignImports {
             imports,

@@ -4,7 +4,8 @@
 
 use rustc_hash::FxHashSet;
 
-use super::bindings::on_guest;
+use super::adapter;
+use super::bindings::v1::profiles::{AttemptEvent, Outcome};
 use super::error::PolicyError;
 use super::module::Policy;
 use policy_types::{
@@ -17,35 +18,35 @@ use policy_types::{
 pub const MAX_WINDOW_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 
 impl Policy {
-    /// The profiles to try for a provider, best first.
+    /// The profiles to try for a provider, best first, and why each blocked
+    /// one is blocked.
     ///
-    /// A module of the current contract is sent only the profiles an
-    /// answer can depend on (see [`for_provider`]); a 0.4.0 module gets
-    /// every profile, as its contract says.
+    /// The module is sent the provider's stored profiles and any other the
+    /// order names, as the contract says (see [`for_provider`]).
     pub fn order_profiles(
         &self,
         request: &OrderRequest,
     ) -> Result<Vec<RankedProfile>, PolicyError> {
-        // One copy of the request crosses: the narrowed one as it is, or
-        // the whole one for a 0.4.0 module.
-        let narrows = self.contract().narrows_profiles();
+        Ok(self.order_with_blocks(request)?.0)
+    }
+
+    /// [`Policy::order_profiles`] with the reason of each blocked profile.
+    pub(crate) fn order_with_blocks(
+        &self,
+        request: &OrderRequest,
+    ) -> Result<(Vec<RankedProfile>, Vec<policy_types::ProfileBlock>), PolicyError> {
         let narrow = for_provider_ids(request);
-        let sent = if narrows {
-            for_provider(request, &narrow)
-        } else {
-            request.clone()
-        };
+        let sent = adapter::order_request(&for_provider(request, &narrow));
         let stored_sent: FxHashSet<&str> = (request.stored.iter())
-            .filter(|p| !narrows || narrow.keeps(&p.id, &p.provider))
+            .filter(|p| narrow.keeps(&p.id, &p.provider))
             .map(|p| p.id.as_str())
             .collect();
-        let ranked: Vec<RankedProfile> = self.call("order-profiles", |store, guest| {
-            on_guest!(guest, g => g
-                .failover_policy_profiles()
-                .call_order_profiles(store, &sent.mirror()))
+        let ranked = self.call("order-profiles", |store, guest| {
+            guest.failover_policy_profiles().call_order_profiles(store, &sent)
         })?;
+        let (ranked, blocks) = adapter::host_ranked(ranked);
         checked_ranked("order-profiles", &ranked, &stored_sent)?;
-        Ok(ranked)
+        Ok((ranked, blocks))
     }
 
     /// The profile a session should use next. The question carries no
@@ -58,11 +59,11 @@ impl Policy {
 
     /// One `pin-profile` call, checked.
     fn pin_profile_by_call(&self, request: &PinRequest) -> Result<PinDecision, PolicyError> {
-        let decision: PinDecision = self.call("pin-profile", |store, guest| {
-            on_guest!(guest, g => g
-                .failover_policy_profiles()
-                .call_pin_profile(store, &request.clone().mirror()))
+        let sent = adapter::pin_request(request);
+        let decision = self.call("pin-profile", |store, guest| {
+            guest.failover_policy_profiles().call_pin_profile(store, &sent)
         })?;
+        let decision = adapter::host_pin(decision);
         let listed = |id: &str| request.ranked.iter().any(|r| r.id == id);
         match decision.profile.as_deref() {
             Some(id) if !listed(id) => {
@@ -89,49 +90,74 @@ impl Policy {
         event: &FailureEvent,
         config: &CooldownConfig,
     ) -> Result<Usage, PolicyError> {
-        let next: Usage = self.call("record-failure", |store, guest| {
-            on_guest!(guest, g => g.failover_policy_profiles().call_record_failure(
-                store,
-                &usage.clone().mirror(),
-                &event.clone().mirror(),
-                &config.clone().mirror(),
-            ))
-        })?;
-        checked_usage("record-failure", usage, next, event.now_ms)
+        let verdict = policy_types::Classification {
+            reason: policy_types::Reason::ALL
+                .into_iter()
+                .find(|r| policy_types::RecordedReason::from(Some(*r)) == event.reason),
+            failover: false,
+            detail: None,
+            retry_after_ms: event.retry_after_ms,
+        };
+        let mut outcome = adapter::verdict(&verdict);
+        outcome.reset_at_ms = event.reset_at_ms;
+        let sent = AttemptEvent {
+            provider: event.provider.clone(),
+            model: event.model.clone(),
+            outcome: Outcome::Failure(outcome),
+            now_ms: event.now_ms,
+        };
+        self.record_attempt(usage, &sent, config)
     }
 
-    /// A profile's state after a successful call on `model`. From contract
-    /// 0.6.0 on, a success on a profile with nothing to clear is recorded
-    /// without a call: the contract fixes that answer ([`idle_success`]).
+    /// A profile's state after a successful call on `model`.
     pub fn record_success(
         &self,
         usage: &Usage,
-        model: Option<&str>,
-        now_ms: u64,
+        success: &Success<'_>,
+        config: &CooldownConfig,
     ) -> Result<Usage, PolicyError> {
-        if self.contract().fixes_idle_answers() && nothing_to_clear(usage) {
-            return Ok(idle_success(usage, now_ms));
-        }
-        self.ask_record_success(usage, model, now_ms)
+        let Success {
+            provider,
+            model,
+            now_ms,
+        } = *success;
+        let sent = AttemptEvent {
+            provider: provider.to_owned(),
+            model: model.map(str::to_owned),
+            outcome: Outcome::Success,
+            now_ms,
+        };
+        self.record_attempt(usage, &sent, config)
     }
 
-    /// `record-success`, asked of the module.
-    pub(crate) fn ask_record_success(
+    /// One `record-attempt` call, checked.
+    fn record_attempt(
         &self,
         usage: &Usage,
-        model: Option<&str>,
-        now_ms: u64,
+        event: &AttemptEvent,
+        config: &CooldownConfig,
     ) -> Result<Usage, PolicyError> {
-        let next: Usage = self.call("record-success", |store, guest| {
-            on_guest!(guest, g => g.failover_policy_profiles().call_record_success(
-                store,
-                &usage.clone().mirror(),
-                model,
-                now_ms,
-            ))
+        let sent = adapter::usage(usage);
+        let config = adapter::cooldown_config(config);
+        let next = self.call("record-attempt", |store, guest| {
+            guest
+                .failover_policy_profiles()
+                .call_record_attempt(store, &sent, event, &config)
         })?;
-        checked_usage("record-success", usage, next, now_ms)
+        let next = adapter::host_usage(next, event.model.as_deref());
+        checked_usage("record-attempt", usage, next, event.now_ms)
     }
+}
+
+/// A successful call on a profile: of which provider and model, and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Success<'a> {
+    /// The provider called.
+    pub provider: &'a str,
+    /// The model called.
+    pub model: Option<&'a str>,
+    /// When the call succeeded.
+    pub now_ms: u64,
 }
 
 /// An order's answer, refused when it names a profile not in `stored` (the
@@ -164,39 +190,6 @@ pub(super) fn checked_ranked(
     Ok(())
 }
 
-/// Whether `usage` holds nothing a success could clear: no window, no
-/// reason, no failure counted. Only `last-used` and `last-failure-at` may
-/// be set.
-pub(crate) fn nothing_to_clear(usage: &Usage) -> bool {
-    let Usage {
-        last_used: _,
-        cooldown_until,
-        cooldown_reason,
-        cooldown_model,
-        disabled_until,
-        disabled_reason,
-        error_count,
-        failure_counts,
-        last_failure_at: _,
-    } = usage;
-    cooldown_until.is_none()
-        && cooldown_reason.is_none()
-        && cooldown_model.is_none()
-        && disabled_until.is_none()
-        && disabled_reason.is_none()
-        && *error_count == 0
-        && failure_counts.is_empty()
-}
-
-/// `record-success`'s answer on a usage with [`nothing_to_clear`], fixed by
-/// the contract from 0.6.0 on: the same usage, used at `now_ms`.
-pub(crate) fn idle_success(usage: &Usage, now_ms: u64) -> Usage {
-    Usage {
-        last_used: Some(now_ms),
-        ..usage.clone()
-    }
-}
-
 /// `request` with only what concerns its provider: its stored profiles and
 /// any stored profile its explicit order or its configured entries name (an
 /// order that lists only other providers' profiles must still see them
@@ -221,10 +214,10 @@ pub(super) fn for_provider(request: &OrderRequest, narrow: &Narrow) -> OrderRequ
     }
 }
 
-/// What [`for_provider`] keeps of an order, by id: the profiles an
-/// `order-profiles` or `plan-candidate` answer can depend on from 0.5.0 on.
-/// A host can tell them before it builds any profile, and build only those
-/// ([`Decider::narrows_profiles`](super::Decider::narrows_profiles)).
+/// What [`for_provider`] keeps of an order, by id: the profiles the
+/// contract sends `order-profiles` (the provider's own, and any other the
+/// order names). A host can tell them before it builds any profile, and
+/// build only those.
 /// Telling costs no allocation when no explicit order or configured entry
 /// names a profile: the common case, checked on every candidate.
 pub struct Narrow<'a> {

@@ -1,25 +1,13 @@
 //! The policy's runner decisions (spec §3, §7, §8, §10), called through the
 //! component and checked before the host acts on them.
 
-use super::bindings::on_guest;
+use super::adapter;
 use super::error::PolicyError;
 use super::module::Policy;
 use policy_types::{
-    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain, Gate,
-    GateDecision, ModelHealth, OverrideSource, RankedProfile, RotationConfig, RunStep, RunSummary,
-    Selection, SelectionRequest, SummaryRequest,
-};
-
-/// `model-gate`'s answer for a model with no kept health, fixed by the
-/// contract from 0.6.0 on.
-pub(crate) const IDLE_GATE: GateDecision = GateDecision {
-    gate: Gate::Open,
-    health: ModelHealth {
-        hangs: 0,
-        last_hang_at: None,
-        slow_until: None,
-        trial_started_at: None,
-    },
+    AttemptEnd, CandidateDecision, CandidateFacts, CandidatePlan, CandidateRequest, FailedAttempt,
+    ModelHealth, OrderRequest, OverrideSource, RankedProfile, RotationConfig, RunPlan, RunRequest,
+    RunStep, RunSummary, SummaryRequest,
 };
 
 /// Longest chain a policy may return: far beyond any configured list, short
@@ -27,124 +15,54 @@ pub(crate) const IDLE_GATE: GateDecision = GateDecision {
 pub const MAX_CHAIN: usize = 64;
 
 impl Policy {
-    /// The model a run starts with and why. From contract 0.6.0 on, a
-    /// request without a session override goes untimed (`now-ms` 0, no
-    /// probe time) and the module is asked once per distinct one (see
+    /// Where a run starts and may go. A request without a session override
+    /// carries no clock, so its checked answer is kept (see
     /// [`super::memo`]).
-    pub fn resolve_selection(&self, request: &SelectionRequest) -> Result<Selection, PolicyError> {
-        if !self.contract().fixes_idle_answers() || request.session_override.is_some() {
-            return self.ask_resolve_selection(request);
+    pub fn plan_run(&self, request: &RunRequest) -> Result<RunPlan, PolicyError> {
+        if request.session_override.is_some() {
+            return self.ask_plan_run(request);
         }
-        let untimed = SelectionRequest {
-            now_ms: 0,
-            last_primary_probe_at: None,
-            ..request.clone()
-        };
-        self.selections
-            .get_or_try(&untimed, || self.ask_resolve_selection(&untimed))
+        self.plans.get_or_try(request, || self.ask_plan_run(request))
     }
 
-    /// `resolve-selection`, asked of the module as `request` says.
-    pub(crate) fn ask_resolve_selection(
+    /// One `plan-run` call, checked.
+    pub(crate) fn ask_plan_run(&self, request: &RunRequest) -> Result<RunPlan, PolicyError> {
+        let sent = adapter::run_request(request);
+        let plan = self.call("plan-run", |store, guest| {
+            guest.failover_policy_runner().call_plan_run(store, &sent)
+        })?;
+        let plan = adapter::host_plan(plan);
+        checked_plan(request, &plan)?;
+        Ok(plan)
+    }
+
+    /// The order of a candidate's profiles and the decision on it: the
+    /// module's own blocks go to `decide-candidate`.
+    pub fn plan_candidate(
         &self,
-        request: &SelectionRequest,
-    ) -> Result<Selection, PolicyError> {
-        let selection: Selection = self.call("resolve-selection", |store, guest| {
-            on_guest!(guest, g => g
-                .failover_policy_runner()
-                .call_resolve_selection(store, &request.clone().mirror()))
-        })?;
-        let offered = [
-            &request.configured_primary,
-            &request.agent_primary,
-            &request.cron_model,
-            &request.heartbeat_model,
-        ]
-        .into_iter()
-        .flatten()
-        .chain(request.session_override.as_ref().map(|o| &o.model));
-        let known = offered.clone().any(|m| Some(m) == selection.model.as_ref());
-        if selection.model.is_some() && !known {
-            return Err(PolicyError::InvalidOutput {
-                call: "resolve-selection",
-                problem: "it chose a model it was not offered".into(),
-            });
-        }
-        let auto = request
-            .session_override
-            .as_ref()
-            .is_some_and(|o| o.source == Some(OverrideSource::Auto));
-        let probe_allowed = auto
-            && request.configured_primary.is_some()
-            && request.configured_primary != selection.model;
-        if selection.probe_primary && !probe_allowed {
-            return Err(PolicyError::InvalidOutput {
-                call: "resolve-selection",
-                problem: "it asked to probe the primary without an auto override on another model"
-                    .into(),
-            });
-        }
-        Ok(selection)
+        order: &OrderRequest,
+        facts: &CandidateFacts,
+    ) -> Result<CandidatePlan, PolicyError> {
+        let (ranked, blocks) = self.order_with_blocks(order)?;
+        let mut request = facts.request(order, ranked);
+        request.blocks = blocks;
+        let decision = self.decide_candidate(&request)?;
+        Ok(CandidatePlan {
+            ranked: request.ranked,
+            decision,
+        })
     }
 
-    /// The candidates of a run, requested model first. The module is asked
-    /// once per distinct request (see [`super::memo`]).
-    pub fn candidate_chain(&self, request: &ChainRequest) -> Result<FallbackChain, PolicyError> {
-        self.chains
-            .get_or_try(request, || self.ask_candidate_chain(request))
-    }
-
-    fn ask_candidate_chain(&self, request: &ChainRequest) -> Result<FallbackChain, PolicyError> {
-        let chain: FallbackChain = self.call("candidate-chain", |store, guest| {
-            on_guest!(guest, g => g
-                .failover_policy_runner()
-                .call_candidate_chain(store, &request.clone().mirror()))
-        })?;
-        let invalid = |problem: String| PolicyError::InvalidOutput {
-            call: "candidate-chain",
-            problem,
-        };
-        if chain.candidates.first() != Some(&request.requested) {
-            return Err(invalid("the requested model must come first".into()));
-        }
-        if chain.candidates.len() > MAX_CHAIN {
-            return Err(invalid(format!(
-                "{} candidates (at most {MAX_CHAIN})",
-                chain.candidates.len()
-            )));
-        }
-        let offered = |model: &String| {
-            request.configured_fallbacks.contains(model)
-                || request.configured_primary.as_ref() == Some(model)
-                || request
-                    .source_fallbacks
-                    .iter()
-                    .flatten()
-                    .any(|m| m == model)
-                || request
-                    .fallbacks_override
-                    .iter()
-                    .flatten()
-                    .any(|m| m == model)
-        };
-        if let Some(stranger) = chain.candidates[1..].iter().find(|m| !offered(m)) {
-            return Err(invalid(format!(
-                "it added {stranger:?}, which no list offered"
-            )));
-        }
-        Ok(chain)
-    }
-
-    /// Attempt, probe or skip a candidate.
+    /// Attempt, trial, probe or skip a candidate.
     pub fn decide_candidate(
         &self,
         request: &CandidateRequest,
     ) -> Result<CandidateDecision, PolicyError> {
-        let decision: CandidateDecision = self.call("decide-candidate", |store, guest| {
-            on_guest!(guest, g => g
-                .failover_policy_runner()
-                .call_decide_candidate(store, &request.clone().mirror()))
+        let sent = adapter::candidate_request(&request.model, request);
+        let decision = self.call("decide-candidate", |store, guest| {
+            guest.failover_policy_runner().call_decide_candidate(store, &sent)
         })?;
+        let decision = adapter::host_decision(decision);
         checked_decision("decide-candidate", &decision, &request.ranked)?;
         Ok(decision)
     }
@@ -155,107 +73,47 @@ impl Policy {
         attempt: &FailedAttempt,
         config: &RotationConfig,
     ) -> Result<RunStep, PolicyError> {
-        let step: RunStep = self.call("next-step", |store, guest| {
-            on_guest!(guest, g => g
+        let sent = adapter::failed_attempt(attempt);
+        let rotation = adapter::rotation_config(config);
+        let step = self.call("next-step", |store, guest| {
+            guest
                 .failover_policy_runner()
-                .call_next_step(store, &attempt.clone().mirror(), (*config).mirror()))
+                .call_next_step(store, &sent, rotation)
         })?;
-        let invalid = |problem: String| PolicyError::InvalidOutput {
-            call: "next-step",
-            problem,
-        };
-        match step {
-            RunStep::RotateProfile(wait_ms) => {
-                if attempt.profiles_left == 0 {
-                    return Err(invalid("it rotated with no profile left".into()));
-                }
-                if wait_ms > super::MAX_WINDOW_MS {
-                    return Err(invalid(format!("a wait of {wait_ms} ms")));
-                }
-            }
-            RunStep::Candidate(position) => {
-                if position <= attempt.position || position as usize >= attempt.chain.len() {
-                    return Err(invalid(format!(
-                        "it moved to position {position} from {} of a chain of {}",
-                        attempt.position,
-                        attempt.chain.len()
-                    )));
-                }
-            }
-            RunStep::Stop(_) => {}
-        }
+        let step = adapter::host_step(step);
+        checked_step(attempt, config, step)?;
         Ok(step)
     }
 
-    /// Whether a model may be attempted now (F-12.3), and its health from
-    /// now on. From contract 0.6.0 on, a model with no kept health is open
-    /// and stays so without a call: the contract fixes that answer.
-    pub fn model_gate(
+    /// A model's health after an attempt on it ended (F-12.3).
+    pub fn record_model_attempt(
         &self,
         health: &ModelHealth,
-        others_remain: bool,
-        now_ms: u64,
-    ) -> Result<GateDecision, PolicyError> {
-        if self.contract().fixes_idle_answers() && *health == ModelHealth::default() {
-            return Ok(IDLE_GATE);
-        }
-        self.ask_model_gate(health, others_remain, now_ms)
-    }
-
-    /// `model-gate`, asked of the module.
-    pub(crate) fn ask_model_gate(
-        &self,
-        health: &ModelHealth,
-        others_remain: bool,
-        now_ms: u64,
-    ) -> Result<GateDecision, PolicyError> {
-        let decision: GateDecision = self.call("model-gate", |store, guest| {
-            on_guest!(guest, g => g
-                .failover_policy_runner()
-                .call_model_gate(store, health.mirror(), others_remain, now_ms))
-        })?;
-        checked_health("model-gate", &decision.health, now_ms)?;
-        Ok(decision)
-    }
-
-    /// A model's health after an attempt on it ended (F-12.3). From
-    /// contract 0.6.0 on, an answer from a model with no kept health leaves
-    /// it so without a call: the contract fixes that answer.
-    pub fn record_attempt_end(
-        &self,
-        health: &ModelHealth,
-        hung: bool,
+        end: AttemptEnd,
         now_ms: u64,
     ) -> Result<ModelHealth, PolicyError> {
-        if self.contract().fixes_idle_answers() && !hung && *health == ModelHealth::default() {
-            return Ok(ModelHealth::default());
-        }
-        self.ask_record_attempt_end(health, hung, now_ms)
-    }
-
-    /// `record-attempt-end`, asked of the module.
-    pub(crate) fn ask_record_attempt_end(
-        &self,
-        health: &ModelHealth,
-        hung: bool,
-        now_ms: u64,
-    ) -> Result<ModelHealth, PolicyError> {
-        let health: ModelHealth = self.call("record-attempt-end", |store, guest| {
-            on_guest!(guest, g => g
+        let sent = adapter::health(health);
+        let end = adapter::attempt_end(end);
+        let health = self.call("record-model-attempt", |store, guest| {
+            guest
                 .failover_policy_runner()
-                .call_record_attempt_end(store, health.mirror(), hung, now_ms))
+                .call_record_model_attempt(store, sent, end, now_ms)
         })?;
-        checked_health("record-attempt-end", &health, now_ms)?;
+        let health = adapter::host_health(health);
+        checked_health("record-model-attempt", &health, now_ms)?;
         Ok(health)
     }
 
     /// The summary of an exhausted chain.
     pub fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError> {
-        let summary: RunSummary = self.call("summarise", |store, guest| {
-            on_guest!(guest, g => g
+        let attempts = adapter::attempt_records(&request.attempts);
+        let profiles: Vec<_> = request.profiles.iter().map(adapter::stored).collect();
+        let summary = self.call("summarise", |store, guest| {
+            guest
                 .failover_policy_runner()
-                .call_summarise(store, &request.clone().mirror()))
+                .call_summarise(store, &attempts, &profiles, request.now_ms)
         })?;
+        let summary = adapter::host_summary(summary);
         if summary.ready_at.is_some_and(|at| {
             at <= request.now_ms || at > request.now_ms.saturating_add(super::MAX_WINDOW_MS)
         }) {
@@ -268,6 +126,97 @@ impl Policy {
     }
 }
 
+/// A run's plan, refused as `plan-run`'s documentation says.
+fn checked_plan(request: &RunRequest, plan: &RunPlan) -> Result<(), PolicyError> {
+    let invalid = |problem: String| {
+        Err(PolicyError::InvalidOutput {
+            call: "plan-run",
+            problem,
+        })
+    };
+    if plan.candidates.len() > MAX_CHAIN {
+        return invalid(format!(
+            "{} candidates (at most {MAX_CHAIN})",
+            plan.candidates.len()
+        ));
+    }
+    if let Some(requested) = &request.requested {
+        if plan.candidates.first() != Some(requested) {
+            return invalid("the requested model must come first".into());
+        }
+    }
+    if let Some(stranger) = plan.candidates.iter().find(|m| !offered(request, m)) {
+        return invalid(format!("it chose {stranger:?}, which no field offered"));
+    }
+    if plan.strict && plan.candidates.len() > 1 {
+        return invalid("a strict plan has more than one candidate".into());
+    }
+    let auto = (request.session_override.as_ref())
+        .is_some_and(|o| o.source == Some(OverrideSource::Auto));
+    let primary_elsewhere = request.configured_primary.is_some()
+        && request.configured_primary.as_ref() != plan.candidates.first();
+    if plan.probe_primary && !(auto && primary_elsewhere) {
+        return invalid(
+            "it asked to probe the primary without an auto override on another model".into(),
+        );
+    }
+    Ok(())
+}
+
+/// Whether some field of `request` names `model`.
+fn offered(request: &RunRequest, model: &str) -> bool {
+    let single = [
+        &request.requested,
+        &request.configured_primary,
+        &request.agent_primary,
+        &request.cron_model,
+        &request.heartbeat_model,
+    ];
+    let lists = [
+        &request.agent_fallbacks,
+        &request.cron_fallbacks,
+        &request.fallbacks_override,
+    ];
+    single.iter().any(|m| m.as_deref() == Some(model))
+        || request.configured_fallbacks.iter().any(|m| m == model)
+        || lists.iter().any(|l| l.iter().flatten().any(|m| m == model))
+        || (request.session_override.as_ref()).is_some_and(|o| o.model == model)
+        || request.overflow_to.iter().any(|(_, to)| to == model)
+}
+
+/// A step, refused as `next-step`'s documentation says.
+fn checked_step(
+    attempt: &FailedAttempt,
+    config: &RotationConfig,
+    step: RunStep,
+) -> Result<(), PolicyError> {
+    let invalid = |problem: String| {
+        Err(PolicyError::InvalidOutput {
+            call: "next-step",
+            problem,
+        })
+    };
+    let cap = config.wait_cap_ms.min(super::MAX_WINDOW_MS);
+    match step {
+        RunStep::RotateProfile(_) if attempt.profiles_left == 0 => {
+            invalid("it rotated with no profile left".into())
+        }
+        RunStep::RotateProfile(wait_ms) | RunStep::WaitAndRetry(wait_ms) if wait_ms > cap => {
+            invalid(format!("a wait of {wait_ms} ms (at most {cap})"))
+        }
+        RunStep::Candidate(position)
+            if position <= attempt.position || position as usize >= attempt.chain.len() =>
+        {
+            invalid(format!(
+                "it moved to position {position} from {} of a chain of {}",
+                attempt.position,
+                attempt.chain.len()
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// A candidate's decision, refused when it names a profile that is not
 /// one of `ranked`'s, or attempts none.
 pub(super) fn checked_decision(
@@ -277,7 +226,9 @@ pub(super) fn checked_decision(
 ) -> Result<(), PolicyError> {
     let offered = |id: &str| ranked.iter().any(|r| r.id == id);
     let named: Vec<&str> = match decision {
-        CandidateDecision::Attempt(profiles) => profiles.iter().map(String::as_str).collect(),
+        CandidateDecision::Attempt(profiles) | CandidateDecision::Trial(profiles) => {
+            profiles.iter().map(String::as_str).collect()
+        }
         CandidateDecision::Probe { profile, .. } => vec![profile.as_str()],
         CandidateDecision::Skip(_) => Vec::new(),
     };
@@ -287,7 +238,7 @@ pub(super) fn checked_decision(
             problem: format!("it named profile {stranger:?}, which was not offered"),
         });
     }
-    if matches!(decision, CandidateDecision::Attempt(p) if p.is_empty()) {
+    if matches!(decision, CandidateDecision::Attempt(p) | CandidateDecision::Trial(p) if p.is_empty()) {
         return Err(PolicyError::InvalidOutput {
             call,
             problem: "it asked to attempt no profile".into(),
@@ -306,7 +257,7 @@ fn checked_health(
 ) -> Result<(), PolicyError> {
     let latest = now_ms.saturating_add(super::MAX_WINDOW_MS);
     let times = [
-        ("last-hang-at", health.last_hang_at),
+        ("last-strike-at", health.last_hang_at),
         ("slow-until", health.slow_until),
         ("trial-started-at", health.trial_started_at),
     ];

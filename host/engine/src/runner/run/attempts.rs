@@ -11,8 +11,11 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
         &mut self,
         profiles: Profiles,
     ) -> Result<Flow<P::Reply>, RunError> {
-        // Each profile after the first is one rotation.
-        for (index, profile) in profiles.ids.iter().enumerate() {
+        // Each profile after the first is one rotation; a profile is tried
+        // at most twice (once more when the policy waits and retries).
+        let mut index = 0;
+        let mut retried = false;
+        while let Some(profile) = profiles.ids.get(index) {
             let target = Target {
                 provider: profiles.provider.clone(),
                 model: profiles.model.clone(),
@@ -44,9 +47,17 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
             let left = profiles.ids.len() - index - 1;
             let rotations = u32::try_from(index).unwrap_or(u32::MAX);
             let next = self.next_step(&profiles, &failure, rotations, left)?;
-            if let Some(flow) = self.advance(next, &failure).await? {
+            if let RunStep::WaitAndRetry(wait_ms) = next {
+                if !retried {
+                    retried = true;
+                    self.wait(wait_ms).await;
+                    continue;
+                }
+            } else if let Some(flow) = self.advance(next, &failure).await? {
                 return Ok(flow);
             }
+            retried = false;
+            index += 1;
         }
         // Every profile was tried without the policy moving on: next model.
         self.runner.roll_back(&mut self.written)?;
@@ -105,19 +116,31 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
         Ok(self.policy.next_step(
             &FailedAttempt {
                 reason: failure.attempt.reason,
+                retry_after_ms: failure.retry_after_ms,
                 aborted: failure.aborted,
+                hung: failure.hung,
                 live_switch_to: failure.live_switch_to.clone(),
                 user_pinned_profile: profiles.by_user,
                 rotations,
                 profiles_left: u32::try_from(left).unwrap_or(u32::MAX),
                 chain: self.plan.chain.clone(),
                 position: u32::try_from(self.position).unwrap_or(u32::MAX),
+                overflow_to: None,
             },
             &self.rotation,
         )?)
     }
 
-    /// Carries out `next`; `None` to go on with the candidate's next profile.
+    /// Waits `wait_ms`, at most until the run's deadline.
+    async fn wait(&self, wait_ms: u64) {
+        let wait_ms = self.runner.within_deadline(self.options, wait_ms);
+        if wait_ms > 0 {
+            self.runner.clock.sleep(wait_ms).await;
+        }
+    }
+
+    /// Carries out `next`; `None` to go on with the candidate's next profile
+    /// (a second wait-and-retry on one profile goes on to the next).
     pub(super) async fn advance(
         &mut self,
         next: RunStep,
@@ -125,11 +148,8 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
     ) -> Result<Option<Flow<P::Reply>>, RunError> {
         let attempt = &failure.attempt;
         match next {
-            RunStep::RotateProfile(wait_ms) => {
-                let wait_ms = self.runner.within_deadline(self.options, wait_ms);
-                if wait_ms > 0 {
-                    self.runner.clock.sleep(wait_ms).await;
-                }
+            RunStep::RotateProfile(wait_ms) | RunStep::WaitAndRetry(wait_ms) => {
+                self.wait(wait_ms).await;
                 Ok(None)
             }
             RunStep::Candidate(to) => {

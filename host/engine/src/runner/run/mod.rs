@@ -5,7 +5,7 @@
 //! carries them out, in steps of readable size:
 //!
 //! - [`Run::drive`] walks the chain, candidate by candidate;
-//! - [`Run::candidate`] gates, orders, decides and pins one candidate;
+//! - [`Run::candidate`] orders, decides and pins one candidate;
 //! - [`Run::profiles`] tries its profiles, one call each ([`Run::attempt`]);
 //! - [`Run::advance`] carries out the policy's next step after a failure;
 //! - [`Run::succeed`] records a served answer, [`Run::exhausted`] waits on
@@ -29,8 +29,8 @@ use crate::runner::clock::Clock;
 use crate::runner::driver::Runner;
 use crate::runner::events;
 use crate::runner::model::{
-    AttemptRecord, CandidateDecision, CandidateFacts, FailedAttempt, Gate, RotationConfig, RunStep,
-    SelectionSource, StopReason, SummaryRequest,
+    AttemptRecord, CandidateDecision, CandidateFacts, FailedAttempt, ModelHealth, RotationConfig,
+    RunStep, SelectionSource, StopReason, SummaryRequest,
 };
 use crate::runner::observer::RunObserver;
 use crate::runner::options::RunOptions;
@@ -109,6 +109,10 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
                 rate_limited_profile_rotations: cooldowns.rate_limited_profile_rotations,
                 overloaded_profile_rotations: cooldowns.overloaded_profile_rotations,
                 overloaded_backoff_ms: cooldowns.overloaded_backoff_ms,
+                // The configured overload backoff is an explicit wait too.
+                wait_cap_ms: runner
+                    .retry_wait_cap_ms
+                    .max(cooldowns.overloaded_backoff_ms),
             },
             cooldowns: runner.config.cooldown_config(),
             runner,
@@ -151,35 +155,40 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
         }
     }
 
-    /// Gates, orders, decides and pins the candidate at the run's position,
-    /// then tries its profiles.
+    /// Orders, decides and pins the candidate at the run's position, then
+    /// tries its profiles.
     async fn candidate(&mut self) -> Result<Flow<P::Reply>, RunError> {
         let model = self.plan.chain[self.position].clone();
         let provider = canonical_provider(split_model(&model).0).to_owned();
         let now = self.runner.clock.now_ms();
-        let others_remain = self.position + 1 < self.plan.chain.len();
         if let Some(what) = self.runner.provider.cannot_express(&model, self.request) {
             // Not the request's fault, not the profiles': this candidate
             // cannot say it, so it is passed over without a call.
             let summary = format!("skipped: {model} cannot express {what}");
             return Ok(self.skip_unsupported(summary));
         }
-        let gate = self
-            .runner
-            .health
-            .gate(self.policy, &model, others_remain, now)?;
-        if gate == Gate::Skip {
-            // F-12.3: a slow model is skipped while others remain.
-            let summary = format!("skipped: {model} is slow (its attempts hang to the deadline)");
-            return Ok(self.skip(RecordedReason::Timeout, summary));
-        }
-        let (order, seen_usage) =
-            (self.runner).order_for(self.policy.narrows_profiles(), &provider, &model, now)?;
+        let (order, seen_usage) = (self.runner).order_for(&provider, &model, now)?;
         self.seen_usage = seen_usage;
-        let plan = self.policy.plan_candidate(order, &self.facts(&provider))?;
+        let facts = self.facts(&provider);
+        let policy = self.policy;
+        let (plan, health) = self.runner.health.decide(
+            &model,
+            now,
+            |health| {
+                let facts = CandidateFacts { health, ..facts };
+                Ok((policy.plan_candidate(order, &facts)?, health))
+            },
+            |(plan, _)| &plan.decision,
+        )?;
         let ranked = plan.ranked;
         let mut ids = match self.carry_out(&provider, plan.decision, now) {
             Ok(ids) => ids,
+            Err(reason) if slow(&health, reason) => {
+                // F-12.3: a slow model is skipped while others remain.
+                let summary =
+                    format!("skipped: {model} is slow (its attempts hang to the deadline)");
+                return Ok(self.skip(reason, summary));
+            }
             Err(reason) if ranked.is_empty() => {
                 let summary = format!(
                     "skipped: {provider} has no credentials (add one with `failover profiles add {provider}:<name>`)"
@@ -266,7 +275,8 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
             sibling,
             last_probe_at,
             transient_probe_used: self.transient_probed.contains(provider),
-            has_fallbacks: chain.len() > 1,
+            later_candidates: self.position + 1 < chain.len(),
+            health: ModelHealth::default(),
         }
     }
 
@@ -281,7 +291,7 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
     ) -> Result<Vec<String>, RecordedReason> {
         let probes = &self.runner.probes;
         match decision {
-            CandidateDecision::Attempt(ids) => Ok(ids),
+            CandidateDecision::Attempt(ids) | CandidateDecision::Trial(ids) => Ok(ids),
             CandidateDecision::Probe { profile, transient } => {
                 probes
                     .lock()
@@ -295,4 +305,10 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
             CandidateDecision::Skip(reason) => Err(reason),
         }
     }
+}
+
+/// Whether a skip for `reason` is a slow model's (F-12.3): a timeout skip
+/// of a model whose attempts have been hanging.
+fn slow(health: &ModelHealth, reason: RecordedReason) -> bool {
+    reason == RecordedReason::Timeout && health.slow_until.is_some()
 }
