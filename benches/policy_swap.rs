@@ -77,18 +77,22 @@ fn sandbox_cost() {
         .with_header("retry-after", "20");
     let attempt = FailedAttempt {
         reason: RecordedReason::RateLimit,
+        retry_after_ms: None,
         aborted: false,
+        hung: false,
         live_switch_to: None,
         user_pinned_profile: false,
         rotations: 0,
         profiles_left: 1,
         chain: vec!["a/x".into(), "b/y".into(), "c/z".into()],
         position: 0,
+        overflow_to: None,
     };
     let rotation = RotationConfig {
         rate_limited_profile_rotations: 1,
         overloaded_profile_rotations: 1,
         overloaded_backoff_ms: 0,
+        wait_cap_ms: 60_000,
     };
     const CALLS: u32 = 200_000;
     println!("| call | metered | unmetered | overhead |");

@@ -21,111 +21,11 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use failover::auth::{
-    CooldownConfig, FailureEvent, OrderRequest, PinDecision, PinRequest, RankedProfile, Usage,
-};
 use failover::policy::{Policy, PolicyVersion};
 use failover::replay::{replay, ReplayOptions, Trace};
-use failover::runner::{
-    CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain, GateDecision,
-    ModelHealth, RotationConfig, RunStep, RunSummary, Selection, SelectionRequest, SummaryRequest,
-};
-use failover::{
-    Classification, Decider, Detail, Limits, PolicyEngine, PolicyError, ProviderError, Reason,
-};
+use failover::{Decider, PolicyEngine};
+use native::Native;
 use serde_json::json;
-
-/// The default policy's core, called natively.
-struct Native {
-    version: PolicyVersion,
-}
-
-impl Decider for Native {
-    /// The default policy's core answers as a module of the current
-    /// contract does: on what it is sent, narrowed.
-    fn narrows_profiles(&self) -> bool {
-        true
-    }
-    fn version(&self) -> &PolicyVersion {
-        &self.version
-    }
-    fn classify(&self, error: &ProviderError, now_ms: u64) -> Result<Classification, PolicyError> {
-        let flat = failover::report::flatten(error, now_ms, &Limits::default());
-        let verdict = policy_guest::classify(&native::to_core(&flat));
-        Ok(Classification {
-            reason: verdict
-                .reason
-                .and_then(|r| Reason::ALL.into_iter().find(|h| h.as_str() == r.as_str())),
-            failover: verdict.failover,
-            detail: verdict.detail.map(|d| match d.as_str() {
-                "empty_response" => Detail::EmptyResponse,
-                "no_error_details" => Detail::NoErrorDetails,
-                _ => Detail::Unclassified,
-            }),
-            retry_after_ms: verdict.retry_after_ms,
-        })
-    }
-    fn order_profiles(&self, request: &OrderRequest) -> Result<Vec<RankedProfile>, PolicyError> {
-        Ok(native::profiles::order_profiles(request))
-    }
-    fn pin_profile(&self, request: &PinRequest) -> Result<PinDecision, PolicyError> {
-        Ok(native::profiles::pin_profile(request))
-    }
-    fn record_failure(
-        &self,
-        usage: &Usage,
-        event: &FailureEvent,
-        config: &CooldownConfig,
-    ) -> Result<Usage, PolicyError> {
-        Ok(native::profiles::record_failure(usage, event, config))
-    }
-    fn record_success(
-        &self,
-        usage: &Usage,
-        model: Option<&str>,
-        now_ms: u64,
-    ) -> Result<Usage, PolicyError> {
-        Ok(native::profiles::record_success(usage, model, now_ms))
-    }
-    fn resolve_selection(&self, request: &SelectionRequest) -> Result<Selection, PolicyError> {
-        Ok(native::runner::resolve_selection(request))
-    }
-    fn candidate_chain(&self, request: &ChainRequest) -> Result<FallbackChain, PolicyError> {
-        Ok(native::runner::candidate_chain(request))
-    }
-    fn decide_candidate(
-        &self,
-        request: &CandidateRequest,
-    ) -> Result<CandidateDecision, PolicyError> {
-        Ok(native::runner::decide_candidate(request))
-    }
-    fn next_step(
-        &self,
-        attempt: &FailedAttempt,
-        config: &RotationConfig,
-    ) -> Result<RunStep, PolicyError> {
-        Ok(native::runner::next_step(attempt, config))
-    }
-    fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError> {
-        Ok(native::runner::summarise(request))
-    }
-    fn model_gate(
-        &self,
-        health: &ModelHealth,
-        others_remain: bool,
-        now_ms: u64,
-    ) -> Result<GateDecision, PolicyError> {
-        Ok(native::runner::model_gate(health, others_remain, now_ms))
-    }
-    fn record_attempt_end(
-        &self,
-        health: &ModelHealth,
-        hung: bool,
-        now_ms: u64,
-    ) -> Result<ModelHealth, PolicyError> {
-        Ok(native::runner::record_attempt_end(health, hung, now_ms))
-    }
-}
 
 const T0: u64 = 1_767_225_600_000;
 

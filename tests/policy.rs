@@ -5,7 +5,6 @@
 mod cases;
 mod contract;
 mod contract_one;
-mod legacy;
 mod profiles;
 mod python;
 mod runner;

@@ -19,19 +19,102 @@ pub mod profiles {
 /// The core's runner functions, in the contract's shapes.
 #[allow(dead_code, unused_imports)] // The benchmark uses only `to_core`.
 pub mod runner {
-    use failover::runner::{GateDecision, ModelHealth, RunSummary, SummaryRequest};
+    use failover::runner::{RunSummary, SummaryRequest};
 
     pub use policy_guest::runner::{
-        candidate_chain, decide_candidate, next_step, plan_candidate, record_attempt_end,
-        resolve_selection,
+        decide_candidate, next_step, plan_candidate, plan_run, record_model_attempt,
     };
-
-    pub fn model_gate(health: &ModelHealth, others_remain: bool, now_ms: u64) -> GateDecision {
-        let (gate, health) = policy_guest::runner::model_gate(health, others_remain, now_ms);
-        GateDecision { gate, health }
-    }
 
     pub fn summarise(request: &SummaryRequest) -> RunSummary {
         policy_guest::runner::summarise(&request.attempts, &request.profiles, request.now_ms)
+    }
+}
+
+/// The default policy's core behind the host's [`Decider`](failover::Decider)
+/// trait, called natively: what replay and runs compare the component with.
+#[allow(dead_code)] // Each includer uses part of this file.
+pub struct Native {
+    /// What the host reports as the deciding module.
+    pub version: failover::policy::PolicyVersion,
+}
+
+#[allow(dead_code)]
+mod native_decider {
+    use failover::auth::{
+        CooldownConfig, FailureEvent, OrderRequest, PinDecision, PinRequest, RankedProfile, Usage,
+    };
+    use failover::policy::{PolicyVersion, Success};
+    use failover::runner::{
+        AttemptEnd, CandidateDecision, CandidateRequest, FailedAttempt, ModelHealth,
+        RotationConfig, RunPlan, RunRequest, RunStep, RunSummary, SummaryRequest,
+    };
+    use failover::{Classification, Decider, Limits, PolicyError, ProviderError};
+
+    use super::{profiles, runner, to_core, Native};
+
+    impl Decider for Native {
+        fn version(&self) -> &PolicyVersion {
+            &self.version
+        }
+        fn classify(
+            &self,
+            error: &ProviderError,
+            now_ms: u64,
+        ) -> Result<Classification, PolicyError> {
+            let flat = failover::report::flatten(error, now_ms, &Limits::default());
+            Ok(policy_guest::classify(&to_core(&flat)))
+        }
+        fn order_profiles(
+            &self,
+            request: &OrderRequest,
+        ) -> Result<Vec<RankedProfile>, PolicyError> {
+            Ok(profiles::order_profiles(request))
+        }
+        fn pin_profile(&self, request: &PinRequest) -> Result<PinDecision, PolicyError> {
+            Ok(profiles::pin_profile(request))
+        }
+        fn record_failure(
+            &self,
+            usage: &Usage,
+            event: &FailureEvent,
+            config: &CooldownConfig,
+        ) -> Result<Usage, PolicyError> {
+            Ok(profiles::record_failure(usage, event, config))
+        }
+        fn record_success(
+            &self,
+            usage: &Usage,
+            success: &Success<'_>,
+            _config: &CooldownConfig,
+        ) -> Result<Usage, PolicyError> {
+            Ok(profiles::record_success(usage, success.model, success.now_ms))
+        }
+        fn plan_run(&self, request: &RunRequest) -> Result<RunPlan, PolicyError> {
+            Ok(runner::plan_run(request))
+        }
+        fn decide_candidate(
+            &self,
+            request: &CandidateRequest,
+        ) -> Result<CandidateDecision, PolicyError> {
+            Ok(runner::decide_candidate(request))
+        }
+        fn next_step(
+            &self,
+            attempt: &FailedAttempt,
+            config: &RotationConfig,
+        ) -> Result<RunStep, PolicyError> {
+            Ok(runner::next_step(attempt, config))
+        }
+        fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError> {
+            Ok(runner::summarise(request))
+        }
+        fn record_model_attempt(
+            &self,
+            health: &ModelHealth,
+            end: AttemptEnd,
+            now_ms: u64,
+        ) -> Result<ModelHealth, PolicyError> {
+            Ok(runner::record_model_attempt(health, end, now_ms))
+        }
     }
 }

@@ -66,8 +66,13 @@ fn run(case: &Value, line: usize) -> Option<String> {
             let model: Option<String> = get(case, "model", line);
             let now: u64 = get(case, "nowMs", line);
             let expected: Usage = get(case, "expect", line);
+            let success = failover::policy::Success {
+                provider: "openai",
+                model: model.as_deref(),
+                now_ms: now,
+            };
             let component = policy
-                .record_success(&usage, model.as_deref(), now)
+                .record_success(&usage, &success, &no_cooldowns())
                 .expect("record-success");
             compare(
                 line,
@@ -142,5 +147,15 @@ fn thousands_of_profiles_order_within_the_fuel() {
             .expect("order-profiles within the fuel");
         assert!(component.len() >= COUNT / 2, "{}", component.len());
         assert_eq!(component, native::order_profiles(&request));
+    }
+}
+
+/// A success reads no cooldown setting in the default policy.
+fn no_cooldowns() -> failover::auth::CooldownConfig {
+    failover::auth::CooldownConfig {
+        billing_backoff_ms: 0,
+        billing_backoff_ms_by_provider: Vec::new(),
+        billing_max_ms: 0,
+        failure_window_ms: 0,
     }
 }

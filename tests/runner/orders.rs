@@ -1,7 +1,6 @@
 //! The order a candidate's policy is sent: built from the provider's
-//! profiles only (and those its explicit order or configured entries name)
-//! when the policy narrows, with every profile otherwise — the same runs
-//! either way.
+//! profiles only, and those its explicit order or configured entries name,
+//! as the contract says `order-profiles` is sent.
 
 use std::sync::{Arc, Mutex};
 
@@ -9,28 +8,24 @@ use failover::auth::{
     CooldownConfig, FailureEvent, OrderRequest, PinDecision, PinRequest, RankedProfile, Usage,
 };
 use failover::config::{Config, ProfileMeta};
-use failover::policy::PolicyVersion;
+use failover::policy::{PolicyVersion, Success};
 use failover::runner::{
-    CandidateDecision, CandidateFacts, CandidatePlan, CandidateRequest, ChainRequest,
-    FailedAttempt, FallbackChain, GateDecision, ModelHealth, RotationConfig, RunStep, RunSummary,
-    Runner, Selection, SelectionRequest, SummaryRequest,
+    AttemptEnd, CandidateDecision, CandidateFacts, CandidatePlan, CandidateRequest, FailedAttempt,
+    ModelHealth, RotationConfig, RunPlan, RunRequest, RunStep, RunSummary, Runner,
+    SummaryRequest,
 };
 use failover::{Classification, Decider, Policy, PolicyError, ProviderError};
 
 use super::{config, policy, session, world, Outcome, Scripted, ALL, PRIMARY};
 
-/// The default policy, saying it narrows or not as told, and noting the
-/// stored and configured ids of every order it plans.
+/// The default policy, noting the stored and configured ids of every order
+/// it plans.
 struct Spy {
     inner: Arc<Policy>,
-    narrows: bool,
     orders: Mutex<Vec<(Vec<String>, Vec<String>)>>,
 }
 
 impl Decider for Spy {
-    fn narrows_profiles(&self) -> bool {
-        self.narrows
-    }
     fn plan_candidate(
         &self,
         order: OrderRequest,
@@ -41,7 +36,7 @@ impl Decider for Spy {
             ids(order.stored.iter().map(|p| &p.id).collect()),
             ids(order.configured.iter().map(|c| &c.id).collect()),
         ));
-        self.inner.plan_candidate(order, facts)
+        Decider::plan_candidate(self.inner.as_ref(), order, facts)
     }
     fn version(&self) -> &PolicyVersion {
         self.inner.version()
@@ -66,16 +61,13 @@ impl Decider for Spy {
     fn record_success(
         &self,
         usage: &Usage,
-        model: Option<&str>,
-        now_ms: u64,
+        success: &Success<'_>,
+        config: &CooldownConfig,
     ) -> Result<Usage, PolicyError> {
-        self.inner.record_success(usage, model, now_ms)
+        self.inner.record_success(usage, success, config)
     }
-    fn resolve_selection(&self, request: &SelectionRequest) -> Result<Selection, PolicyError> {
-        self.inner.resolve_selection(request)
-    }
-    fn candidate_chain(&self, request: &ChainRequest) -> Result<FallbackChain, PolicyError> {
-        self.inner.candidate_chain(request)
+    fn plan_run(&self, request: &RunRequest) -> Result<RunPlan, PolicyError> {
+        self.inner.plan_run(request)
     }
     fn decide_candidate(
         &self,
@@ -93,21 +85,13 @@ impl Decider for Spy {
     fn summarise(&self, request: &SummaryRequest) -> Result<RunSummary, PolicyError> {
         self.inner.summarise(request)
     }
-    fn model_gate(
+    fn record_model_attempt(
         &self,
         health: &ModelHealth,
-        others_remain: bool,
-        now_ms: u64,
-    ) -> Result<GateDecision, PolicyError> {
-        Decider::model_gate(self.inner.as_ref(), health, others_remain, now_ms)
-    }
-    fn record_attempt_end(
-        &self,
-        health: &ModelHealth,
-        hung: bool,
+        end: AttemptEnd,
         now_ms: u64,
     ) -> Result<ModelHealth, PolicyError> {
-        Decider::record_attempt_end(self.inner.as_ref(), health, hung, now_ms)
+        self.inner.record_model_attempt(health, end, now_ms)
     }
 }
 
@@ -128,13 +112,11 @@ fn with_orders_and_entries() -> Config {
 }
 
 /// Two runs (the primary rate-limited on both its profiles, then served)
-/// under a spy that narrows or not: the orders it saw and where the runs
-/// ended.
-async fn runs(narrows: bool) -> (Vec<(Vec<String>, Vec<String>)>, Vec<(String, String)>) {
+/// under the spy: the orders it saw and where the runs ended.
+async fn runs() -> (Vec<(Vec<String>, Vec<String>)>, Vec<(String, String)>) {
     let w = world(ALL);
     let spy = Arc::new(Spy {
         inner: policy(),
-        narrows,
         orders: Mutex::new(Vec::new()),
     });
     let provider = Scripted::default()
@@ -162,11 +144,10 @@ fn strings(ids: &[&str]) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn a_narrowing_policy_is_sent_only_what_its_answer_can_depend_on() {
-    let (narrowed, served_narrowed) = runs(true).await;
-    let (whole, served_whole) = runs(false).await;
-    assert_eq!(served_narrowed, served_whole, "the same runs either way");
-    assert_eq!(narrowed.len(), whole.len());
+async fn a_policy_is_sent_only_what_its_answer_can_depend_on() {
+    let (narrowed, served) = runs().await;
+    assert_eq!(served.len(), 2);
+    assert!(narrowed.len() >= 2, "{narrowed:?}");
     // Anthropic: its two profiles and its configured entry.
     assert_eq!(
         narrowed[0],
@@ -181,9 +162,8 @@ async fn a_narrowing_policy_is_sent_only_what_its_answer_can_depend_on() {
         narrowed[1],
         (strings(&["google:a", "openai:a"]), strings(&["openai:a"]))
     );
-    // Not narrowing: every stored profile and entry, every time.
-    for (stored, configured) in &whole {
-        assert_eq!(stored.len(), ALL.len(), "{stored:?}");
-        assert_eq!(configured.len(), 2, "{configured:?}");
+    // No order carries every stored profile.
+    for (stored, _) in &narrowed {
+        assert!(stored.len() < ALL.len(), "{stored:?}");
     }
 }
