@@ -272,26 +272,13 @@ fn a_policy_module_from_a_file_runs() {
 }
 
 #[test]
-fn a_policy_module_built_for_contract_0_4_0_still_runs() {
-    let legacy = crate::support::guests::component("tests/fixtures/legacy-policy", &[]);
-    with_policy_file(&legacy, |args| {
+fn a_policy_module_built_on_the_sdk_runs_from_a_file() {
+    let module = crate::support::guests::component("examples/policies/status-only", &[]);
+    with_policy_file(&module, |args| {
         let output = run_ok(args);
+        // The status-only policy reads a 529 as an overload too.
         assert_eq!(stdout_lines(&output)[0]["reason"], "overloaded");
     });
-    // And over a file, where the current contract would batch.
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("policy.wasm");
-    std::fs::write(&path, &legacy).unwrap();
-    let output = run_ok(&[
-        "--policy",
-        path.to_str().unwrap(),
-        "classify",
-        "--now",
-        SAMPLE_NOW,
-        &example("errors.jsonl"),
-    ]);
-    let current = run_ok(&["classify", "--now", SAMPLE_NOW, &example("errors.jsonl")]);
-    assert_eq!(output.stdout, current.stdout);
 }
 
 #[test]

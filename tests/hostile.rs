@@ -290,6 +290,6 @@ async fn a_refused_record_failure_is_a_policy_error() {
         "{}",
         answer.text
     );
-    assert!(answer.text.contains("record-failure"), "{}", answer.text);
+    assert!(answer.text.contains("record-attempt"), "{}", answer.text);
     h.stop().await;
 }

@@ -220,13 +220,15 @@ fn facts() -> impl Strategy<Value = CandidateFacts> {
         prop::option::of(0..120_000u64),
     )
         .prop_map(
-            |((primary, sibling, transient_probe_used, later_candidates), probe_ago)| CandidateFacts {
-                primary,
-                sibling,
-                last_probe_at: probe_ago.map(|ago| NOW - ago),
-                transient_probe_used,
-                later_candidates,
-                ..CandidateFacts::default()
+            |((primary, sibling, transient_probe_used, later_candidates), probe_ago)| {
+                CandidateFacts {
+                    primary,
+                    sibling,
+                    last_probe_at: probe_ago.map(|ago| NOW - ago),
+                    transient_probe_used,
+                    later_candidates,
+                    ..CandidateFacts::default()
+                }
             },
         )
 }

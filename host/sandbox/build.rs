@@ -43,7 +43,13 @@ fn main() {
 
     // The guest crate, the SDK it exports, and the workspace crates they
     // build on (sources, build scripts, manifests).
-    for watched in ["policy-sdk", "policy-guest", "policy-types", "wit", "Cargo.lock"] {
+    for watched in [
+        "policy-sdk",
+        "policy-guest",
+        "policy-types",
+        "wit",
+        "Cargo.lock",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
 
@@ -79,11 +85,7 @@ fn build_guest(guest_dir: &Path, out_dir: &Path) -> Vec<u8> {
         .arg("build")
         .arg("--manifest-path")
         .arg(guest_dir.join("Cargo.toml"))
-        .args([
-            "--target",
-            GUEST_TARGET,
-            "--release",
-        ])
+        .args(["--target", GUEST_TARGET, "--release"])
         .arg("--target-dir")
         .arg(&target_dir);
     for name in OUTER_BUILD_ENV {

@@ -78,4 +78,3 @@ pub const POLICY_NAME: &str = "failover-default";
 
 /// The policy's version: the crate's.
 pub const POLICY_VERSION: &str = env!("CARGO_PKG_VERSION");
-

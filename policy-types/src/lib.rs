@@ -33,8 +33,8 @@ pub use profiles::{
     PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
 };
 pub use runner::{
-    AttemptEnd, AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
-    Gate, GateDecision, ModelHealth, OverrideSource, ProfileBlock, RotationConfig, RunStep,
-    RunPlan, RunRequest, RunSummary, Selection, SelectionRequest, SelectionSource, SessionOverride, StopReason,
-    SummaryRequest,
+    AttemptEnd, AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt,
+    FallbackChain, Gate, GateDecision, ModelHealth, OverrideSource, ProfileBlock, RotationConfig,
+    RunPlan, RunRequest, RunStep, RunSummary, Selection, SelectionRequest, SelectionSource,
+    SessionOverride, StopReason, SummaryRequest,
 };

@@ -63,11 +63,18 @@ impl CandidateFacts {
 /// `disabled-until` is that time, else the stored `cooldown-reason`, else
 /// `unknown`. A profile not among `stored` gets no block.
 pub fn profile_blocks(stored: &[StoredProfile], ranked: &[RankedProfile]) -> Vec<ProfileBlock> {
+    // Indexed by id only when something is blocked: a provider with
+    // thousands of profiles must not cost a search per profile.
+    if ranked.iter().all(|r| r.blocked_until.is_none()) {
+        return Vec::new();
+    }
+    let by_id: std::collections::BTreeMap<&str, &StoredProfile> =
+        stored.iter().map(|p| (p.id.as_str(), p)).collect();
     ranked
         .iter()
         .filter_map(|r| {
             let until = r.blocked_until?;
-            let usage = &stored.iter().find(|p| p.id == r.id)?.usage;
+            let usage = &by_id.get(r.id.as_str())?.usage;
             let reason = if usage.disabled_until == Some(until) {
                 usage.disabled_reason
             } else {

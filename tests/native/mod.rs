@@ -87,7 +87,11 @@ mod native_decider {
             success: &Success<'_>,
             _config: &CooldownConfig,
         ) -> Result<Usage, PolicyError> {
-            Ok(profiles::record_success(usage, success.model, success.now_ms))
+            Ok(profiles::record_success(
+                usage,
+                success.model,
+                success.now_ms,
+            ))
         }
         fn plan_run(&self, request: &RunRequest) -> Result<RunPlan, PolicyError> {
             Ok(runner::plan_run(request))

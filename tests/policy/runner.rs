@@ -68,7 +68,10 @@ fn chain_run(request: &ChainRequest) -> Option<RunRequest> {
         source,
         origin: request.configured_primary.clone(),
     };
-    let primary_is_requested = request.configured_primary.as_ref().is_none_or(|p| *p == model);
+    let primary_is_requested = request
+        .configured_primary
+        .as_ref()
+        .is_none_or(|p| *p == model);
     Some(match request.source {
         SelectionSource::ConfiguredDefault if request.fallbacks_override.is_some() => RunRequest {
             requested: Some(model),

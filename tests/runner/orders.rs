@@ -11,8 +11,7 @@ use failover::config::{Config, ProfileMeta};
 use failover::policy::{PolicyVersion, Success};
 use failover::runner::{
     AttemptEnd, CandidateDecision, CandidateFacts, CandidatePlan, CandidateRequest, FailedAttempt,
-    ModelHealth, RotationConfig, RunPlan, RunRequest, RunStep, RunSummary, Runner,
-    SummaryRequest,
+    ModelHealth, RotationConfig, RunPlan, RunRequest, RunStep, RunSummary, Runner, SummaryRequest,
 };
 use failover::{Classification, Decider, Policy, PolicyError, ProviderError};
 

@@ -6,7 +6,6 @@
 //! [`Limits::max_levels`]; text is cut to the limits before it reaches the
 //! guest, always at a character boundary.
 
-
 use policy_types::{ErrorLevel, ErrorReport};
 use smallvec::{smallvec, SmallVec};
 
@@ -150,7 +149,12 @@ fn cut_headers<'a>(
     }
     let short = limits.max_short_text_bytes;
     (headers.iter().take(limits.max_headers))
-        .map(|(name, value)| (prefix(name, short, truncated), prefix(value, short, truncated)))
+        .map(|(name, value)| {
+            (
+                prefix(name, short, truncated),
+                prefix(value, short, truncated),
+            )
+        })
         .collect()
 }
 

@@ -15,12 +15,14 @@ pub use advance::{next_step, TIMEOUT_PROFILE_ROTATIONS};
 pub use chain::{candidate_chain, plan_run, resolve_selection};
 pub use decide::{decide_candidate, decide_profiles, PROBE_MARGIN_MS, PROBE_THROTTLE_MS};
 pub use health::{
-    model_gate, record_attempt_end, record_model_attempt, HANG_WINDOW_MS, SLOW_AFTER_HANGS, SLOW_FOR_MS, TRIAL_EXPIRY_MS,
+    model_gate, record_attempt_end, record_model_attempt, HANG_WINDOW_MS, SLOW_AFTER_HANGS,
+    SLOW_FOR_MS, TRIAL_EXPIRY_MS,
 };
 pub use plan::plan_candidate;
 pub use policy_types::{
-    AttemptEnd, RunPlan, RunRequest, AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt, FallbackChain,
-    Gate, ModelHealth, OverrideSource, ProfileBlock, RotationConfig, RunStep, RunSummary,
-    Selection, SelectionRequest, SelectionSource, SessionOverride, StopReason,
+    AttemptEnd, AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt,
+    FallbackChain, Gate, ModelHealth, OverrideSource, ProfileBlock, RotationConfig, RunPlan,
+    RunRequest, RunStep, RunSummary, Selection, SelectionRequest, SelectionSource, SessionOverride,
+    StopReason,
 };
 pub use summary::summarise;

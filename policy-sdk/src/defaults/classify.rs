@@ -33,10 +33,7 @@ pub fn classify(report: ErrorReport) -> Classification {
         .map_or(FailureReason::Unknown, reason_from_core);
     Classification {
         reason,
-        detail: match reason {
-            FailureReason::Unknown => verdict.detail.map(detail_from_core),
-            _ => None,
-        },
+        detail: verdict.detail.map(detail_from_core),
         retry_after_ms: verdict.retry_after_ms,
         reset_at_ms: None,
     }

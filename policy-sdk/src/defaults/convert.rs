@@ -226,11 +226,13 @@ pub(super) fn ranked_from_core(
     blocks: &[core::ProfileBlock],
     now_ms: u64,
 ) -> Vec<RankedProfile> {
+    let by_id: std::collections::BTreeMap<&str, &core::ProfileBlock> =
+        blocks.iter().map(|b| (b.profile.as_str(), b)).collect();
     ranked
         .into_iter()
         .map(|r| {
             let blocked = (!r.available).then(|| {
-                let found = blocks.iter().find(|b| b.profile == r.id);
+                let found = by_id.get(r.id.as_str());
                 Block {
                     reason: found.map_or(FailureReason::Unknown, |b| recorded_from_core(b.reason)),
                     until: r.blocked_until.unwrap_or(now_ms),

@@ -90,7 +90,9 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         });
         let fallbacks_override = match options.model {
             Some(_) => options.one_off_fallbacks.clone(),
-            None => (options.one_off_fallbacks.clone()).or_else(|| options.fallbacks_override.clone()),
+            None => {
+                (options.one_off_fallbacks.clone()).or_else(|| options.fallbacks_override.clone())
+            }
         };
         RunRequest {
             requested: options.model.clone(),

@@ -225,13 +225,15 @@ pub(crate) fn ranked(
     blocks: &[host::ProfileBlock],
     now_ms: u64,
 ) -> Vec<wit::RankedProfile> {
+    let by_id: std::collections::BTreeMap<&str, RecordedReason> = (blocks.iter())
+        .map(|b| (b.profile.as_str(), b.reason))
+        .collect();
     (ranked.iter())
         .map(|r| wit::RankedProfile {
             id: r.id.clone(),
             blocked: (!r.available).then(|| wit::Block {
                 reason: reason(
-                    (blocks.iter().find(|b| b.profile == r.id))
-                        .map_or(RecordedReason::Unknown, |b| b.reason),
+                    (by_id.get(r.id.as_str()).copied()).unwrap_or(RecordedReason::Unknown),
                 ),
                 until: r.blocked_until.unwrap_or(now_ms),
             }),

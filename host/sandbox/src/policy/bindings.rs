@@ -59,10 +59,7 @@ impl ContractVersion {
 
     /// `failover:policy@<version>`.
     pub fn contract(self) -> String {
-        format!(
-            "{CONTRACT_PACKAGE}@1.{}.{}",
-            self.minor, self.patch
-        )
+        format!("{CONTRACT_PACKAGE}@1.{}.{}", self.minor, self.patch)
     }
 }
 

@@ -9,10 +9,9 @@
 use crate::classification::Classification;
 use crate::provider_error::ProviderError;
 use policy_types::{
-    AttemptEnd, CandidateDecision, CandidateFacts, CandidatePlan, CandidateRequest,
-    CooldownConfig, FailedAttempt, FailureEvent, ModelHealth, OrderRequest, PinDecision,
-    PinRequest, RankedProfile, RotationConfig, RunPlan, RunRequest, RunStep, RunSummary,
-    SummaryRequest, Usage,
+    AttemptEnd, CandidateDecision, CandidateFacts, CandidatePlan, CandidateRequest, CooldownConfig,
+    FailedAttempt, FailureEvent, ModelHealth, OrderRequest, PinDecision, PinRequest, RankedProfile,
+    RotationConfig, RunPlan, RunRequest, RunStep, RunSummary, SummaryRequest, Usage,
 };
 
 use super::error::PolicyError;

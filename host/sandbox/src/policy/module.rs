@@ -164,7 +164,10 @@ impl Policy {
     }
 
     /// Classifies a report the host holds as the contract's record.
-    pub(crate) fn classify_held(&self, report: &ErrorReport) -> Result<Classification, PolicyError> {
+    pub(crate) fn classify_held(
+        &self,
+        report: &ErrorReport,
+    ) -> Result<Classification, PolicyError> {
         self.classify_lowered(&adapter::held_report(report))
     }
 
@@ -174,7 +177,9 @@ impl Policy {
         report: &bindings::v1::wit::ErrorReport,
     ) -> Result<Classification, PolicyError> {
         let verdict = self.pool.call("classify", |store, guest| {
-            guest.failover_policy_classifier().call_classify(store, report)
+            guest
+                .failover_policy_classifier()
+                .call_classify(store, report)
         })?;
         checked_verdict(&verdict, report.now_ms)?;
         Ok(adapter::classification(verdict))
@@ -189,8 +194,7 @@ impl std::fmt::Debug for Policy {
     }
 }
 
-/// A verdict the host can act on: its waits within a week of the call, and
-/// a detail only beside `unknown`.
+/// A verdict the host can act on: its waits within a week of the call.
 fn checked_verdict(
     verdict: &bindings::v1::wit::Classification,
     now_ms: u64,
@@ -208,13 +212,6 @@ fn checked_verdict(
     if let Some(at) = verdict.reset_at_ms.filter(|at| *at > latest) {
         return Err(invalid(format!(
             "a reset time of {at} is more than a week after {now_ms}"
-        )));
-    }
-    let unknown = verdict.reason == bindings::v1::wit::FailureReason::Unknown;
-    if verdict.detail.is_some() && !unknown {
-        return Err(invalid(format!(
-            "a detail beside the reason {:?}, which is not unknown",
-            verdict.reason
         )));
     }
     Ok(())

@@ -42,7 +42,9 @@ impl Policy {
             .map(|p| p.id.as_str())
             .collect();
         let ranked = self.call("order-profiles", |store, guest| {
-            guest.failover_policy_profiles().call_order_profiles(store, &sent)
+            guest
+                .failover_policy_profiles()
+                .call_order_profiles(store, &sent)
         })?;
         let (ranked, blocks) = adapter::host_ranked(ranked);
         checked_ranked("order-profiles", &ranked, &stored_sent)?;
@@ -61,7 +63,9 @@ impl Policy {
     fn pin_profile_by_call(&self, request: &PinRequest) -> Result<PinDecision, PolicyError> {
         let sent = adapter::pin_request(request);
         let decision = self.call("pin-profile", |store, guest| {
-            guest.failover_policy_profiles().call_pin_profile(store, &sent)
+            guest
+                .failover_policy_profiles()
+                .call_pin_profile(store, &sent)
         })?;
         let decision = adapter::host_pin(decision);
         let listed = |id: &str| request.ranked.iter().any(|r| r.id == id);

@@ -22,7 +22,8 @@ impl Policy {
         if request.session_override.is_some() {
             return self.ask_plan_run(request);
         }
-        self.plans.get_or_try(request, || self.ask_plan_run(request))
+        self.plans
+            .get_or_try(request, || self.ask_plan_run(request))
     }
 
     /// One `plan-run` call, checked.
@@ -60,7 +61,9 @@ impl Policy {
     ) -> Result<CandidateDecision, PolicyError> {
         let sent = adapter::candidate_request(&request.model, request);
         let decision = self.call("decide-candidate", |store, guest| {
-            guest.failover_policy_runner().call_decide_candidate(store, &sent)
+            guest
+                .failover_policy_runner()
+                .call_decide_candidate(store, &sent)
         })?;
         let decision = adapter::host_decision(decision);
         checked_decision("decide-candidate", &decision, &request.ranked)?;
@@ -109,9 +112,12 @@ impl Policy {
         let attempts = adapter::attempt_records(&request.attempts);
         let profiles: Vec<_> = request.profiles.iter().map(adapter::stored).collect();
         let summary = self.call("summarise", |store, guest| {
-            guest
-                .failover_policy_runner()
-                .call_summarise(store, &attempts, &profiles, request.now_ms)
+            guest.failover_policy_runner().call_summarise(
+                store,
+                &attempts,
+                &profiles,
+                request.now_ms,
+            )
         })?;
         let summary = adapter::host_summary(summary);
         if summary.ready_at.is_some_and(|at| {
@@ -151,8 +157,8 @@ fn checked_plan(request: &RunRequest, plan: &RunPlan) -> Result<(), PolicyError>
     if plan.strict && plan.candidates.len() > 1 {
         return invalid("a strict plan has more than one candidate".into());
     }
-    let auto = (request.session_override.as_ref())
-        .is_some_and(|o| o.source == Some(OverrideSource::Auto));
+    let auto =
+        (request.session_override.as_ref()).is_some_and(|o| o.source == Some(OverrideSource::Auto));
     let primary_elsewhere = request.configured_primary.is_some()
         && request.configured_primary.as_ref() != plan.candidates.first();
     if plan.probe_primary && !(auto && primary_elsewhere) {
@@ -238,7 +244,8 @@ pub(super) fn checked_decision(
             problem: format!("it named profile {stranger:?}, which was not offered"),
         });
     }
-    if matches!(decision, CandidateDecision::Attempt(p) | CandidateDecision::Trial(p) if p.is_empty()) {
+    if matches!(decision, CandidateDecision::Attempt(p) | CandidateDecision::Trial(p) if p.is_empty())
+    {
         return Err(PolicyError::InvalidOutput {
             call,
             problem: "it asked to attempt no profile".into(),

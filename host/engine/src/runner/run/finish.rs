@@ -30,7 +30,9 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
                 .cloned()
                 .unwrap_or_default()
         });
-        if let Err(error) = runner.record_success(self.policy, &target, now, seen.as_ref(), &self.cooldowns) {
+        if let Err(error) =
+            runner.record_success(self.policy, &target, now, seen.as_ref(), &self.cooldowns)
+        {
             runner.bookkeeping_failed(&target, &error);
         }
         // The fallback override stays (F-9.4): nothing to roll back.
