@@ -72,8 +72,9 @@ pub const CONTRACT: &str = "failover:policy@1.0.0";
 
 /// A failover policy: each method is one decision of the contract, and
 /// answers as the default policy does until it is overridden. The methods
-/// carry no `self`: a policy keeps no state, and every call runs in a
-/// fresh instance of the module.
+/// carry no `self`: a policy keeps no state, and nothing one call leaves in
+/// memory may be relied on by the next (the host may give any call a fresh
+/// instance).
 pub trait Policy {
     /// The name operators see beside the module's sha256 (at most 256 bytes).
     const NAME: &'static str;

@@ -158,7 +158,7 @@ pub struct Classification {
 }
 
 /// One level of a report, borrowed from wherever it is kept: an
-/// [`ErrorLevel`], or a packed report's bytes.
+/// [`ErrorLevel`], or a record a module was handed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LevelRef<'a> {
     /// See [`ErrorLevel::depth`].

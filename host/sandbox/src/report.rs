@@ -12,7 +12,7 @@ use smallvec::{smallvec, SmallVec};
 use crate::policy::Limits;
 use crate::provider_error::ProviderError;
 
-/// Levels a report keeps without allocating while it is packed: nearly
+/// Levels a report keeps without allocating while it is flattened: nearly
 /// every provider error has one to three.
 const INLINE_LEVELS: usize = 4;
 

@@ -108,7 +108,7 @@ struct Narrowed {
 }
 
 /// What a candidate's order is for, when its policy is sent only what the
-/// answer can depend on ([`Decider::narrows_profiles`]).
+/// answer can depend on (see [`Narrow`]).
 struct OrderScope<'a> {
     provider: &'a str,
     explicit_order: Option<&'a [String]>,

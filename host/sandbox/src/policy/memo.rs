@@ -1,12 +1,12 @@
 //! Answers kept for calls whose input carries no clock.
 //!
 //! The contract's functions are pure: the same input gives the same answer
-//! (no clock, no randomness, no state kept between calls; instances are
-//! pooled, so a module could not rely on its own state anyway). Most take
-//! `now-ms`, so their inputs never repeat; `candidate-chain` does not, and
-//! a gateway asks it the same question for every request of a model. Its
-//! checked answers are kept per module (a swapped-in module starts empty),
-//! a handful of them, and looked up by equality of the whole input.
+//! (no clock, no randomness, no state kept between calls). Most take
+//! `now-ms`, so their inputs never repeat; `plan-run` without a session
+//! override and `pin-profile` do not, and a gateway asks them the same
+//! question for every request of a model. Their checked answers are kept
+//! per module (a swapped-in module starts empty), a handful of them, and
+//! looked up by equality of the whole input.
 
 use std::sync::{Mutex, PoisonError};
 
