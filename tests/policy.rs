@@ -6,7 +6,7 @@ mod cases;
 mod contract;
 mod contract_one;
 mod profiles;
-mod python;
+pub(crate) mod python;
 mod runner;
 mod sandbox;
 mod sdk;

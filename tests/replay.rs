@@ -387,6 +387,41 @@ fn a_second_policy_is_compared_against_the_default() {
 }
 
 #[test]
+fn the_python_policy_replays_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = dir.path().join("status-only-py.wasm");
+    std::fs::write(&module, crate::policy::python::python_policy()).unwrap();
+    let trace = |name: &str| traces().into_iter().find(|t| t.ends_with(name)).unwrap();
+    // It cannot see a context overflow in a 400, so it decides otherwise.
+    let overflow = trace("context-overflow.jsonl");
+    let out = cli(&[
+        "replay",
+        overflow.to_str().unwrap(),
+        "--against",
+        module.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("the policies diverge") && text.contains("status-only-py"),
+        "{text}"
+    );
+    // Against itself, whole: the same decisions.
+    let storm = trace("rate-limit-storm.jsonl");
+    let out = cli(&[
+        "--policy",
+        module.to_str().unwrap(),
+        "replay",
+        storm.to_str().unwrap(),
+        "--against",
+        module.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("no divergence"), "{text}");
+}
+
+#[test]
 fn bad_traces_name_the_line_and_lenient_skips_them() {
     let source = traces()
         .into_iter()

@@ -1,6 +1,7 @@
-//! Hot swap: the second example policy (examples/policy-context-advances)
-//! built, gated and swapped into a serving gateway — through the admin
-//! endpoint and under load — and a trapping policy contained mid-serve.
+//! Hot swap: the example policies (examples/policy-context-advances, the
+//! SDK's examples and the Python one) built, gated and swapped into a
+//! serving gateway — through the admin endpoint and under load — and a
+//! trapping policy contained mid-serve.
 
 use crate::harness;
 use crate::support::guests;
@@ -245,4 +246,84 @@ async fn a_policy_that_traps_mid_serve_fails_that_request_and_the_gateway_stays_
     let fine = h.chat("auto", false, None).await;
     assert_eq!(fine.status, 200, "{}", fine.text);
     h.stop().await;
+}
+
+/// What a gateway answers for `auto` while the primary is overloaded on
+/// both its profiles: the model that answered, or the error's status.
+async fn under_overload(h: &Harness) -> (u16, String, String) {
+    let overloaded =
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    for _ in 0..2 {
+        h.up.then(
+            "claude-x",
+            Behaviour::Status(529, Vec::new(), overloaded.into()),
+        );
+    }
+    let answer = h.chat("auto", false, None).await;
+    (
+        answer.status,
+        answer.header("x-failover-model").to_owned(),
+        answer.header("x-failover-policy").to_owned(),
+    )
+}
+
+/// Swaps `bytes` into `h`'s gateway through the admin endpoint; the
+/// module's sha256.
+async fn swap_in(h: &Harness, bytes: &[u8], name: &str) -> String {
+    let (admin, token) = admin_endpoint(h).await;
+    let swapped = reqwest::Client::new()
+        .post(format!("{admin}/admin/policy/swap"))
+        .bearer_auth(&token)
+        .body(bytes.to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(swapped.status(), 200, "{name}");
+    let body: Value = serde_json::from_str(&swapped.text().await.unwrap()).unwrap();
+    assert_eq!(body["active"]["name"], name);
+    assert_eq!(body["active"]["contract"], "failover:policy@1.0.0");
+    body["active"]["sha256"].as_str().unwrap().to_owned()
+}
+
+/// The SDK's examples and the Python policy pass the gate, swap into a
+/// serving gateway and decide their own way there: the status-only
+/// policies still fall back on an overload, the same-provider policy never
+/// leaves the provider.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sdk_examples_and_the_python_policy_swap_in_and_decide_their_way() {
+    let examples: [(&str, Vec<u8>, bool); 3] = [
+        (
+            "status-only",
+            guests::component("examples/policies/status-only", &[]),
+            true,
+        ),
+        (
+            "same-provider",
+            guests::component("examples/policies/same-provider", &[]),
+            false,
+        ),
+        (
+            "status-only-py",
+            crate::policy::python::python_policy().to_vec(),
+            true,
+        ),
+    ];
+    for (name, bytes, falls_back) in examples {
+        let h = start("", ClientKeys::default()).await;
+        let (status, model, _) = under_overload(&h).await;
+        assert_eq!(
+            (status, model.as_str()),
+            (200, FALLBACK),
+            "the default falls back"
+        );
+        let hash = swap_in(&h, &bytes, name).await;
+        let (status, model, policy) = under_overload(&h).await;
+        if falls_back {
+            assert_eq!((status, model.as_str()), (200, FALLBACK), "{name}");
+            assert_eq!(policy, hash, "{name}");
+        } else {
+            assert_ne!(status, 200, "{name} answered from {model}");
+        }
+        h.stop().await;
+    }
 }

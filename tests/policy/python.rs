@@ -17,7 +17,7 @@ use super::sdk::v1::exports::failover::policy::types::{FailureReason, ModelHealt
 use super::sdk::{contract_report, report_of, run_request, status_only, Module};
 
 /// The componentized Python policy's bytes, built once per test binary.
-fn python_policy() -> &'static [u8] {
+pub(crate) fn python_policy() -> &'static [u8] {
     static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
     BYTES.get_or_init(|| {
         let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("status_only_py.wasm");

@@ -20,6 +20,11 @@ use super::limits::Limits;
 /// busy gateway is likely to have, no more.
 const MAX_WARM_INSTANCES: usize = 16;
 
+/// Most core instances one module's instance may hold: a Rust policy has
+/// one; componentize-py's output links an interpreter, its C library and
+/// WASI adapters (about ten). Each is bounded by the memory limit anyway.
+const MAX_CORE_INSTANCES: usize = 32;
+
 /// Counters for one module since it was loaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PolicyStats {
@@ -224,7 +229,7 @@ impl InstancePool {
             limits: StoreLimitsBuilder::new()
                 .memory_size(limits.max_memory_bytes)
                 .trap_on_grow_failure(true)
-                .instances(1)
+                .instances(MAX_CORE_INSTANCES)
                 .build(),
             memory_refused: false,
         };
