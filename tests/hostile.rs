@@ -194,6 +194,43 @@ fn invalid_decisions_at_run_time_are_refused() {
 }
 
 #[test]
+fn a_module_that_keeps_state_between_calls_is_refused() {
+    let bytes = guests::component("tests/fixtures/hostile-policy", &["stateful"]);
+    let (policy, report) = gate::check(engine(), &bytes, Limits::default());
+    assert!(policy.is_none(), "{}", report.render());
+    let text = report.render();
+    assert!(text.contains("asked the same twice"), "{text}");
+    // Each failure shows the input it failed on.
+    assert!(text.contains("input: {\"args\""), "{text}");
+    let failures: Vec<_> = report.failures().collect();
+    assert!(
+        failures
+            .iter()
+            .all(|(name, _)| name.starts_with("classify:")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_module_whose_strict_plans_go_on_to_other_models_is_refused() {
+    let bytes = guests::component("tests/fixtures/hostile-policy", &["strict-leaks"]);
+    let (policy, report) = gate::check(engine(), &bytes, Limits::default());
+    assert!(policy.is_none(), "{}", report.render());
+    let text = report.render();
+    assert!(
+        text.contains("FAIL plan-run")
+            && text.contains("a strict plan has more than one candidate"),
+        "{text}"
+    );
+    assert!(
+        report
+            .failures()
+            .all(|(name, _)| name.starts_with("plan-run:")),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_module_that_misbehaves_on_the_corpus_is_refused_with_a_report() {
     let bytes = guests::component("tests/fixtures/hostile-policy", &["refuse"]);
     let (policy, report) = gate::check(engine(), &bytes, Limits::default());

@@ -15,7 +15,7 @@ pub enum PolicyError {
     Compile(String),
     /// The module imports something the contract does not provide (WASI,
     /// say). A policy must be a pure function of its inputs.
-    #[error("the module imports {}, which the {contract} world does not provide; a policy may import nothing", .imports.join(", "))]
+    #[error("the module imports {}, which the {contract} world does not provide; a policy may import nothing but the WASI 0.2 interfaces that get deterministic stand-ins ({})", .imports.join(", "), CONTRACT_GUIDE)]
     ForeignImports {
         /// What it imports.
         imports: Vec<String>,
@@ -41,6 +41,15 @@ pub enum PolicyError {
         call: &'static str,
         /// Why it stopped.
         kind: TrapKind,
+    },
+    /// Asked the same twice, the module answered differently: it keeps
+    /// state or reads something besides its inputs.
+    #[error("asked the same twice, the module answered {first}, then {second}")]
+    Nondeterministic {
+        /// Its first answer, written out (cut to a few hundred bytes).
+        first: String,
+        /// Its second answer.
+        second: String,
     },
     /// The module returned something the host refuses to act on.
     #[error("the policy module returned an invalid decision from `{call}`: {problem}")]

@@ -18,8 +18,19 @@ pub struct GateReport {
     pub version: Option<PolicyVersion>,
     /// Why it did not load, if it did not.
     pub load_error: Option<PolicyError>,
-    /// Each conformance case: its name and, when it failed, why.
-    pub cases: Vec<(String, Option<PolicyError>)>,
+    /// Each conformance case, and how it went.
+    pub cases: Vec<CaseOutcome>,
+}
+
+/// How one conformance case went.
+#[derive(Debug, Clone)]
+pub struct CaseOutcome {
+    /// What the case checks.
+    pub name: String,
+    /// The function called and its arguments.
+    pub input: String,
+    /// Why it failed, if it did.
+    pub error: Option<PolicyError>,
 }
 
 impl GateReport {
@@ -27,7 +38,7 @@ impl GateReport {
     pub fn failures(&self) -> impl Iterator<Item = (&str, &PolicyError)> {
         self.cases
             .iter()
-            .filter_map(|(name, error)| error.as_ref().map(|e| (name.as_str(), e)))
+            .filter_map(|case| case.error.as_ref().map(|e| (case.name.as_str(), e)))
     }
 
     /// The module may be activated.
@@ -44,9 +55,13 @@ impl GateReport {
             (None, None) => {}
         }
         if self.load_error.is_none() {
-            let failed: Vec<_> = self.failures().collect();
-            for (name, error) in &failed {
-                out.push_str(&format!("  FAIL {name}: {error}\n"));
+            let failed: Vec<&CaseOutcome> =
+                self.cases.iter().filter(|c| c.error.is_some()).collect();
+            for case in &failed {
+                if let Some(error) = &case.error {
+                    out.push_str(&format!("  FAIL {}: {error}\n", case.name));
+                    out.push_str(&format!("       input: {}\n", case.input));
+                }
             }
             out.push_str(&format!(
                 "conformance: {} of {} cases passed\n",
@@ -83,11 +98,15 @@ pub fn check(engine: &PolicyEngine, bytes: &[u8], limits: Limits) -> (Option<Pol
             )
         }
     };
-    let cases: Vec<(String, Option<PolicyError>)> = conformance::cases()
+    let cases: Vec<CaseOutcome> = conformance::cases()
         .into_iter()
         .map(|case| {
-            let outcome = (case.run)(&policy).err();
-            (case.name, outcome)
+            let error = run_twice(&case, &policy).err();
+            CaseOutcome {
+                name: case.name,
+                input: case.input,
+                error,
+            }
         })
         .collect();
     let report = GateReport {
@@ -97,6 +116,22 @@ pub fn check(engine: &PolicyEngine, bytes: &[u8], limits: Limits) -> (Option<Pol
     };
     let policy = report.passed().then_some(policy);
     (policy, report)
+}
+
+/// The longest answer a nondeterminism failure shows.
+const SHOWN_ANSWER_BYTES: usize = 300;
+
+/// Runs `case` twice: a valid answer, and the same answer again.
+fn run_twice(case: &conformance::Case, policy: &Policy) -> Result<(), PolicyError> {
+    let first = (case.run)(policy)?;
+    let second = (case.run)(policy)?;
+    if first == second {
+        return Ok(());
+    }
+    Err(PolicyError::Nondeterministic {
+        first: conformance::shortened(first, SHOWN_ANSWER_BYTES),
+        second: conformance::shortened(second, SHOWN_ANSWER_BYTES),
+    })
 }
 
 /// The gate as one result: the module, or the report of why it was refused.

@@ -29,7 +29,7 @@ pub use compile_cache::{CompileCache, STALE_AFTER as COMPILE_CACHE_STALE_AFTER};
 pub use decider::Decider;
 pub use engine::{PolicyEngine, PERF_MAP_VAR};
 pub use error::{PolicyError, TrapKind};
-pub use gate::{GateReport, Refused};
+pub use gate::{CaseOutcome, GateReport, Refused};
 pub use limits::*;
 pub use module::{Policy, PolicyVersion, MAX_RETRY_AFTER_MS};
 pub use plan::plan_by_two_calls;
