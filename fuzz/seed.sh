@@ -15,23 +15,6 @@ import json, pathlib, sys
 root = pathlib.Path(sys.argv[1])
 corpus = pathlib.Path("corpus")
 
-def text(value, optional=False):
-    if value is None and optional:
-        return (0xFFFFFFFF).to_bytes(4, "little")
-    data = str(value or "").encode()
-    return len(data).to_bytes(4, "little") + data
-
-def packed(error, message, block):
-    """A one-level report laid out as `classify-packed` takes it (wit/policy.wit)."""
-    status = error.get("status")
-    status = status if isinstance(status, int) and 100 <= status <= 599 else 0
-    return (
-        (1767225600000).to_bytes(8, "little") + (1).to_bytes(4, "little")
-        + text(error.get("provider"), optional=True)
-        + (0).to_bytes(4, "little") + status.to_bytes(2, "little")
-        + text(error.get("code"), optional=True) + text(message) + text(block)
-    )
-
 errors = []
 for path in sorted((root / "tests/cases").glob("classify*.jsonl")):
     for line in path.read_text().splitlines():
@@ -52,7 +35,6 @@ for n, error in enumerate(errors):
     message = error.get("message")
     if isinstance(message, str):
         (corpus / "guest_readers" / f"message-{n:04}.txt").write_text(message)
-        (corpus / "guest_readers" / f"packed-{n:04}.bin").write_bytes(packed(error, message, block))
 for path in sorted((root / "examples/traces").glob("*.jsonl")):
     if not path.name.endswith(".expected.jsonl"):
         (corpus / "trace_reader" / path.name).write_text(path.read_text())

@@ -1,13 +1,11 @@
 //! The policy's readers of untrusted input: a header block for the wait it
-//! asks for, a message as a provider's JSON error body, and bytes as a
-//! packed report or batch (contract 0.8.0).
+//! asks for, and a message as a provider's JSON error body.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    policy_guest::fuzzing::packed(data);
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
