@@ -10,7 +10,7 @@ record! {
     /// What a candidate's decision needs besides its ranked profiles: a
     /// [`CandidateRequest`] without `ranked`, `blocks` and `now-ms` (those
     /// come from the order).
-    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
     #[cfg_attr(feature = "serde", serde(default))]
     pub struct CandidateFacts {
         /// The candidate is the chain's first.
@@ -31,7 +31,7 @@ record! {
 
 record! {
     /// A candidate's ranked profiles and the decision on it.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct CandidatePlan {
         /// `order-profiles`' answer.
         pub ranked: Vec<RankedProfile>,

@@ -110,7 +110,7 @@ impl CredentialKind {
 record! {
     /// A profile's routing state: `usageStats["provider:name"]` in
     /// `auth-state.json` (F-6.3).
-    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
     pub struct Usage {
         /// When it last served.
         #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Option::is_none"))]
@@ -166,7 +166,7 @@ impl Usage {
 
 record! {
     /// A stored profile reduced to what routing needs: never a secret.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct StoredProfile {
         /// `provider:name`.
         pub id: String,
@@ -187,7 +187,7 @@ record! {
 
 record! {
     /// An `auth.profiles` entry of the config: metadata only.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct ConfiguredProfile {
         /// `provider:name`.
         pub id: String,
@@ -200,7 +200,7 @@ record! {
 
 record! {
     /// Which profiles to try for a provider (F-4.1 … F-4.3).
-    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
     #[cfg_attr(feature = "serde", serde(default))]
     pub struct OrderRequest {
         /// The provider, aliases resolved.
@@ -220,7 +220,7 @@ record! {
 
 record! {
     /// One profile of an order.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct RankedProfile {
         /// `provider:name`.
         pub id: String,
@@ -232,7 +232,7 @@ record! {
 }
 
 /// Who pinned a profile to a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(
     feature = "serde",
     derive(serde::Serialize, serde::Deserialize),
@@ -247,7 +247,7 @@ pub enum PinSource {
 
 record! {
     /// Which profile a session should use next (F-4.4 … F-4.6).
-    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
     #[cfg_attr(feature = "serde", serde(default))]
     pub struct PinRequest {
         /// The provider's order now.
@@ -267,7 +267,7 @@ record! {
 
 record! {
     /// The pin a session carries into its next run.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct PinDecision {
         /// The profile pinned, if any.
         pub profile: Option<String>,
@@ -280,7 +280,7 @@ record! {
 
 record! {
     /// The `auth.cooldowns.*` numbers the policy needs, in milliseconds.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct CooldownConfig {
         /// A billing disable's base (F-6.5).
         pub billing_backoff_ms: u64,
@@ -295,7 +295,7 @@ record! {
 
 record! {
     /// A failed call, recorded against the profile that made it.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct FailureEvent {
         /// The provider called.
         pub provider: String,

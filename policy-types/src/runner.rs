@@ -20,7 +20,7 @@ macro_rules! names {
 names! {
     /// Why the current model was chosen; it decides whether fallback is
     /// allowed (§3).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub enum SelectionSource {
         /// `agents.defaults.model.primary` (F-3.1).
         ConfiguredDefault,
@@ -80,7 +80,7 @@ record! {
 
 record! {
     /// Where a run starts (§3).
-    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
     #[cfg_attr(feature = "serde", serde(default))]
     pub struct SelectionRequest {
         /// `agents.defaults.model.primary`.
@@ -108,7 +108,7 @@ record! {
 
 record! {
     /// The model a run starts with and why.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct Selection {
         /// The model; `None` when nothing is configured or selected.
         pub model: Option<String>,
@@ -125,7 +125,7 @@ record! {
 
 record! {
     /// What the candidate chain of a run is made from (F-7.3).
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct ChainRequest {
         /// The model the run starts with.
         pub requested: String,
@@ -149,7 +149,7 @@ record! {
 
 record! {
     /// The candidates, requested model first.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct FallbackChain {
         /// `provider/model` each.
         pub candidates: Vec<String>,
@@ -200,7 +200,7 @@ record! {
 
 record! {
     /// Where a run goes.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct RunPlan {
         /// The models to visit in order, the first the run starts with;
         /// empty when there is no model to use.
@@ -218,7 +218,7 @@ record! {
 
 record! {
     /// Why a blocked profile is blocked.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct ProfileBlock {
         /// `provider:name`.
         pub profile: String,
@@ -231,7 +231,7 @@ record! {
 
 record! {
     /// A candidate about to be tried (§8).
-    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
     #[cfg_attr(feature = "serde", serde(default))]
     pub struct CandidateRequest {
         /// The candidate, `provider/model`.
@@ -260,7 +260,7 @@ record! {
 }
 
 /// What to do with a candidate.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[cfg_attr(
     feature = "serde",
     derive(serde::Serialize, serde::Deserialize),
@@ -286,7 +286,7 @@ pub enum CandidateDecision {
 
 record! {
     /// A model's recent responsiveness (F-12.3), kept per `provider/model`.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
     #[cfg_attr(feature = "serde", serde(default))]
     pub struct ModelHealth {
         /// Attempts in a row that ended on the attempt deadline.
@@ -302,7 +302,7 @@ record! {
 
 names! {
     /// Whether a model may be attempted now.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub enum Gate {
         /// Healthy, or nothing else remains: attempt it.
         Open,
@@ -315,7 +315,7 @@ names! {
 
 record! {
     /// A gate and the health to keep.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub struct GateDecision {
         /// Attempt, trial or skip.
         pub gate: Gate,
@@ -326,7 +326,7 @@ record! {
 
 record! {
     /// The profile-rotation caps of `auth.cooldowns.*` (F-6.7).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub struct RotationConfig {
         /// Same-provider rotations on rate limits before model fallback.
         pub rate_limited_profile_rotations: u32,
@@ -348,7 +348,7 @@ fn unbounded_wait() -> u64 {
 
 record! {
     /// A failed attempt and where the run stands.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct FailedAttempt {
         /// The classified reason (`unknown` when none was named).
         pub reason: RecordedReason,
@@ -385,7 +385,7 @@ record! {
 
 names! {
     /// How an attempt on a model ended, for the model's health (F-12.3).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub enum AttemptEnd {
         /// It answered: a success or a typed error.
         Answered,
@@ -398,7 +398,7 @@ names! {
 
 names! {
     /// Why a run stops.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub enum StopReason {
         /// An explicit abort that is not timeout-shaped (F-7.5).
         Aborted,
@@ -414,7 +414,7 @@ names! {
 }
 
 /// The next step of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(
     feature = "serde",
     derive(serde::Serialize, serde::Deserialize),
@@ -433,7 +433,7 @@ pub enum RunStep {
 
 record! {
     /// A failed or skipped candidate.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct AttemptRecord {
         /// `provider/model`.
         pub model: String,
@@ -446,7 +446,7 @@ record! {
 
 record! {
     /// An exhausted chain.
-    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
     #[cfg_attr(feature = "serde", serde(default))]
     pub struct SummaryRequest {
         /// The run's failed and skipped candidates.
@@ -460,7 +460,7 @@ record! {
 
 record! {
     /// What people are told about an exhausted chain (F-10.3, F-10.4).
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
     pub struct RunSummary {
         /// The reason every attempt shared, if one.
         pub common_reason: Option<RecordedReason>,

@@ -16,7 +16,6 @@ pub mod gate;
 mod limits;
 mod memo;
 mod module;
-mod pin_memo;
 mod plan;
 mod pool;
 mod profiles;

@@ -11,6 +11,7 @@ use super::bindings::{
 use super::engine::PolicyEngine;
 use super::error::PolicyError;
 use super::limits::Limits;
+use super::memo::{Memo, RECENT};
 use super::pool::{InstancePool, PolicyStats};
 use crate::classification::Classification;
 use crate::provider_error::ProviderError;
@@ -56,12 +57,10 @@ pub struct Policy {
     version: PolicyVersion,
     contract: ContractVersion,
     pool: InstancePool,
-    /// Answers of `plan-run` to requests without a session override, which
-    /// carry no clock: see [`super::memo`].
-    pub(crate) plans: super::memo::Memo<policy_types::RunRequest, policy_types::RunPlan>,
-    /// Answers of `pin-profile`, which carries no clock: see
-    /// [`super::pin_memo`].
-    pub(crate) pins: super::pin_memo::PinMemo,
+    /// Checked answers kept by their inputs: see [`super::memo`].
+    pub(crate) answers: Answers,
+    /// Whether kept answers are given (the gate asks the module itself).
+    remembers: std::sync::atomic::AtomicBool,
 }
 
 impl Policy {
@@ -100,9 +99,34 @@ impl Policy {
             version,
             contract,
             pool,
-            plans: super::memo::Memo::default(),
-            pins: super::pin_memo::PinMemo::default(),
+            answers: Answers::default(),
+            remembers: std::sync::atomic::AtomicBool::new(true),
         })
+    }
+
+    /// Whether kept answers are given; when not, every call asks the module.
+    pub(crate) fn remember(&self, on: bool) {
+        self.remembers
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// `memo`'s answer for `key`, else `compute`'s (kept when it is `Ok`),
+    /// or always `compute`'s while answers are not given.
+    pub(crate) fn kept<K, V, const N: usize>(
+        &self,
+        memo: &super::memo::Memo<K, V, N>,
+        key: &K,
+        compute: impl FnOnce() -> Result<V, PolicyError>,
+    ) -> Result<V, PolicyError>
+    where
+        K: std::hash::Hash + Eq + Clone,
+        V: Clone,
+    {
+        if self.remembers.load(std::sync::atomic::Ordering::Relaxed) {
+            memo.get_or_try(key, compute)
+        } else {
+            compute()
+        }
     }
 
     /// The embedded default policy.
@@ -185,6 +209,38 @@ impl Policy {
         Ok(adapter::classification(verdict))
     }
 }
+
+/// The answers a module's calls have given, by input (see [`super::memo`]).
+#[derive(Debug, Default)]
+pub(crate) struct Answers {
+    /// `plan-run` to requests without a session override.
+    pub(crate) plans: Memo<policy_types::RunRequest, policy_types::RunPlan>,
+    /// `pin-profile`.
+    pub(crate) pins: Memo<policy_types::PinRequest, policy_types::PinDecision, PINS>,
+    /// `order-profiles`, by the order as sent.
+    pub(crate) orders: Memo<policy_types::OrderRequest, Ranked, RECENT>,
+    /// `decide-candidate`.
+    pub(crate) candidates:
+        Memo<policy_types::CandidateRequest, policy_types::CandidateDecision, RECENT>,
+    /// `record-attempt`, by the usage, the event and the settings.
+    pub(crate) attempts: Memo<super::profiles::AttemptKey, policy_types::Usage, RECENT>,
+    /// `record-model-attempt`.
+    pub(crate) health: Memo<
+        (policy_types::ModelHealth, policy_types::AttemptEnd, u64),
+        policy_types::ModelHealth,
+        RECENT,
+    >,
+}
+
+/// An order and why each of its blocked profiles is blocked.
+pub(crate) type Ranked = (
+    Vec<policy_types::RankedProfile>,
+    Vec<policy_types::ProfileBlock>,
+);
+
+/// How many `pin-profile` questions are kept: the sessions' distinct pins
+/// times the provider's distinct orders in a busy stretch, with room.
+const PINS: usize = 256;
 
 impl std::fmt::Debug for Policy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -36,27 +36,29 @@ impl Policy {
         request: &OrderRequest,
     ) -> Result<(Vec<RankedProfile>, Vec<policy_types::ProfileBlock>), PolicyError> {
         let narrow = for_provider_ids(request);
-        let sent = adapter::order_request(&for_provider(request, &narrow));
-        let stored_sent: FxHashSet<&str> = (request.stored.iter())
-            .filter(|p| narrow.keeps(&p.id, &p.provider))
-            .map(|p| p.id.as_str())
-            .collect();
-        let ranked = self.call("order-profiles", |store, guest| {
-            guest
-                .failover_policy_profiles()
-                .call_order_profiles(store, &sent)
-        })?;
-        let (ranked, blocks) = adapter::host_ranked(ranked);
-        checked_ranked("order-profiles", &ranked, &stored_sent)?;
-        Ok((ranked, blocks))
+        let narrowed = for_provider(request, &narrow);
+        self.kept(&self.answers.orders, &narrowed, || {
+            let sent = adapter::order_request(&narrowed);
+            let stored_sent: FxHashSet<&str> =
+                narrowed.stored.iter().map(|p| p.id.as_str()).collect();
+            let ranked = self.call("order-profiles", |store, guest| {
+                guest
+                    .failover_policy_profiles()
+                    .call_order_profiles(store, &sent)
+            })?;
+            let (ranked, blocks) = adapter::host_ranked(ranked);
+            checked_ranked("order-profiles", &ranked, &stored_sent)?;
+            Ok((ranked, blocks))
+        })
     }
 
     /// The profile a session should use next. The question carries no
     /// clock, so a checked answer is kept for the module's life (see
     /// [`super::pin_memo`]).
     pub fn pin_profile(&self, request: &PinRequest) -> Result<PinDecision, PolicyError> {
-        self.pins
-            .get_or_try(request, || self.pin_profile_by_call(request))
+        self.kept(&self.answers.pins, request, || {
+            self.pin_profile_by_call(request)
+        })
     }
 
     /// One `pin-profile` call, checked.
@@ -102,15 +104,25 @@ impl Policy {
             detail: None,
             retry_after_ms: event.retry_after_ms,
         };
-        let mut outcome = adapter::verdict(&verdict);
-        outcome.reset_at_ms = event.reset_at_ms;
-        let sent = AttemptEvent {
+        let key = AttemptKey {
+            usage: usage.clone(),
             provider: event.provider.clone(),
             model: event.model.clone(),
-            outcome: Outcome::Failure(outcome),
+            failure: Some((event.reason, event.retry_after_ms, event.reset_at_ms)),
             now_ms: event.now_ms,
+            config: config.clone(),
         };
-        self.record_attempt(usage, &sent, config)
+        self.kept(&self.answers.attempts, &key, || {
+            let mut outcome = adapter::verdict(&verdict);
+            outcome.reset_at_ms = event.reset_at_ms;
+            let sent = AttemptEvent {
+                provider: event.provider.clone(),
+                model: event.model.clone(),
+                outcome: Outcome::Failure(outcome),
+                now_ms: event.now_ms,
+            };
+            self.record_attempt(usage, &sent, config)
+        })
     }
 
     /// A profile's state after a successful call on `model`.
@@ -125,13 +137,23 @@ impl Policy {
             model,
             now_ms,
         } = *success;
-        let sent = AttemptEvent {
+        let key = AttemptKey {
+            usage: usage.clone(),
             provider: provider.to_owned(),
             model: model.map(str::to_owned),
-            outcome: Outcome::Success,
+            failure: None,
             now_ms,
+            config: config.clone(),
         };
-        self.record_attempt(usage, &sent, config)
+        self.kept(&self.answers.attempts, &key, || {
+            let sent = AttemptEvent {
+                provider: provider.to_owned(),
+                model: model.map(str::to_owned),
+                outcome: Outcome::Success,
+                now_ms,
+            };
+            self.record_attempt(usage, &sent, config)
+        })
     }
 
     /// One `record-attempt` call, checked.
@@ -151,6 +173,19 @@ impl Policy {
         let next = adapter::host_usage(next, event.model.as_deref());
         checked_usage("record-attempt", usage, next, event.now_ms)
     }
+}
+
+/// What a `record-attempt` answer is kept by: the usage, the event and the
+/// settings; `failure` is the reason and the waits of a failure, none for a
+/// success.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct AttemptKey {
+    usage: Usage,
+    provider: String,
+    model: Option<String>,
+    failure: Option<(policy_types::RecordedReason, Option<u64>, Option<u64>)>,
+    now_ms: u64,
+    config: CooldownConfig,
 }
 
 /// A successful call on a profile: of which provider and model, and when.

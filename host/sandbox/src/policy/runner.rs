@@ -22,8 +22,7 @@ impl Policy {
         if request.session_override.is_some() {
             return self.ask_plan_run(request);
         }
-        self.plans
-            .get_or_try(request, || self.ask_plan_run(request))
+        self.kept(&self.answers.plans, request, || self.ask_plan_run(request))
     }
 
     /// One `plan-run` call, checked.
@@ -59,15 +58,17 @@ impl Policy {
         &self,
         request: &CandidateRequest,
     ) -> Result<CandidateDecision, PolicyError> {
-        let sent = adapter::candidate_request(&request.model, request);
-        let decision = self.call("decide-candidate", |store, guest| {
-            guest
-                .failover_policy_runner()
-                .call_decide_candidate(store, &sent)
-        })?;
-        let decision = adapter::host_decision(decision);
-        checked_decision("decide-candidate", &decision, &request.ranked)?;
-        Ok(decision)
+        self.kept(&self.answers.candidates, request, || {
+            let sent = adapter::candidate_request(&request.model, request);
+            let decision = self.call("decide-candidate", |store, guest| {
+                guest
+                    .failover_policy_runner()
+                    .call_decide_candidate(store, &sent)
+            })?;
+            let decision = adapter::host_decision(decision);
+            checked_decision("decide-candidate", &decision, &request.ranked)?;
+            Ok(decision)
+        })
     }
 
     /// The step after a failed attempt.
@@ -95,16 +96,18 @@ impl Policy {
         end: AttemptEnd,
         now_ms: u64,
     ) -> Result<ModelHealth, PolicyError> {
-        let sent = adapter::health(health);
-        let end = adapter::attempt_end(end);
-        let health = self.call("record-model-attempt", |store, guest| {
-            guest
-                .failover_policy_runner()
-                .call_record_model_attempt(store, sent, end, now_ms)
-        })?;
-        let health = adapter::host_health(health);
-        checked_health("record-model-attempt", &health, now_ms)?;
-        Ok(health)
+        self.kept(&self.answers.health, &(*health, end, now_ms), || {
+            let sent = adapter::health(health);
+            let end = adapter::attempt_end(end);
+            let health = self.call("record-model-attempt", |store, guest| {
+                guest
+                    .failover_policy_runner()
+                    .call_record_model_attempt(store, sent, end, now_ms)
+            })?;
+            let health = adapter::host_health(health);
+            checked_health("record-model-attempt", &health, now_ms)?;
+            Ok(health)
+        })
     }
 
     /// The summary of an exhausted chain.
