@@ -1,8 +1,8 @@
 //! What one decision costs in a 1.0 module given a fresh instance per call,
-//! beside the host's warm 0.8 instances, printed from one run:
+//! beside the host's warm instances, printed from one run:
 //!
-//! - the embedded 0.8 default policy through the host (`Policy::classify`,
-//!   a warm instance from its pool);
+//! - the embedded default policy through the host (`Policy::classify`, a
+//!   warm instance from its pool);
 //! - the 1.0 default policy (`policy-sdk/default-policy`), the Rust
 //!   status-only policy and the Python one (`examples/policies/`), each
 //!   call in a fresh instance from wasmtime's pooling allocator with
@@ -11,7 +11,7 @@
 //!
 //! `cargo bench --bench policy_one` (the Python policy needs the venv of
 //! `tests/sdk/setup.sh`). The 1.0 Rust modules are built as the tests build
-//! guests, without LTO; the embedded 0.8 policy is built with it.
+//! guests, without LTO; the embedded default is built with it.
 
 #[path = "../tests/support/guests.rs"]
 mod guests;
@@ -137,9 +137,9 @@ fn main() {
         policy.classify(&error, 1_700_000_000_000).unwrap();
     });
     println!("## one classification, median of {ROUNDS} rounds of {CALLS}\n");
-    println!("| policy | call | per call | vs warm 0.8 |");
+    println!("| policy | call | per call | vs warm host call |");
     println!("|---|---|---:|---:|");
-    row("default 0.8 (host)", "classify, warm instance", warm, warm);
+    row("default (host)", "classify, warm instance", warm, warm);
     let modules: Vec<(&str, Vec<u8>)> = vec![
         (
             "default 1.0 (SDK)",
