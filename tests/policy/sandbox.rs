@@ -18,13 +18,29 @@ fn rate_limited() -> ProviderError {
 fn warm_instances_are_reused_across_calls() {
     let policy = fresh_policy();
     let loaded = policy.stats();
-    for _ in 0..5 {
-        policy.classify(&rate_limited(), 0).unwrap();
+    for now_ms in 0..5 {
+        policy.classify(&rate_limited(), now_ms).unwrap();
     }
     let stats = policy.stats();
     assert_eq!(stats.instantiations, loaded.instantiations, "{stats:?}");
     assert_eq!(stats.calls, loaded.calls + 5);
     assert_eq!(stats.traps, 0);
+}
+
+#[test]
+fn the_same_input_is_answered_once() {
+    // Pure answers are kept by their inputs: the same error at the same
+    // millisecond asks the module once; another error asks again.
+    let policy = fresh_policy();
+    let loaded = policy.stats();
+    for _ in 0..5 {
+        policy.classify(&rate_limited(), 7).unwrap();
+    }
+    assert_eq!(policy.stats().calls, loaded.calls + 1);
+    let other = ProviderError::message("Overloaded").with_status(529);
+    let verdict = policy.classify(&other, 7).unwrap();
+    assert_eq!(verdict.reason, Some(Reason::Overloaded));
+    assert_eq!(policy.stats().calls, loaded.calls + 2);
 }
 
 #[test]

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 ///
 /// The tree is owned, so it cannot contain a cycle; its depth is bounded when
 /// it is flattened for the policy (see [`crate::Limits::max_levels`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct ProviderError {
     /// The provider that was called (`openai`, `openrouter`, ...).
     pub provider: Option<String>,

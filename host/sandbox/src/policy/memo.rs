@@ -6,12 +6,12 @@
 //! the module. Two kinds of input repeat:
 //!
 //! - inputs without a clock (`plan-run` without a session override,
-//!   `pin-profile`): a gateway asks the same question for every request of
-//!   a model, so a few dozen are kept;
-//! - inputs with the clock in milliseconds (an order, a candidate, a
-//!   profile's bookkeeping after a success, a model's health): a busy
-//!   gateway serves many requests in one millisecond with the same state,
-//!   so the last few are kept.
+//!   `pin-profile`, `next-step`): a gateway asks the same question for
+//!   every request of a model, so a few dozen are kept;
+//! - inputs with the clock in milliseconds (an error, an order, a
+//!   candidate, a profile's bookkeeping, a model's health): a busy gateway
+//!   serves many requests in one millisecond with the same state, so the
+//!   last few are kept.
 //!
 //! Answers are kept per module (a swapped-in module starts empty) and found
 //! by a fingerprint of the whole input, then by equality.

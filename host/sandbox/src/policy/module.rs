@@ -178,8 +178,10 @@ impl Policy {
         error: &ProviderError,
         now_ms: u64,
     ) -> Result<Classification, PolicyError> {
-        let report = report::flatten_borrowed(error, &self.limits());
-        self.classify_lowered(&adapter::error_report(&report, now_ms))
+        self.kept(&self.answers.verdicts, &(error.clone(), now_ms), || {
+            let report = report::flatten_borrowed(error, &self.limits());
+            self.classify_lowered(&adapter::error_report(&report, now_ms))
+        })
     }
 
     /// Classifies an already flattened report (see [`report::flatten`]).
@@ -224,6 +226,11 @@ pub(crate) struct Answers {
         Memo<policy_types::CandidateRequest, policy_types::CandidateDecision, RECENT>,
     /// `record-attempt`, by the usage, the event and the settings.
     pub(crate) attempts: Memo<super::profiles::AttemptKey, policy_types::Usage, RECENT>,
+    /// `classify`, by the error and the clock it reads a date against.
+    pub(crate) verdicts: Memo<(ProviderError, u64), Classification, RECENT>,
+    /// `next-step`, whose input carries no clock.
+    pub(crate) steps:
+        Memo<(policy_types::FailedAttempt, policy_types::RotationConfig), policy_types::RunStep>,
     /// `record-model-attempt`.
     pub(crate) health: Memo<
         (policy_types::ModelHealth, policy_types::AttemptEnd, u64),

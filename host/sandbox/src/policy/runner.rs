@@ -77,16 +77,19 @@ impl Policy {
         attempt: &FailedAttempt,
         config: &RotationConfig,
     ) -> Result<RunStep, PolicyError> {
-        let sent = adapter::failed_attempt(attempt);
-        let rotation = adapter::rotation_config(config);
-        let step = self.call("next-step", |store, guest| {
-            guest
-                .failover_policy_runner()
-                .call_next_step(store, &sent, rotation)
-        })?;
-        let step = adapter::host_step(step);
-        checked_step(attempt, config, step)?;
-        Ok(step)
+        let key = (attempt.clone(), *config);
+        self.kept(&self.answers.steps, &key, || {
+            let sent = adapter::failed_attempt(attempt);
+            let rotation = adapter::rotation_config(config);
+            let step = self.call("next-step", |store, guest| {
+                guest
+                    .failover_policy_runner()
+                    .call_next_step(store, &sent, rotation)
+            })?;
+            let step = adapter::host_step(step);
+            checked_step(attempt, config, step)?;
+            Ok(step)
+        })
     }
 
     /// A model's health after an attempt on it ended (F-12.3).
