@@ -27,7 +27,7 @@ struct Spy {
 impl Decider for Spy {
     fn plan_candidate(
         &self,
-        order: OrderRequest,
+        order: &OrderRequest,
         facts: &CandidateFacts,
     ) -> Result<CandidatePlan, PolicyError> {
         let ids = |ids: Vec<&String>| ids.into_iter().cloned().collect();

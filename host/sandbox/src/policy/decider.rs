@@ -54,10 +54,10 @@ pub trait Decider: Send + Sync {
     /// `decide-candidate` on its answer.
     fn plan_candidate(
         &self,
-        order: OrderRequest,
+        order: &OrderRequest,
         facts: &CandidateFacts,
     ) -> Result<CandidatePlan, PolicyError> {
-        super::plan::plan_by_two_calls(self, &order, facts)
+        super::plan::plan_by_two_calls(self, order, facts)
     }
     /// The step after a failed attempt (`runner.next-step`).
     fn next_step(
@@ -124,10 +124,10 @@ impl Decider for Policy {
     }
     fn plan_candidate(
         &self,
-        order: OrderRequest,
+        order: &OrderRequest,
         facts: &CandidateFacts,
     ) -> Result<CandidatePlan, PolicyError> {
-        Policy::plan_candidate(self, &order, facts)
+        Policy::plan_candidate(self, order, facts)
     }
     fn next_step(
         &self,

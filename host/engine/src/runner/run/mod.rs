@@ -176,7 +176,7 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
             now,
             |health| {
                 let facts = CandidateFacts { health, ..facts };
-                Ok((policy.plan_candidate(order, &facts)?, health))
+                Ok((policy.plan_candidate(&order, &facts)?, health))
             },
             |(plan, _)| &plan.decision,
         )?;
