@@ -39,16 +39,41 @@ const POOLED_MEMORY_BYTES: usize = 256 << 20;
 /// place for the next instance rather than given back and faulted in again.
 const KEPT_RESIDENT_BYTES: usize = 4 << 20;
 
-fn pooled_engine(keep_resident: bool) -> Engine {
+/// How a pooled slot is made ready for the next instance.
+#[derive(Clone, Copy)]
+enum Reset {
+    /// Memory given back with `madvise` and faulted in again.
+    Decommit,
+    /// The lowest [`KEPT_RESIDENT_BYTES`] reset in place with `memset`.
+    KeepResident,
+    /// Only the pages the instance wrote, found with `PAGEMAP_SCAN`, reset
+    /// in place (Linux 6.7 or later).
+    PagemapScan,
+}
+
+impl Reset {
+    fn label(self) -> &'static str {
+        match self {
+            Reset::Decommit => "pool",
+            Reset::KeepResident => "pool, kept resident",
+            Reset::PagemapScan => "pool, kept resident, pagemap scan",
+        }
+    }
+}
+
+fn pooled_engine(reset: Reset) -> Engine {
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(16)
         .total_core_instances(64)
         .total_memories(64)
         .total_tables(64)
         .max_memory_size(POOLED_MEMORY_BYTES);
-    if keep_resident {
+    if !matches!(reset, Reset::Decommit) {
         pool.linear_memory_keep_resident(KEPT_RESIDENT_BYTES)
             .table_keep_resident(KEPT_RESIDENT_BYTES);
+    }
+    if matches!(reset, Reset::PagemapScan) {
+        pool.pagemap_scan(wasmtime::Enabled::Yes);
     }
     let mut config = Config::new();
     config
@@ -151,13 +176,9 @@ fn main() {
         ),
     ];
     let python = python_policy();
-    for keep_resident in [false, true] {
-        let engine = pooled_engine(keep_resident);
-        let pool = if keep_resident {
-            "pool, kept resident"
-        } else {
-            "pool"
-        };
+    for reset in [Reset::Decommit, Reset::KeepResident, Reset::PagemapScan] {
+        let engine = pooled_engine(reset);
+        let pool = reset.label();
         for (name, bytes) in &modules {
             fresh(&engine, &format!("{name}, {pool}"), bytes, warm);
         }
