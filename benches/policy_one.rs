@@ -1,8 +1,9 @@
 //! What one decision costs in a 1.0 module given a fresh instance per call,
 //! beside the host's warm instances, printed from one run:
 //!
-//! - the embedded default policy through the host (`Policy::classify`, a
-//!   warm instance from its pool);
+//! - the embedded default policy through the host (`Policy::classify`
+//!   with the same input each time, so the answer the host keeps by its
+//!   input);
 //! - the 1.0 default policy (`policy-sdk/default-policy`), the Rust
 //!   status-only policy and the Python one (`examples/policies/`), each
 //!   call in a fresh instance from wasmtime's pooling allocator with
@@ -162,9 +163,9 @@ fn main() {
         policy.classify(&error, 1_700_000_000_000).unwrap();
     });
     println!("## one classification, median of {ROUNDS} rounds of {CALLS}\n");
-    println!("| policy | call | per call | vs warm host call |");
+    println!("| policy | call | per call | vs the host's kept answer |");
     println!("|---|---|---:|---:|");
-    row("default (host)", "classify, warm instance", warm, warm);
+    row("default (host)", "classify, kept answer", warm, warm);
     let modules: Vec<(&str, Vec<u8>)> = vec![
         (
             "default 1.0 (SDK)",
