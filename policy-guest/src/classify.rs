@@ -11,7 +11,7 @@
 use crate::body::{self, BodyFacts};
 use crate::codes::Code;
 use crate::retry_after;
-use crate::rules::{self, Evidence, LevelFacts, ProviderScope};
+use crate::rules::{self, Evidence, Family, LevelFacts, ProviderScope};
 use crate::signals;
 use crate::text::{self, Bare};
 use crate::trim::{trim, trim_end};
@@ -25,6 +25,14 @@ const INLINE_ENCLOSING: usize = 4;
 
 /// Providers whose 429s carry real out-of-balance errors.
 const BILLING_429_PROVIDERS: &[&str] = &["moonshot", "kimi", "xai", "baichuan"];
+/// Providers that word their throttles as quota (F-12.9).
+const QUOTA_THROTTLE_PROVIDERS: &[&str] = &["dashscope", "bailian", "qwen", "alibaba", "aliyun"];
+/// Provider ids of Google's APIs.
+const GOOGLE_PROVIDERS: &[&str] = &["google", "gemini", "vertex"];
+/// Provider ids that serve Anthropic's API.
+const ANTHROPIC_PROVIDERS: &[&str] = &["anthropic"];
+/// Provider ids of OpenAI's API.
+const OPENAI_PROVIDERS: &[&str] = &["openai"];
 
 /// Classifies one failed provider call.
 pub fn classify(report: &ErrorReport) -> Classification {
@@ -85,12 +93,17 @@ fn classify_levels<'a>(
 
     for level in levels {
         let message = trim(level.message);
-        let has_code = level.code.is_some_and(|c| !trim(c).is_empty());
+        let has_code =
+            (level.code.into_iter().chain(level.error_type)).any(|c| !trim(c).is_empty());
         anything_said |= !message.is_empty() || level.status.is_some() || has_code;
         let bare = text::bare(message);
         no_error_details |= bare == Some(Bare::NoErrorDetails);
         if retry_after_ms.is_none() {
             retry_after_ms = retry_after::from_headers(level.headers, now_ms);
+        }
+        if chosen == Some(Reason::Timeout) && refuses_certificate(&level) {
+            // A transport failure caused by a refused certificate (F-12.7).
+            chosen = Some(Reason::TlsCertificate);
         }
         if chosen.is_some() {
             // The reason is settled; a later body matters only for a retry
@@ -144,9 +157,18 @@ fn classify_levels<'a>(
 
         // Sized once: growing it would be a second call into the allocator.
         let body_codes = body.as_ref().map_or(&[][..], |body| &body.codes[..]);
-        let mut codes = Vec::with_capacity(usize::from(level.code.is_some()) + body_codes.len());
-        codes.extend(level.code.map(Code::read));
-        codes.extend(body_codes.iter().map(|code| Code::read(code)));
+        let given = level.code.into_iter().chain(level.error_type);
+        let mut codes = Vec::with_capacity(
+            usize::from(level.code.is_some())
+                + usize::from(level.error_type.is_some())
+                + body_codes.len(),
+        );
+        codes.extend(given.map(Code::read).filter(|c| provider.reads(c)));
+        codes.extend(
+            (body_codes.iter())
+                .map(|code| Code::read(code))
+                .filter(|c| provider.reads(c)),
+        );
         let facts = LevelFacts {
             status: own_status.or(inherited),
             status_from_text: text_status.is_some(),
@@ -191,6 +213,19 @@ fn classify_levels<'a>(
     }
 }
 
+/// Whether a level without an HTTP status names a certificate the client
+/// refused, by its code or its text.
+fn refuses_certificate(level: &LevelRef<'_>) -> bool {
+    if level.status.is_some() {
+        return false;
+    }
+    let by_code = level.code.is_some_and(|code| {
+        Code::read(code).known()
+            == Some((Some(Reason::TlsCertificate), crate::codes::Weight::Specific))
+    });
+    by_code || signals::scan(level.message).has(crate::signals::Signal::CertificateRefused)
+}
+
 fn provider_scope(provider: Option<&str>) -> ProviderScope {
     let Some(provider) = provider.map(trim) else {
         return ProviderScope::default();
@@ -201,9 +236,22 @@ fn provider_scope(provider: Option<&str>) -> ProviderScope {
             .windows(name.len())
             .any(|w| w.eq_ignore_ascii_case(name.as_bytes()))
     };
+    let any_of = |names: &[&str]| names.iter().any(|name| contains(name));
+    let family = if any_of(GOOGLE_PROVIDERS) {
+        Family::Google
+    } else if any_of(ANTHROPIC_PROVIDERS) {
+        Family::Anthropic
+    } else if any_of(OPENAI_PROVIDERS) {
+        Family::OpenAi
+    } else {
+        Family::Other
+    };
     ProviderScope {
+        family: Some(family),
+        quota_throttles: any_of(QUOTA_THROTTLE_PROVIDERS),
+        xai: provider.eq_ignore_ascii_case("xai"),
         openrouter: provider.eq_ignore_ascii_case("openrouter"),
-        billing_429: BILLING_429_PROVIDERS.iter().any(|name| contains(name)),
+        billing_429: any_of(BILLING_429_PROVIDERS),
     }
 }
 

@@ -79,15 +79,15 @@ const EXACT: &[(&str, Option<Reason>, Weight)] = &[
     ),
     ("apitimeouterror", Some(Reason::Timeout), Weight::Specific),
     ("connectionerror", Some(Reason::Timeout), Weight::Specific),
-    ("servererror", Some(Reason::Timeout), Weight::Specific),
+    ("servererror", Some(Reason::ServerError), Weight::Specific),
     (
         "internalservererror",
-        Some(Reason::Timeout),
+        Some(Reason::ServerError),
         Weight::Specific,
     ),
     (
         "internalserverexception",
-        Some(Reason::Timeout),
+        Some(Reason::ServerError),
         Weight::Specific,
     ),
     (
@@ -97,15 +97,95 @@ const EXACT: &[(&str, Option<Reason>, Weight)] = &[
     ),
     (
         "modelerrorexception",
-        Some(Reason::Timeout),
+        Some(Reason::ServerError),
         Weight::Specific,
     ),
     (
         "modelstreamerrorexception",
-        Some(Reason::Timeout),
+        Some(Reason::ServerError),
         Weight::Specific,
     ),
     ("insufficientquota", Some(Reason::Billing), Weight::Specific),
+    (
+        "accountbalanceerror",
+        Some(Reason::Billing),
+        Weight::Specific,
+    ),
+    // A parameter the endpoint does not take: the request is at fault,
+    // whatever the status or the parameter's name (F-12.8).
+    ("unknownparameter", Some(Reason::Format), Weight::Specific),
+    (
+        "unsupportedparameter",
+        Some(Reason::Format),
+        Weight::Specific,
+    ),
+    // Node's stream closed before its end: an incomplete answer (F-12.8).
+    (
+        "errstreamprematureclose",
+        Some(Reason::Timeout),
+        Weight::Specific,
+    ),
+    // Certificates the client refused (F-12.7): Node's and OpenSSL's names.
+    (
+        "certhasexpired",
+        Some(Reason::TlsCertificate),
+        Weight::Specific,
+    ),
+    (
+        "certnotyetvalid",
+        Some(Reason::TlsCertificate),
+        Weight::Specific,
+    ),
+    (
+        "certrevoked",
+        Some(Reason::TlsCertificate),
+        Weight::Specific,
+    ),
+    (
+        "certuntrusted",
+        Some(Reason::TlsCertificate),
+        Weight::Specific,
+    ),
+    (
+        "certsignaturefailure",
+        Some(Reason::TlsCertificate),
+        Weight::Specific,
+    ),
+    (
+        "errtlscertaltnameinvalid",
+        Some(Reason::TlsCertificate),
+        Weight::Specific,
+    ),
+    (
+        "depthzeroselfsignedcert",
+        Some(Reason::TlsCertificate),
+        Weight::Specific,
+    ),
+    (
+        "selfsignedcertinchain",
+        Some(Reason::TlsCertificate),
+        Weight::Specific,
+    ),
+    (
+        "unabletoverifyleafsignature",
+        Some(Reason::TlsCertificate),
+        Weight::Specific,
+    ),
+    (
+        "unabletogetissuercert",
+        Some(Reason::TlsCertificate),
+        Weight::Specific,
+    ),
+    (
+        "unabletogetissuercertlocally",
+        Some(Reason::TlsCertificate),
+        Weight::Specific,
+    ),
+    (
+        "certificateverifyfailed",
+        Some(Reason::TlsCertificate),
+        Weight::Specific,
+    ),
     (
         "insufficientcredits",
         Some(Reason::Billing),
@@ -241,12 +321,16 @@ const EXACT: &[(&str, Option<Reason>, Weight)] = &[
         Weight::Specific,
     ),
     ("notfound", Some(Reason::ModelNotFound), Weight::Generic),
-    ("internal", Some(Reason::Timeout), Weight::Generic),
-    ("unavailable", Some(Reason::Timeout), Weight::Generic),
-    ("serviceunavailable", Some(Reason::Timeout), Weight::Generic),
+    ("internal", Some(Reason::ServerError), Weight::Generic),
+    ("unavailable", Some(Reason::Overloaded), Weight::Generic),
+    (
+        "serviceunavailable",
+        Some(Reason::Overloaded),
+        Weight::Generic,
+    ),
     (
         "serviceunavailableexception",
-        Some(Reason::Timeout),
+        Some(Reason::Overloaded),
         Weight::Generic,
     ),
     ("invalidrequesterror", Some(Reason::Format), Weight::Generic),

@@ -110,11 +110,8 @@ pub enum Signal {
     // Transient trouble (F-5.4, F-5.5).
     /// Server-side failures: "bad gateway", "upstream error".
     ServerError,
-    /// "internal server error": a server failure, except as a proxy's bare
-    /// `Status: Internal Server Error` notice without a code 500.
+    /// "internal server error".
     InternalServerError,
-    /// "status: internal server error".
-    StatusInternalServerError,
     /// gRPC's `INTERNAL` as a status in the text: with a code 500, a server failure.
     StatusInternal,
     /// "code: 500" written in the text.
@@ -132,6 +129,21 @@ pub enum Signal {
     /// OpenAI-compatible stop and finish reasons that mean a broken stream
     /// (`stop reason: error`, `finish_reason: network_error`).
     StopReasonError,
+    /// A stream that finished in error (`finish_reason: error`, `stop
+    /// reason: error`): the server failed the answer (F-12.7).
+    StopReasonServerError,
+    /// A stream that ended before its terminal event ("stream ended before
+    /// message_stop", "ended without finish_reason"): an incomplete answer
+    /// (F-12.8, F-12.12).
+    IncompleteStream,
+    /// A certificate the client refused: expired, self-signed, for another
+    /// name (F-12.7).
+    CertificateRefused,
+    /// A request parameter or capability the endpoint does not take
+    /// ("Unsupported parameter: logprobs", "No endpoints found that support
+    /// image input"): the request is at fault, and the parameter's name is
+    /// no evidence of anything else (F-12.8).
+    UnknownParameter,
     /// Transient wording that only counts inside an `api_error` JSON body
     /// ("unknown error, 520", "try again later").
     ApiTransient,
@@ -301,6 +313,11 @@ pub const PHRASES: &[(&str, &[Signal], Edge)] = &[
     ("balance insufficient", &[Billing], Anywhere),
     ("credit balance", &[Billing, Hint402], Anywhere),
     ("out of credits", &[Billing], Anywhere),
+    ("out of budget", &[Billing], Anywhere),
+    ("no available balance", &[Billing], Anywhere),
+    // Usage-limit error classes: the plan's allowance is spent (F-12.8).
+    ("usagelimiterror", &[Billing], Anywhere),
+    ("usage_limit_error", &[Billing], Anywhere),
     ("run out of credits", &[Billing], Anywhere),
     ("require more credits", &[Billing], Anywhere),
     ("requires more credits", &[Billing], Anywhere),
@@ -525,7 +542,6 @@ pub const PHRASES: &[(&str, &[Signal], Edge)] = &[
     // Server-side failures (F-5.5).
     ("an error occurred while processing", &[ServerError], Anywhere),
     ("internal server error", &[InternalServerError, ApiTransient], Anywhere),
-    ("status: internal server error", &[StatusInternalServerError], Anywhere),
     ("got status: internal", &[StatusInternal], Anywhere),
     ("\"status\":\"internal\"", &[StatusInternal], Anywhere),
     ("\"status\": \"internal\"", &[StatusInternal], Anywhere),
@@ -539,7 +555,7 @@ pub const PHRASES: &[(&str, &[Signal], Edge)] = &[
     ("internal error", &[ServerError], Anywhere),
     ("server had an error", &[ServerError], Anywhere),
     ("server_error", &[ServerError], Anywhere),
-    ("service temporarily unavailable", &[ServerError], Anywhere),
+    ("service temporarily unavailable", &[ServerError, ServiceUnavailable], Anywhere),
     ("service_unavailable", &[ServerError, ServiceUnavailable], Anywhere),
     ("bad gateway", &[ServerError, ApiTransient], Anywhere),
     ("gateway timeout", &[ServerError, ApiTransient], Anywhere),
@@ -672,10 +688,51 @@ pub const PHRASES: &[(&str, &[Signal], Edge)] = &[
     ("超时", &[Transient], Anywhere),
     // Stop and finish reasons of a broken stream (F-5.4): "stop reason:
     // error", "Unhandled stop reason: abort", "finish_reason: network_error".
-    ("reason: error", &[StopReasonError], WordEnd),
+    ("reason: error", &[StopReasonServerError], WordEnd),
     ("reason: abort", &[StopReasonError], WordEnd),
     ("reason: malformed_response", &[StopReasonError], WordEnd),
     ("reason: network_error", &[StopReasonError], WordEnd),
+    // Streams cut before their terminal event (F-12.8).
+    ("disconnected before completion", &[IncompleteStream], Anywhere),
+    ("closed before completion", &[IncompleteStream], Anywhere),
+    ("ended before completion", &[IncompleteStream], Anywhere),
+    ("stream was truncated", &[IncompleteStream], Anywhere),
+    ("ended before a terminal", &[IncompleteStream], Anywhere),
+    ("ended before terminal", &[IncompleteStream], Anywhere),
+    ("ended without a final", &[IncompleteStream], Anywhere),
+    ("ended without a terminal", &[IncompleteStream], Anywhere),
+    ("before message_stop", &[IncompleteStream], Anywhere),
+    ("without finish_reason", &[IncompleteStream], Anywhere),
+    ("response.completed was not received", &[IncompleteStream], Anywhere),
+    // Certificates refused by the client: Node, OpenSSL, Python, Go, rustls.
+    ("certificate has expired", &[CertificateRefused], Anywhere),
+    ("certificate is not yet valid", &[CertificateRefused], Anywhere),
+    ("certificate has been revoked", &[CertificateRefused], Anywhere),
+    ("self signed certificate", &[CertificateRefused], Anywhere),
+    ("self-signed certificate", &[CertificateRefused], Anywhere),
+    ("unable to verify the first certificate", &[CertificateRefused], Anywhere),
+    ("unable to get local issuer certificate", &[CertificateRefused], Anywhere),
+    ("certificate verify failed", &[CertificateRefused], Anywhere),
+    ("certificate_verify_failed", &[CertificateRefused], Anywhere),
+    ("match certificate's altnames", &[CertificateRefused], Anywhere),
+    ("invalid peer certificate", &[CertificateRefused], Anywhere),
+    ("x509: certificate", &[CertificateRefused], Anywhere),
+    ("cert_has_expired", &[CertificateRefused], Word),
+    ("err_tls_cert_altname_invalid", &[CertificateRefused], Word),
+    // Parameters the endpoint does not take (F-12.8).
+    ("unsupported parameter", &[UnknownParameter, Format], Anywhere),
+    ("unknown parameter", &[UnknownParameter], Anywhere),
+    ("unrecognized request argument", &[UnknownParameter], Anywhere),
+    ("unknown_parameter", &[UnknownParameter], Anywhere),
+    // A capability the routed endpoints lack (OpenRouter): the request asks
+    // for what no endpoint offers.
+    ("no endpoints found that support", &[UnknownParameter, Format], Anywhere),
+    // A prompt over the model's window, said with numbers.
+    ("tokens exceeds the model", &[ContextOverflow], Anywhere),
+    ("tokens exceed the model", &[ContextOverflow], Anywhere),
+    ("but the configured context size", &[ContextOverflow], Anywhere),
+    // xAI: a feature of a paid plan.
+    ("need a grok subscription", &[Billing], Anywhere),
     // Credentials refused for good: revoked, deactivated, deleted keys,
     // suspended accounts, organisation-level refusals.
     ("api key revoked", &[AuthPermanent], Anywhere),
@@ -893,7 +950,6 @@ pub const PHRASES: &[(&str, &[Signal], Edge)] = &[
     ("validationexception", &[Format], Anywhere),
     ("invalid parameter", &[Format], Anywhere),
     ("invalid_parameter", &[Format], Anywhere),
-    ("unsupported parameter", &[Format], Anywhere),
     ("invalid value", &[Format], Anywhere),
     ("extra inputs are not permitted", &[Format], Anywhere),
     ("content_filter", &[Format], Anywhere),

@@ -351,8 +351,8 @@ mod tests {
 
     #[test]
     fn word_edges_are_respected() {
-        assert!(scan("stop reason: error").has(StopReasonError));
-        assert!(!scan("Reason: errors in the request body").has(StopReasonError));
+        assert!(scan("stop reason: error").has(StopReasonServerError));
+        assert!(!scan("Reason: errors in the request body").has(StopReasonServerError));
         assert!(scan("403 Forbidden").has(Auth));
         assert!(!scan("forbiddenness").has(Auth));
         assert!(!scan(r#"{"type":"extra_forbidden"}"#).has(Auth));

@@ -202,6 +202,9 @@ pub enum Bare {
     TransportFailure,
     /// `Unknown error (no error details in response)` (F-5.1).
     NoErrorDetails,
+    /// `connection refused`, `other side closed`, `Premature close`: a
+    /// transport word that is evidence for a retry, not a reason (F-12.8).
+    RetryEvidence,
 }
 
 /// The bare message `message` is, if any; an `Error:` or `TypeError:`
@@ -225,6 +228,12 @@ pub fn bare(message: &str) -> Option<Bare> {
     if text.eq_ignore_ascii_case("unknown error (no error details in response)") {
         return Some(Bare::NoErrorDetails);
     }
+    if ["connection refused", "other side closed", "premature close"]
+        .iter()
+        .any(|p| text.eq_ignore_ascii_case(p))
+    {
+        return Some(Bare::RetryEvidence);
+    }
     [
         "request failed",
         "terminated",
@@ -234,6 +243,38 @@ pub fn bare(message: &str) -> Option<Bare> {
     .iter()
     .any(|p| text.eq_ignore_ascii_case(p))
     .then_some(Bare::TransportFailure)
+}
+
+/// Whether `text` states a request size over its ceiling, as Groq's 413
+/// does ("Limit 8000, Requested 8098"): the request cannot fit, whatever
+/// the limit is called (F-12.8).
+pub fn requested_exceeds_limit(text: &str) -> bool {
+    match (number_after(text, "limit"), number_after(text, "requested")) {
+        (Some(limit), Some(requested)) => requested > limit,
+        _ => false,
+    }
+}
+
+/// The number written right after the first `word` that has one (`Limit
+/// 8000`, `limit: 8000`), in any case.
+fn number_after(text: &str, word: &str) -> Option<u64> {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(found) = find_ignore_case(&text[from..], word) {
+        let mut at = from + found + word.len();
+        from = at;
+        while bytes.get(at).is_some_and(|b| *b == b' ' || *b == b':') {
+            at += 1;
+        }
+        let digits = bytes[at..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        if digits > 0 && digits <= 18 {
+            return text[at..at + digits].parse().ok();
+        }
+    }
+    None
 }
 
 /// Whether `text` says `insufficient <one word> balance` ("Insufficient MBT
@@ -275,6 +316,11 @@ pub fn insufficient_word_balance(text: &str) -> bool {
         }
     }
     false
+}
+
+/// Whether `text` contains `needle` (ASCII, lowercase), in any case.
+pub fn contains_ignore_case(text: &str, needle: &str) -> bool {
+    find_ignore_case(text, needle).is_some()
 }
 
 fn find_ignore_case(text: &str, needle: &str) -> Option<usize> {
@@ -448,6 +494,19 @@ mod tests {
     /// `bare` trims each part once; it answers what trimming the whole,
     /// then the part after a prefix, then around the final `.`, answers.
     #[test]
+    fn a_request_over_its_limit_is_read_from_the_numbers() {
+        assert!(requested_exceeds_limit(
+            "on tokens per minute (TPM): Limit 8000, Requested 8098, please reduce"
+        ));
+        assert!(!requested_exceeds_limit("Limit 8000, Requested 7000"));
+        assert!(!requested_exceeds_limit("Rate limit reached. Requested 50"));
+        assert!(requested_exceeds_limit("limit: 10 requested: 11"));
+        assert!(!requested_exceeds_limit(
+            "Limit 99999999999999999999, Requested 1"
+        ));
+    }
+
+    #[test]
     fn bare_answers_as_when_every_part_was_trimmed_whole() {
         fn reference(message: &str) -> Option<Bare> {
             if message.len() > MAX_BARE_BYTES {
@@ -473,6 +532,9 @@ mod tests {
                 ("terminated", Bare::TransportFailure),
                 ("stream_read_error", Bare::TransportFailure),
                 ("load failed", Bare::TransportFailure),
+                ("connection refused", Bare::RetryEvidence),
+                ("other side closed", Bare::RetryEvidence),
+                ("premature close", Bare::RetryEvidence),
             ]
             .into_iter()
             .find(|(phrase, _)| text.eq_ignore_ascii_case(phrase))

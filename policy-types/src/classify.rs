@@ -20,6 +20,11 @@ pub enum Reason {
     AuthPermanent,
     /// No answer in time, or a transport failure.
     Timeout,
+    /// An untyped failure of the provider's server (a bare 500, a CDN error
+    /// page): the endpoint's fault, not the credential's (F-12.7).
+    ServerError,
+    /// The endpoint's TLS certificate was refused (F-12.7).
+    TlsCertificate,
     /// The request is malformed: retrying it fails the same way.
     Format,
     /// The model does not exist or is not available.
@@ -32,13 +37,15 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in the contract's order.
-    pub const ALL: [Reason; 10] = [
+    pub const ALL: [Reason; 12] = [
         Reason::RateLimit,
         Reason::Overloaded,
         Reason::Billing,
         Reason::Auth,
         Reason::AuthPermanent,
         Reason::Timeout,
+        Reason::ServerError,
+        Reason::TlsCertificate,
         Reason::Format,
         Reason::ModelNotFound,
         Reason::SessionExpired,
@@ -64,6 +71,8 @@ impl Reason {
             Reason::Auth => "auth",
             Reason::AuthPermanent => "auth_permanent",
             Reason::Timeout => "timeout",
+            Reason::ServerError => "server_error",
+            Reason::TlsCertificate => "tls_certificate",
             Reason::Format => "format",
             Reason::ModelNotFound => "model_not_found",
             Reason::SessionExpired => "session_expired",
@@ -108,6 +117,9 @@ pub struct ErrorLevel {
     pub status: Option<u16>,
     /// A symbolic code: `ETIMEDOUT`, `rate_limit_exceeded` …
     pub code: Option<String>,
+    /// The provider's error type (`invalid_request_error`), evidence like
+    /// a code.
+    pub error_type: Option<String>,
     /// The message text, possibly a raw JSON error body.
     pub message: String,
     /// Response headers as an HTTP/1.1 header block (`Name: value` lines).
@@ -167,6 +179,8 @@ pub struct LevelRef<'a> {
     pub status: Option<u16>,
     /// See [`ErrorLevel::code`].
     pub code: Option<&'a str>,
+    /// See [`ErrorLevel::error_type`].
+    pub error_type: Option<&'a str>,
     /// See [`ErrorLevel::message`].
     pub message: &'a str,
     /// See [`ErrorLevel::headers`].
@@ -180,6 +194,7 @@ impl ErrorLevel {
             depth: self.depth,
             status: self.status,
             code: self.code.as_deref(),
+            error_type: self.error_type.as_deref(),
             message: &self.message,
             headers: &self.headers,
         }
@@ -193,6 +208,7 @@ impl LevelRef<'_> {
             depth: self.depth,
             status: self.status,
             code: self.code.map(str::to_owned),
+            error_type: self.error_type.map(str::to_owned),
             message: self.message.to_owned(),
             headers: self.headers.to_owned(),
         }

@@ -35,6 +35,8 @@ pub enum RecordedReason {
     Auth,
     AuthPermanent,
     Timeout,
+    ServerError,
+    TlsCertificate,
     Format,
     ModelNotFound,
     SessionExpired,
@@ -44,13 +46,15 @@ pub enum RecordedReason {
 
 impl RecordedReason {
     /// Every reason, in the contract's order.
-    pub const ALL: [RecordedReason; 11] = [
+    pub const ALL: [RecordedReason; 13] = [
         RecordedReason::RateLimit,
         RecordedReason::Overloaded,
         RecordedReason::Billing,
         RecordedReason::Auth,
         RecordedReason::AuthPermanent,
         RecordedReason::Timeout,
+        RecordedReason::ServerError,
+        RecordedReason::TlsCertificate,
         RecordedReason::Format,
         RecordedReason::ModelNotFound,
         RecordedReason::SessionExpired,

@@ -100,7 +100,7 @@ fn a_one_mebibyte_message_is_cut_and_classified() {
     assert_eq!(report.levels[0].message.len(), MAX_MESSAGE_BYTES);
     // The rate-limit text was past the cut, so the status decides.
     let verdict = policy.classify(&error, 0).unwrap();
-    assert_eq!(verdict.reason, Some(Reason::Timeout));
+    assert_eq!(verdict.reason, Some(Reason::ServerError));
     assert_eq!(verdict, classify_native(&report));
 }
 

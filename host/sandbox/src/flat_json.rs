@@ -25,6 +25,7 @@ struct Flat<'a> {
     provider: Option<Cow<'a, str>>,
     status: Option<u64>,
     code: Option<&'a RawValue>,
+    error_type: Option<Cow<'a, str>>,
     message: Option<Cow<'a, str>>,
     /// A header given twice keeps its last value, as in the general reader.
     headers: Option<BTreeMap<String, HeaderValue>>,
@@ -63,6 +64,7 @@ impl<'de> Visitor<'de> for FlatVisitor {
                 "provider" => flat.provider = map.next_value()?,
                 "status" => flat.status = map.next_value()?,
                 "code" => flat.code = map.next_value()?,
+                "errorType" => flat.error_type = map.next_value()?,
                 "message" => flat.message = map.next_value()?,
                 "headers" => flat.headers = map.next_value()?,
                 "error" => flat.error = map.next_value()?,
@@ -170,7 +172,7 @@ pub(crate) fn read(text: &str) -> Option<ProviderError> {
             _ => return None,
         },
     };
-    let headers = flat
+    let headers: Box<[(String, String)]> = flat
         .headers
         .map(|headers| headers.into_iter().map(|(name, v)| (name, v.0)).collect())
         .unwrap_or_default();
@@ -181,6 +183,9 @@ pub(crate) fn read(text: &str) -> Option<ProviderError> {
             .map(Cow::into_owned),
         status,
         code,
+        error_type: (flat.error_type)
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| Box::new(t.into_owned())),
         message: flat.message.map(Cow::into_owned).unwrap_or_default(),
         headers,
         error: None,
@@ -286,7 +291,7 @@ mod tests {
         assert_eq!(error.code.as_deref(), Some("42"));
         assert_eq!(error.message, "slow");
         assert_eq!(
-            error.headers,
+            &error.headers[..],
             [
                 ("retry-after".into(), "2".into()),
                 ("x-n".into(), "7".into())

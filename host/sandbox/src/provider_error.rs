@@ -28,10 +28,16 @@ pub struct ProviderError {
     pub status: Option<u16>,
     /// Symbolic code: `ETIMEDOUT`, `rate_limit_exceeded`, `ThrottlingException`, ...
     pub code: Option<String>,
+    /// The provider's error type (`invalid_request_error`), as its SDK
+    /// reports it beside the code. Boxed behind one pointer: most errors
+    /// have none, and the error travels in every failed call's `Result`.
+    pub error_type: Option<Box<String>>,
     /// Message text, possibly a raw JSON error body.
     pub message: String,
     /// Response headers as received, names in any case.
-    pub headers: Vec<(String, String)>,
+    /// A boxed slice (16 bytes, not a `Vec`'s 24): captured once, never
+    /// grown, and the error travels in every failed call's `Result`.
+    pub headers: Box<[(String, String)]>,
     /// A wrapped error (`error` field), read before `cause`.
     pub error: Option<Box<ProviderError>>,
     /// The underlying cause.
@@ -67,7 +73,9 @@ impl ProviderError {
 
     /// Adds a response header.
     pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
+        let mut headers = std::mem::take(&mut self.headers).into_vec();
+        headers.push((name.into(), value.into()));
+        self.headers = headers.into_boxed_slice();
         self
     }
 
@@ -99,6 +107,9 @@ impl ProviderError {
         }
         if let Some(code) = &self.code {
             object.insert("code".into(), code.clone().into());
+        }
+        if let Some(error_type) = &self.error_type {
+            object.insert("errorType".into(), error_type.as_str().into());
         }
         if !self.message.is_empty() {
             object.insert("message".into(), self.message.clone().into());
@@ -169,8 +180,11 @@ fn from_object(object: &Map<String, Value>, path: &str) -> Result<ProviderError,
             .filter(|p| !p.trim().is_empty()),
         status: status(object.get("status"), &field("status"))?,
         code: code(object.get("code"), &field("code"))?,
+        error_type: optional_string(object.get("errorType"), &field("errorType"))?
+            .filter(|t| !t.trim().is_empty())
+            .map(Box::new),
         message: message(object.get("message"), &field("message"))?,
-        headers: headers(object.get("headers"), &field("headers"))?,
+        headers: headers(object.get("headers"), &field("headers"))?.into(),
         error: nested(object.get("error"), &field("error"))?,
         cause: nested(object.get("cause"), &field("cause"))?,
     })

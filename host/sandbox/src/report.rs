@@ -66,6 +66,7 @@ pub(crate) struct BorrowedLevel<'a> {
     pub(crate) depth: u32,
     pub(crate) status: Option<u16>,
     pub(crate) code: Option<&'a str>,
+    pub(crate) error_type: Option<&'a str>,
     pub(crate) message: &'a str,
     pub(crate) headers: Vec<(&'a str, &'a str)>,
 }
@@ -86,6 +87,7 @@ impl BorrowedLevel<'_> {
             depth: self.depth,
             status: self.status,
             code: self.code.map(str::to_owned),
+            error_type: self.error_type.map(str::to_owned),
             message: self.message.to_owned(),
             headers: block,
         }
@@ -119,6 +121,10 @@ pub(crate) fn flatten_borrowed<'a>(
                 .code
                 .as_deref()
                 .map(|c| prefix(c, limits.max_short_text_bytes, &mut truncated)),
+            error_type: level
+                .error_type
+                .as_deref()
+                .map(|t| prefix(t, limits.max_short_text_bytes, &mut truncated)),
             message: prefix(&level.message, limits.max_message_bytes, &mut truncated),
             headers: cut_headers(&level.headers, limits, &mut truncated),
         });

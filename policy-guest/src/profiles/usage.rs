@@ -31,7 +31,9 @@ fn lane(reason: RecordedReason) -> Lane {
     match reason {
         RateLimit | Auth | Overloaded | Unknown => Lane::Cooldown,
         Billing | AuthPermanent => Lane::Disable,
-        Timeout | Format | ContextOverflow | SessionExpired | ModelNotFound => Lane::Untouched,
+        // The endpoint failed, not the credential (F-12.7, F-12.1).
+        Timeout | ServerError | TlsCertificate => Lane::Untouched,
+        Format | ContextOverflow | SessionExpired | ModelNotFound => Lane::Untouched,
     }
 }
 
@@ -170,5 +172,40 @@ mod tests {
             .collect();
         assert_eq!(steps, [1, 5, 25, 60, 60, 60]);
         assert_eq!(ladder(5, 2, u32::MAX, u64::MAX), u64::MAX);
+    }
+
+    /// An endpoint's failure leaves the credential as it was (F-12.7):
+    /// no cooldown, no disable, not even a count.
+    #[test]
+    fn server_and_certificate_failures_leave_the_credential_alone() {
+        let config = CooldownConfig {
+            billing_backoff_ms: 5 * 3_600_000,
+            billing_backoff_ms_by_provider: Vec::new(),
+            billing_max_ms: 24 * 3_600_000,
+            failure_window_ms: 24 * 3_600_000,
+        };
+        let usage = Usage::default();
+        for reason in [RecordedReason::ServerError, RecordedReason::TlsCertificate] {
+            let event = FailureEvent {
+                provider: "openai".into(),
+                reason,
+                model: Some("gpt-x".into()),
+                retry_after_ms: Some(30_000),
+                reset_at_ms: None,
+                now_ms: 1_000,
+            };
+            assert_eq!(record_failure(&usage, &event, &config), usage, "{reason:?}");
+        }
+        let rate_limited = FailureEvent {
+            provider: "openai".into(),
+            reason: RecordedReason::RateLimit,
+            model: None,
+            retry_after_ms: None,
+            reset_at_ms: None,
+            now_ms: 1_000,
+        };
+        assert!(record_failure(&usage, &rate_limited, &config)
+            .cooldown_until
+            .is_some());
     }
 }

@@ -21,12 +21,15 @@ const MAX_BILLING_TEXT_BYTES: usize = 512;
 /// Statuses that, written at the start of a message, mean a transient
 /// server or gateway failure.
 fn is_transient_leading_status(status: u16) -> bool {
-    matches!(status, 499 | 500 | 502 | 503 | 504 | 521..=524 | 529)
+    matches!(status, 499 | 500 | 502..=505 | 507 | 520..=524 | 529)
 }
 
 /// The reason the text names, if any.
 pub fn reason(facts: &LevelFacts) -> Option<Reason> {
     let s = facts.signals;
+    if facts.bare == Some(Bare::RetryEvidence) {
+        return None;
+    }
     if (s.has(SessionExpired) && !s.has(MalformedIdVeto))
         || (s.has(ConversationTerm) && (s.has(NotFoundTerm) || s.has(ExpiredTerm)))
     {
@@ -37,6 +40,12 @@ pub fn reason(facts: &LevelFacts) -> Option<Reason> {
     }
     if context_overflow(s) {
         return Some(Reason::ContextOverflow);
+    }
+    if s.has(CertificateRefused) {
+        return Some(Reason::TlsCertificate);
+    }
+    if s.has(IncompleteStream) {
+        return Some(Reason::Timeout);
     }
     if let Some(reason) = payment::from_text(facts) {
         return Some(reason);
@@ -56,7 +65,8 @@ pub fn reason(facts: &LevelFacts) -> Option<Reason> {
             Reason::RateLimit
         });
     }
-    let overloaded = s.has(Overloaded) || (s.has(ServiceUnavailable) && s.has(CapacityTerm));
+    // "Service unavailable" is how busy providers word it (F-12.8).
+    let overloaded = s.has(Overloaded) || s.has(ServiceUnavailable);
     if rate_limit(s) && !(overloaded && only_generic_rate_limit(s)) {
         return Some(Reason::RateLimit);
     }
@@ -64,14 +74,13 @@ pub fn reason(facts: &LevelFacts) -> Option<Reason> {
         return Some(Reason::Overloaded);
     }
     if has_code(facts, "servererror") && !billing && !s.has(Auth) && !s.has(AuthPermanent) {
-        return Some(Reason::Timeout);
+        return Some(Reason::ServerError);
     }
     if let Some(status) = leading.filter(|s| is_transient_leading_status(*s)) {
-        return Some(if status == 529 {
-            Reason::Overloaded
-        } else {
-            Reason::Timeout
-        });
+        return super::server_status_reason(status);
+    }
+    if s.has(StopReasonServerError) {
+        return Some(Reason::ServerError);
     }
     if refused_refresh(s) || s.has(AuthPermanent) {
         return Some(Reason::AuthPermanent);
@@ -105,12 +114,11 @@ pub fn reason(facts: &LevelFacts) -> Option<Reason> {
     None
 }
 
-/// A server failure announced as such. A proxy's bare `Status: Internal
-/// Server Error` notice says too little without a code 500 beside it.
+/// A server failure announced as such, in words (with no status beside
+/// them, a timeout: the server's side failed in transit). gRPC's `INTERNAL`
+/// counts with a code 500 beside it.
 fn server_error(s: Signals) -> bool {
-    s.has(ServerError)
-        || (s.has(InternalServerError) && (!s.has(StatusInternalServerError) || s.has(Code500)))
-        || (s.has(StatusInternal) && s.has(Code500))
+    s.has(ServerError) || s.has(InternalServerError) || (s.has(StatusInternal) && s.has(Code500))
 }
 
 /// The model does not exist, was retired, or is not served here.

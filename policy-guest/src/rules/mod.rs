@@ -2,10 +2,12 @@
 //!
 //! A level is read in this order:
 //!
-//! 1. an HTML error page behind a transport status (408, 499, 5xx) is a
-//!    transport failure, whatever the page says;
+//! 1. an HTML error page behind a transport status (408, 499, 5xx) is what
+//!    that status means for a server ([`server_status_reason`]), whatever
+//!    the page says;
 //! 2. a code naming a credential refused for good (`deactivated_workspace`)
-//!    decides;
+//!    decides, then a parameter the endpoint does not take (a format
+//!    error, whatever the status or the parameter's name);
 //! 3. the text is read once, in order ([`message`]), for what it says;
 //! 4. a decisive HTTP status decides in the light of that reading
 //!    ([`status`], with the 402 sub-rules in [`payment`]);
@@ -24,9 +26,42 @@ use crate::signals::{Signal, Signals};
 use crate::text::{self, Bare, LeadingStatus};
 use policy_types::Reason;
 
-/// Providers whose own wording changes a rule (F-5.6).
+/// The provider families whose own codes mean something only from them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// Google's Gemini and Vertex APIs: gRPC status names as codes.
+    Google,
+    /// Anthropic's own API: its error types as codes.
+    Anthropic,
+    /// OpenAI's API and its Azure deployments.
+    OpenAi,
+    /// Any other provider.
+    Other,
+}
+
+/// Codes (folded) that only some families send, with those families: from
+/// a provider of another family they are no evidence (`INTERNAL` from
+/// OpenAI, `rate_limit_error` from Google, F-12.9).
+const OWNED_CODES: &[(&str, &[Family])] = &[
+    ("internal", &[Family::Google]),
+    ("deadlineexceeded", &[Family::Google]),
+    ("unavailable", &[Family::Google]),
+    ("apierror", &[Family::Anthropic]),
+    ("ratelimiterror", &[Family::Anthropic, Family::OpenAi]),
+    ("insufficientquota", &[Family::OpenAi, Family::Other]),
+];
+
+/// Providers whose own wording changes a rule (F-5.6, F-12.9).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProviderScope {
+    /// The provider's family, when the provider is known.
+    pub family: Option<Family>,
+    /// Providers that word their throttles as quota (Alibaba DashScope,
+    /// Bailian, Qwen): a quota-worded billing verdict is a rate limit.
+    pub quota_throttles: bool,
+    /// xAI: a bare "Authentication required" under a 401 is its transient
+    /// hiccup, and a 403 without credential words a content refusal.
+    pub xai: bool,
     /// OpenRouter: "Key limit exceeded" is billing, a bare "Provider
     /// returned error" a timeout.
     pub openrouter: bool,
@@ -78,13 +113,66 @@ fn implied(reason: Reason) -> Verdict {
     Some((reason, Evidence::Implied))
 }
 
-/// Classifies one level.
+impl ProviderScope {
+    /// Whether `code` is evidence from this provider: a code another
+    /// family owns is not.
+    pub fn reads(&self, code: &Code) -> bool {
+        let Some(family) = self.family else {
+            return true;
+        };
+        OWNED_CODES
+            .iter()
+            .all(|(owned, owners)| owners.contains(&family) || !code.folds_to(owned))
+    }
+}
+
+/// Classifies one level; a provider that words throttles as quota is
+/// rate-limited, never billed, for its quota words (F-12.9).
 pub fn classify_level(facts: &LevelFacts) -> Verdict {
-    if facts.status.is_some_and(is_transport_status) && text::is_html_page(page(facts)) {
-        return specific(Reason::Timeout);
+    match read_level(facts) {
+        Some((Reason::Billing, evidence))
+            if facts.provider.quota_throttles && quota_worded(facts) =>
+        {
+            Some((Reason::RateLimit, evidence))
+        }
+        verdict => verdict,
+    }
+}
+
+/// The level is a throttle worded as a quota, not money owed: a 429, or a
+/// throttling code, that speaks of a quota. A free tier's allowance spent
+/// under a 403 is billing.
+fn quota_worded(facts: &LevelFacts) -> bool {
+    let throttle = facts.status == Some(429)
+        || facts
+            .codes
+            .iter()
+            .any(|code| code.known() == Some((Some(Reason::RateLimit), Weight::Specific)))
+        || text::contains_ignore_case(facts.message, "throttling");
+    if !throttle {
+        return false;
+    }
+    let quota =
+        has_code(facts, "insufficientquota") || text::contains_ignore_case(facts.message, "quota");
+    let owed = has_code(facts, "arrearage")
+        || ["arrear", "overdue", "balance", "good standing"]
+            .iter()
+            .any(|word| text::contains_ignore_case(facts.message, word));
+    quota && !owed
+}
+
+/// Reads one level.
+fn read_level(facts: &LevelFacts) -> Verdict {
+    if let Some(status) = facts.status.filter(|s| is_transport_status(*s)) {
+        if text::is_html_page(page(facts)) {
+            return specific(server_status_reason(status).unwrap_or(Reason::ServerError));
+        }
     }
     if code_is(facts, Reason::AuthPermanent) {
         return specific(Reason::AuthPermanent);
+    }
+    if names_unknown_parameter(facts) && validation_beats_status(facts.status) {
+        return specific(Reason::Format);
     }
     let said = message::reason(facts);
     if let Some(status) = facts.status {
@@ -92,7 +180,7 @@ pub fn classify_level(facts: &LevelFacts) -> Verdict {
             return verdict;
         }
     }
-    let (specific_code, generic_code) = code_reasons(facts.codes);
+    let (specific_code, generic_code) = level_code_reasons(facts);
     if let Some(reason) = said.filter(|r| outweighs_codes(*r)) {
         // `insufficient_quota` beside "You exceeded your current quota".
         if reason == Reason::RateLimit && code_is(facts, Reason::Billing) {
@@ -124,6 +212,10 @@ pub fn classify_level(facts: &LevelFacts) -> Verdict {
     if let Some(reason) = generic_code {
         return implied(reason);
     }
+    // Anthropic's `api_error` alone: its servers failed (F-5.5).
+    if facts.message.is_empty() && has_code(facts, "apierror") {
+        return implied(Reason::Timeout);
+    }
     facts.status.and_then(implied_by_status).and_then(implied)
 }
 
@@ -139,6 +231,39 @@ fn is_transport_status(status: u16) -> bool {
     status == 408 || status == 499 || (500..600).contains(&status)
 }
 
+/// What a failed server's or gateway's status means by itself (F-12.7): the
+/// gateway gave up waiting (408, 499, 504 and Cloudflare's 522 and 524) is a
+/// timeout, 529 a busy provider, 501 a request the server does not
+/// implement (no server failure), any other 5xx an untyped server error.
+pub fn server_status_reason(status: u16) -> Option<Reason> {
+    match status {
+        408 | 499 | 504 | 522 | 524 => Some(Reason::Timeout),
+        529 => Some(Reason::Overloaded),
+        501 => None,
+        500..=599 => Some(Reason::ServerError),
+        _ => None,
+    }
+}
+
+/// Whether a request-validation body decides over the level's status: it
+/// does over none, a 400, 404 or 422, and a server error's status (the
+/// gateway reports the upstream's refusal as its own failure); a timeout,
+/// a busy provider, a refused credential or a rate limit still decide.
+fn validation_beats_status(status: Option<u16>) -> bool {
+    match status {
+        None | Some(400 | 404 | 422) => true,
+        Some(status) => server_status_reason(status) == Some(Reason::ServerError),
+    }
+}
+
+/// The level names a request parameter the endpoint does not take, in its
+/// code or its text.
+fn names_unknown_parameter(facts: &LevelFacts) -> bool {
+    facts.signals.has(Signal::UnknownParameter)
+        || has_code(facts, "unknownparameter")
+        || has_code(facts, "unsupportedparameter")
+}
+
 /// The text of the level after a status it starts with.
 fn page<'a>(facts: &LevelFacts<'a>) -> &'a str {
     facts.leading.map_or(facts.message, |lead| lead.rest)
@@ -150,6 +275,18 @@ fn implied_by_status(status: u16) -> Option<Reason> {
         // Payload too large: the request does not fit, like a context overflow.
         413 => Some(Reason::ContextOverflow),
         _ => None,
+    }
+}
+
+/// [`code_reasons`] of the level's codes. A certificate code under an HTTP
+/// status is no refused certificate: the server answered.
+fn level_code_reasons(facts: &LevelFacts) -> (Option<Option<Reason>>, Option<Reason>) {
+    let (specific, generic) = code_reasons(facts.codes);
+    let refused_tls = specific == Some(Some(Reason::TlsCertificate));
+    if refused_tls && facts.status.is_some() {
+        (None, generic)
+    } else {
+        (specific, generic)
     }
 }
 

@@ -6,13 +6,18 @@
 //! not ready), 402 by its sub-rules, 401/403 auth (revoked keys and refused
 //! refreshes are permanent, billing text is billing), 408 timeout, 404
 //! missing model, 410 a transport failure unless the text names a session
-//! or a credential, 500/502/504 timeout, 503/499 overloaded when the text
-//! says so, else timeout, 529 overloaded, 400/422 whatever the text says,
-//! else a format error — unless there was no body at all, which says
-//! nothing.
+//! or a credential, a body typed `server_error` under any server status a
+//! server error, 503/499 overloaded when the text says so, other server
+//! statuses what [`server_status_reason`] says they mean (a timeout for
+//! 504, 522, 524, a server error for 500, 502, 503 …), 529 overloaded,
+//! 400/422 whatever the text says, else a format error — unless there was
+//! no body at all, which says nothing. A 413 whose request asks for more
+//! than its limit is a request that cannot fit.
 
 use super::message::{self, permanent};
-use super::{code_is, code_reasons, has_code, implied, payment, specific, LevelFacts, Verdict};
+use super::{
+    code_is, has_code, implied, payment, server_status_reason, specific, LevelFacts, Verdict,
+};
 use crate::signals::Signal::{AmbiguousBalance, Busy, Overloaded, RateLimit, TpmHint};
 use policy_types::Reason;
 
@@ -40,6 +45,14 @@ pub fn decide(status: u16, said: Option<Reason>, facts: &LevelFacts) -> Option<V
             } else {
                 settle(facts, said, Reason::RateLimit)
             }
+        }
+        401 if facts.provider.xai && xai_hiccup(facts) => specific(Reason::Timeout),
+        // xAI's content refusal: a 403 whose text names no failure.
+        403 if facts.provider.xai
+            && facts.codes.is_empty()
+            && crate::signals::scan(super::page(facts)).is_empty() =>
+        {
+            None
         }
         401 | 403 => {
             if permanent(facts.signals) || code_is(facts, Reason::AuthPermanent) {
@@ -73,6 +86,7 @@ pub fn decide(status: u16, said: Option<Reason>, facts: &LevelFacts) -> Option<V
         404 => match said {
             Some(
                 reason @ (Reason::ContextOverflow
+                | Reason::Format
                 | Reason::SessionExpired
                 | Reason::Billing
                 | Reason::AuthPermanent
@@ -80,26 +94,31 @@ pub fn decide(status: u16, said: Option<Reason>, facts: &LevelFacts) -> Option<V
             ) => specific(reason),
             _ => settle(facts, said, Reason::ModelNotFound),
         },
-        500 | 502 | 504 => match strong {
-            Some(reason) => specific(reason),
-            None => settle(facts, said, Reason::Timeout),
-        },
-        // Cloudflare's origin errors: a timeout when there is text; with
-        // none at all the status alone says nothing.
-        520..=524 if !facts.message.is_empty() => match strong {
-            Some(reason) => specific(reason),
-            None => settle(facts, said, Reason::Timeout),
-        },
-        503 | 499 => match strong.or(said.filter(|r| *r == Reason::Overloaded)) {
-            Some(reason) => specific(reason),
-            None => settle(facts, said, Reason::Timeout),
-        },
+        413 if crate::text::requested_exceeds_limit(facts.message) => {
+            specific(Reason::ContextOverflow)
+        }
         529 => match strong.filter(|r| *r != Reason::RateLimit) {
             Some(reason) => specific(reason),
             None => settle(facts, said, Reason::Overloaded),
         },
+        status @ 499..=599 => {
+            let by_status = server_status_reason(status)?;
+            let overloaded = matches!(status, 499 | 503)
+                && (said == Some(Reason::Overloaded) || code_is(facts, Reason::Overloaded));
+            match strong.or(overloaded.then_some(Reason::Overloaded)) {
+                Some(reason) => specific(reason),
+                None if has_code(facts, "servererror") => specific(Reason::ServerError),
+                // The text speaks of server trouble too ("Bad Gateway",
+                // "upstream failure"): the status says which kind.
+                None if matches!(said, Some(Reason::Timeout | Reason::ServerError)) => {
+                    specific(by_status)
+                }
+                None => settle(facts, said, by_status),
+            }
+        }
         400 | 422 => {
-            let server_error_body = said == Some(Reason::Timeout) && has_code(facts, "servererror");
+            let server_error_body =
+                said == Some(Reason::ServerError) && has_code(facts, "servererror");
             match said.filter(|_| !server_error_body) {
                 Some(Reason::Format) => implied(Reason::Format),
                 Some(reason) => specific(reason),
@@ -131,6 +150,17 @@ fn billing_under_429(facts: &LevelFacts, said: Option<Reason>) -> bool {
     !facts.signals.has(AmbiguousBalance) || facts.provider.billing_429
 }
 
+/// xAI's bare "Authentication required", naming no credential fault: its
+/// gateway's transient refusal.
+fn xai_hiccup(facts: &LevelFacts) -> bool {
+    /// Words that name what is wrong with the credential.
+    const CREDENTIAL_FAULTS: &[&str] =
+        &["invalid", "incorrect", "expired", "revoked", "key", "token"];
+    let text = facts.message;
+    crate::text::contains_ignore_case(text, "authentication required")
+        && !(CREDENTIAL_FAULTS.iter()).any(|word| crate::text::contains_ignore_case(text, word))
+}
+
 /// A busy provider under a 429: a model that is not ready, or overload
 /// words with no rate-limit words beside them.
 fn busy_under_429(facts: &LevelFacts) -> bool {
@@ -151,7 +181,7 @@ fn settle(facts: &LevelFacts, said: Option<Reason>, reason: Reason) -> Verdict {
 
 /// The verdict of the level's first specific code that names a failure.
 fn specific_code(facts: &LevelFacts) -> Option<Verdict> {
-    match code_reasons(facts.codes).0 {
+    match super::level_code_reasons(facts).0 {
         Some(Some(reason)) => Some(specific(reason)),
         _ => None,
     }

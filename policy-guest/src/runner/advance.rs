@@ -66,3 +66,48 @@ pub fn next_step(attempt: &FailedAttempt, config: &RotationConfig) -> RunStep {
         RunStep::Stop(StopReason::Exhausted)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(reason: RecordedReason) -> FailedAttempt {
+        FailedAttempt {
+            reason,
+            retry_after_ms: None,
+            aborted: false,
+            hung: false,
+            live_switch_to: None,
+            user_pinned_profile: false,
+            rotations: 0,
+            profiles_left: 2,
+            chain: vec!["a/x".into(), "b/y".into()],
+            position: 0,
+            overflow_to: None,
+        }
+    }
+
+    /// An endpoint's failure moves to the next model at once: another key
+    /// of the same endpoint would fail alike (F-12.7). A timeout first tries
+    /// the next key (F-12.1).
+    #[test]
+    fn endpoint_failures_advance_the_chain_without_rotating() {
+        let config = RotationConfig {
+            rate_limited_profile_rotations: 1,
+            overloaded_profile_rotations: 1,
+            overloaded_backoff_ms: 0,
+            wait_cap_ms: 60_000,
+        };
+        for reason in [RecordedReason::ServerError, RecordedReason::TlsCertificate] {
+            assert_eq!(
+                next_step(&failed(reason), &config),
+                RunStep::Candidate(1),
+                "{reason:?}"
+            );
+        }
+        assert_eq!(
+            next_step(&failed(RecordedReason::Timeout), &config),
+            RunStep::RotateProfile(0)
+        );
+    }
+}

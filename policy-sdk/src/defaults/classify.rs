@@ -9,9 +9,8 @@ use crate::types::{Classification, ErrorLevel, ErrorReport, FailureReason};
 ///
 /// Each level's headers become the `Name: value` block the core reads (a
 /// line break inside a name or value becomes a space, see
-/// [`policy_types::classify::push_header_text`]), and a level without a
-/// code offers its error type as one: `invalid_request_error` is evidence
-/// either way.
+/// [`policy_types::classify::push_header_text`]); the error type is
+/// evidence like a code.
 pub fn classify(report: ErrorReport) -> Classification {
     let blocks: Vec<String> = report.levels.iter().map(header_block).collect();
     let levels: Vec<LevelRef<'_>> = report
@@ -21,7 +20,8 @@ pub fn classify(report: ErrorReport) -> Classification {
         .map(|(level, headers)| LevelRef {
             depth: level.depth,
             status: level.status,
-            code: level.code.as_deref().or(level.error_type.as_deref()),
+            code: level.code.as_deref(),
+            error_type: level.error_type.as_deref(),
             message: &level.message,
             headers,
         })

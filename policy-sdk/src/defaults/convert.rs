@@ -10,8 +10,7 @@ use crate::types::{
     ModelCooldown, PinSource, RankedProfile, SelectionSource, StoredProfile, Usage,
 };
 
-/// A contract reason as the core records it; `server-error` and
-/// `tls-certificate` read as `timeout` (see the module docs of `defaults`).
+/// A contract reason as the core records it.
 pub(super) fn reason_to_core(reason: FailureReason) -> core::RecordedReason {
     use core::RecordedReason as R;
     match reason {
@@ -20,9 +19,9 @@ pub(super) fn reason_to_core(reason: FailureReason) -> core::RecordedReason {
         FailureReason::Billing => R::Billing,
         FailureReason::Auth => R::Auth,
         FailureReason::AuthPermanent => R::AuthPermanent,
-        FailureReason::Timeout | FailureReason::ServerError | FailureReason::TlsCertificate => {
-            R::Timeout
-        }
+        FailureReason::Timeout => R::Timeout,
+        FailureReason::ServerError => R::ServerError,
+        FailureReason::TlsCertificate => R::TlsCertificate,
         FailureReason::Format => R::Format,
         FailureReason::ModelNotFound => R::ModelNotFound,
         FailureReason::SessionExpired => R::SessionExpired,
@@ -41,6 +40,8 @@ pub(super) fn recorded_from_core(reason: core::RecordedReason) -> FailureReason 
         core::RecordedReason::Auth => FailureReason::Auth,
         core::RecordedReason::AuthPermanent => FailureReason::AuthPermanent,
         core::RecordedReason::Timeout => FailureReason::Timeout,
+        core::RecordedReason::ServerError => FailureReason::ServerError,
+        core::RecordedReason::TlsCertificate => FailureReason::TlsCertificate,
         core::RecordedReason::Format => FailureReason::Format,
         core::RecordedReason::ModelNotFound => FailureReason::ModelNotFound,
         core::RecordedReason::SessionExpired => FailureReason::SessionExpired,

@@ -3,11 +3,6 @@
 //! asks the default policy's core (`policy-guest`) and converts the answer
 //! back. A [`Policy`](crate::Policy) method that changes a default in part
 //! calls the function here and adjusts its answer.
-//!
-//! The core has no `server-error` or `tls-certificate` reason. Where one
-//! reaches it (a reason another module recorded, a skip, a summary), it is
-//! read as `timeout`, the lane that also advances the chain; an attempt
-//! that failed with either leaves the credential as it was (spec F-12.7).
 
 mod classify;
 mod convert;

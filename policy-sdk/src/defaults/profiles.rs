@@ -8,8 +8,8 @@ use super::convert::{
     reason_to_core, stored_to_core, usage_from_core, usage_to_core,
 };
 use crate::types::{
-    AttemptEvent, CooldownConfig, FailureReason, OrderRequest, Outcome, PinDecision, PinRequest,
-    RankedProfile, Usage,
+    AttemptEvent, CooldownConfig, OrderRequest, Outcome, PinDecision, PinRequest, RankedProfile,
+    Usage,
 };
 
 /// The default order of a provider's profiles.
@@ -61,12 +61,6 @@ pub fn record_attempt(usage: Usage, event: AttemptEvent, config: CooldownConfig)
             policy_guest::profiles::record_success(&core_usage, model, event.now_ms)
         }
         Outcome::Failure(verdict) => {
-            if matches!(
-                verdict.reason,
-                FailureReason::ServerError | FailureReason::TlsCertificate
-            ) {
-                return usage;
-            }
             let failure = core::FailureEvent {
                 provider: event.provider.clone(),
                 reason: reason_to_core(verdict.reason),

@@ -82,9 +82,7 @@ impl ClassifyArgs {
             let Some((name, value)) = header.split_once(':') else {
                 bail!("--header {header:?} is not of the form `Name: value`");
             };
-            error
-                .headers
-                .push((name.trim().to_owned(), value.trim().to_owned()));
+            error = error.with_header(name.trim(), value.trim());
         }
         Ok(error)
     }

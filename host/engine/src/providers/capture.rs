@@ -47,7 +47,7 @@ pub async fn response_error(provider: &str, response: reqwest::Response) -> Prov
     let mut error = ProviderError::message(message)
         .with_provider(provider)
         .with_status(status);
-    error.headers = headers;
+    error.headers = headers.into();
     error
 }
 

@@ -48,15 +48,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         };
         let now = self.clock.now_ms();
         let hung = matches!(failure, CallError::Hung(_));
-        if let CallError::Failed(_) | CallError::Hung(_) = &failure {
-            // F-12.3: an answer, even a fast error, is not a hang.
-            let end = if hung {
-                AttemptEnd::Hung
-            } else {
-                AttemptEnd::Answered
-            };
-            self.health.attempt_ended(policy, &target.model, end, now)?;
-        }
+        let answered_or_hung = matches!(failure, CallError::Failed(_) | CallError::Hung(_));
         let (error, aborted, live_switch_to) = match failure {
             CallError::Failed(error) | CallError::Hung(error) => (*error, false, None),
             CallError::Aborted(error) => (*error, true, None),
@@ -73,6 +65,16 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         } else {
             RecordedReason::from(verdict.reason)
         };
+        if answered_or_hung {
+            // F-12.3: an answer, even a fast error, is not a hang; an
+            // untyped server failure counts against the model (F-12.7).
+            let end = match (hung, reason) {
+                (true, _) => AttemptEnd::Hung,
+                (false, RecordedReason::ServerError) => AttemptEnd::ServerError,
+                (false, _) => AttemptEnd::Answered,
+            };
+            self.health.attempt_ended(policy, &target.model, end, now)?;
+        }
         if !aborted || reason == RecordedReason::Timeout {
             self.record_failure(
                 policy,

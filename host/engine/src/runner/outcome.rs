@@ -220,6 +220,8 @@ fn adjective(reason: RecordedReason) -> &'static str {
         RecordedReason::Billing => "out of credit",
         RecordedReason::Auth | RecordedReason::AuthPermanent => "refusing our credentials",
         RecordedReason::Timeout => "timing out",
+        RecordedReason::ServerError => "failing on the server side",
+        RecordedReason::TlsCertificate => "presenting a certificate we refuse",
         RecordedReason::ModelNotFound => "unavailable",
         _ => "failing",
     }

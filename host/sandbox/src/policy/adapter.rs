@@ -25,6 +25,8 @@ pub(crate) fn reason(reason: RecordedReason) -> wit::FailureReason {
         RecordedReason::Auth => W::Auth,
         RecordedReason::AuthPermanent => W::AuthPermanent,
         RecordedReason::Timeout => W::Timeout,
+        RecordedReason::ServerError => W::ServerError,
+        RecordedReason::TlsCertificate => W::TlsCertificate,
         RecordedReason::Format => W::Format,
         RecordedReason::ModelNotFound => W::ModelNotFound,
         RecordedReason::SessionExpired => W::SessionExpired,
@@ -42,7 +44,9 @@ pub(crate) fn recorded(reason: wit::FailureReason) -> RecordedReason {
         W::Billing => RecordedReason::Billing,
         W::Auth => RecordedReason::Auth,
         W::AuthPermanent => RecordedReason::AuthPermanent,
-        W::Timeout | W::ServerError | W::TlsCertificate => RecordedReason::Timeout,
+        W::Timeout => RecordedReason::Timeout,
+        W::ServerError => RecordedReason::ServerError,
+        W::TlsCertificate => RecordedReason::TlsCertificate,
         W::Format => RecordedReason::Format,
         W::ModelNotFound => RecordedReason::ModelNotFound,
         W::SessionExpired => RecordedReason::SessionExpired,
@@ -438,8 +442,8 @@ pub(crate) fn host_pin(decision: profiles::PinDecision) -> host::PinDecision {
     }
 }
 
-/// A flattened error as `classify` takes it. The host captures no error
-/// type, parameter or details apart from the message, so those go empty.
+/// A flattened error as `classify` takes it. The host captures no
+/// parameter or details apart from the message, so those go empty.
 pub(crate) fn error_report(report: &BorrowedReport<'_>, now_ms: u64) -> wit::ErrorReport {
     wit::ErrorReport {
         provider: report.provider.map(str::to_owned),
@@ -449,7 +453,7 @@ pub(crate) fn error_report(report: &BorrowedReport<'_>, now_ms: u64) -> wit::Err
                 depth: level.depth,
                 status: level.status,
                 code: level.code.map(str::to_owned),
-                error_type: None,
+                error_type: level.error_type.map(str::to_owned),
                 param: None,
                 message: level.message.to_owned(),
                 details: None,
@@ -473,7 +477,7 @@ pub(crate) fn held_report(report: &host::ErrorReport) -> wit::ErrorReport {
                 depth: level.depth,
                 status: level.status,
                 code: level.code.clone(),
-                error_type: None,
+                error_type: level.error_type.clone(),
                 param: None,
                 message: level.message.clone(),
                 details: None,
