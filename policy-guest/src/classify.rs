@@ -155,20 +155,8 @@ fn classify_levels<'a>(
             }
         }
 
-        // Sized once: growing it would be a second call into the allocator.
         let body_codes = body.as_ref().map_or(&[][..], |body| &body.codes[..]);
-        let given = level.code.into_iter().chain(level.error_type);
-        let mut codes = Vec::with_capacity(
-            usize::from(level.code.is_some())
-                + usize::from(level.error_type.is_some())
-                + body_codes.len(),
-        );
-        codes.extend(given.map(Code::read).filter(|c| provider.reads(c)));
-        codes.extend(
-            (body_codes.iter())
-                .map(|code| Code::read(code))
-                .filter(|c| provider.reads(c)),
-        );
+        let codes = level_codes(&level, body_codes, &provider);
         let facts = LevelFacts {
             status: own_status.or(inherited),
             status_from_text: text_status.is_some(),
@@ -211,6 +199,25 @@ fn classify_levels<'a>(
         detail,
         retry_after_ms: retry_after_ms.or(body_retry_ms),
     }
+}
+
+/// A level's codes as evidence: its own code, its error type, then its
+/// body's codes, less those another provider family owns. Sized once:
+/// growing it would be a second call into the allocator.
+fn level_codes(level: &LevelRef<'_>, body_codes: &[String], provider: &ProviderScope) -> Vec<Code> {
+    let given = level.code.into_iter().chain(level.error_type);
+    let mut codes = Vec::with_capacity(
+        usize::from(level.code.is_some())
+            + usize::from(level.error_type.is_some())
+            + body_codes.len(),
+    );
+    codes.extend(given.map(Code::read).filter(|c| provider.reads(c)));
+    codes.extend(
+        (body_codes.iter())
+            .map(|code| Code::read(code))
+            .filter(|c| provider.reads(c)),
+    );
+    codes
 }
 
 /// Whether a level without an HTTP status names a certificate the client

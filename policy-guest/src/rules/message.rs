@@ -82,6 +82,14 @@ pub fn reason(facts: &LevelFacts) -> Option<Reason> {
     if s.has(StopReasonServerError) {
         return Some(Reason::ServerError);
     }
+    vaguer_reason(facts)
+}
+
+/// What the text says when it names nothing more specific: refused
+/// credentials, revoked before ambiguous; server trouble in words;
+/// malformed requests; transport failures.
+fn vaguer_reason(facts: &LevelFacts) -> Option<Reason> {
+    let s = facts.signals;
     if refused_refresh(s) || s.has(AuthPermanent) {
         return Some(Reason::AuthPermanent);
     }

@@ -32,40 +32,8 @@ pub fn decide(status: u16, said: Option<Reason>, facts: &LevelFacts) -> Option<V
     });
     let verdict = match status {
         402 => return payment::decide(facts),
-        429 => {
-            if said == Some(Reason::ContextOverflow) {
-                // Overflow never fails over: it must not be masked.
-                specific(Reason::ContextOverflow)
-            } else if billing_under_429(facts, said) {
-                specific(Reason::Billing)
-            } else if busy_under_429(facts) {
-                // ModelNotReadyException, "the engine is currently
-                // overloaded" arrive as 429s (F-5.8).
-                specific(Reason::Overloaded)
-            } else {
-                settle(facts, said, Reason::RateLimit)
-            }
-        }
-        401 if facts.provider.xai && xai_hiccup(facts) => specific(Reason::Timeout),
-        // xAI's content refusal: a 403 whose text names no failure.
-        403 if facts.provider.xai
-            && facts.codes.is_empty()
-            && crate::signals::scan(super::page(facts)).is_empty() =>
-        {
-            None
-        }
-        401 | 403 => {
-            if permanent(facts.signals) || code_is(facts, Reason::AuthPermanent) {
-                specific(Reason::AuthPermanent)
-            } else if said == Some(Reason::Billing) || code_is(facts, Reason::Billing) {
-                specific(Reason::Billing)
-            } else if facts.signals.has(RateLimit) {
-                // GitHub-style "API rate limit exceeded" under a 403.
-                specific(Reason::RateLimit)
-            } else {
-                settle(facts, said, Reason::Auth)
-            }
-        }
+        429 => too_many_requests(said, facts),
+        401 | 403 => refused(status, said, facts),
         408 => match said {
             Some(Reason::RateLimit) => specific(Reason::RateLimit),
             _ => settle(facts, said, Reason::Timeout),
@@ -101,21 +69,7 @@ pub fn decide(status: u16, said: Option<Reason>, facts: &LevelFacts) -> Option<V
             Some(reason) => specific(reason),
             None => settle(facts, said, Reason::Overloaded),
         },
-        status @ 499..=599 => {
-            let by_status = server_status_reason(status)?;
-            let overloaded = matches!(status, 499 | 503)
-                && (said == Some(Reason::Overloaded) || code_is(facts, Reason::Overloaded));
-            match strong.or(overloaded.then_some(Reason::Overloaded)) {
-                Some(reason) => specific(reason),
-                None if has_code(facts, "servererror") => specific(Reason::ServerError),
-                // The text speaks of server trouble too ("Bad Gateway",
-                // "upstream failure"): the status says which kind.
-                None if matches!(said, Some(Reason::Timeout | Reason::ServerError)) => {
-                    specific(by_status)
-                }
-                None => settle(facts, said, by_status),
-            }
-        }
+        499..=599 => failed_server(status, strong, said, facts)?,
         400 | 422 => {
             let server_error_body =
                 said == Some(Reason::ServerError) && has_code(facts, "servererror");
@@ -135,6 +89,72 @@ pub fn decide(status: u16, said: Option<Reason>, facts: &LevelFacts) -> Option<V
         _ => return None,
     };
     Some(verdict)
+}
+
+/// A 429: a rate limit, unless the text names an overflow, billing or a
+/// busy model.
+fn too_many_requests(said: Option<Reason>, facts: &LevelFacts) -> Verdict {
+    if said == Some(Reason::ContextOverflow) {
+        // Overflow never fails over: it must not be masked.
+        specific(Reason::ContextOverflow)
+    } else if billing_under_429(facts, said) {
+        specific(Reason::Billing)
+    } else if busy_under_429(facts) {
+        // ModelNotReadyException, "the engine is currently overloaded"
+        // arrive as 429s (F-5.8).
+        specific(Reason::Overloaded)
+    } else {
+        settle(facts, said, Reason::RateLimit)
+    }
+}
+
+/// A 401 or 403: a refused credential, permanent when the text says so,
+/// billing or a rate limit when the text names those; xAI's own hiccups
+/// and content refusals aside (F-12.9).
+fn refused(status: u16, said: Option<Reason>, facts: &LevelFacts) -> Verdict {
+    if facts.provider.xai {
+        if status == 401 && xai_hiccup(facts) {
+            return specific(Reason::Timeout);
+        }
+        // A 403 whose text names no failure: a content refusal.
+        let names_nothing = crate::signals::scan(super::page(facts)).is_empty();
+        if status == 403 && facts.codes.is_empty() && names_nothing {
+            return None;
+        }
+    }
+    if permanent(facts.signals) || code_is(facts, Reason::AuthPermanent) {
+        specific(Reason::AuthPermanent)
+    } else if said == Some(Reason::Billing) || code_is(facts, Reason::Billing) {
+        specific(Reason::Billing)
+    } else if facts.signals.has(RateLimit) {
+        // GitHub-style "API rate limit exceeded" under a 403.
+        specific(Reason::RateLimit)
+    } else {
+        settle(facts, said, Reason::Auth)
+    }
+}
+
+/// A failed server's or gateway's status (499, 5xx but 529): text that
+/// names an overflow, billing or a rate limit decides, then overload words
+/// under a 503 or 499, a body typed `server_error`, then what the status
+/// means ([`server_status_reason`]); `None` when the status does not decide.
+fn failed_server(
+    status: u16,
+    strong: Option<Reason>,
+    said: Option<Reason>,
+    facts: &LevelFacts,
+) -> Option<Verdict> {
+    let by_status = server_status_reason(status)?;
+    let overloaded = matches!(status, 499 | 503)
+        && (said == Some(Reason::Overloaded) || code_is(facts, Reason::Overloaded));
+    Some(match strong.or(overloaded.then_some(Reason::Overloaded)) {
+        Some(reason) => specific(reason),
+        None if has_code(facts, "servererror") => specific(Reason::ServerError),
+        // The text speaks of server trouble too ("Bad Gateway", "upstream
+        // failure"): the status says which kind.
+        None if matches!(said, Some(Reason::Timeout | Reason::ServerError)) => specific(by_status),
+        None => settle(facts, said, by_status),
+    })
 }
 
 /// Billing text under a 429 is billing — except "Insufficient account
