@@ -289,6 +289,39 @@ fn add_list_mark_status_remove() {
     assert_eq!(output.status.code(), Some(2));
 }
 
+/// A disable that outlives its cause (a top-up, a fixed key) is cleared by
+/// hand, counts and all; an unknown profile is refused by name.
+#[test]
+fn profiles_clear_lifts_a_disable_and_its_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    run_ok(state, &["profiles", "add", "groq:a"], "key\n");
+    for _ in 0..2 {
+        run_ok(
+            state,
+            &["profiles", "mark", "groq:a", "--failure", "billing"],
+            "",
+        );
+    }
+    let usage = store(state).usage().unwrap()["groq:a"].clone();
+    assert!(usage.disabled_until.is_some() && usage.error_count == 2);
+    let said = run_ok(state, &["profiles", "clear", "groq:a"], "");
+    assert!(said.contains("groq:a"), "{said}");
+    let usage = store(state).usage().unwrap()["groq:a"].clone();
+    assert_eq!(
+        (
+            usage.disabled_until,
+            usage.disabled_reason,
+            usage.error_count
+        ),
+        (None, None, 0)
+    );
+    assert!(usage.failure_counts.is_empty());
+    let output = run(state, &["profiles", "clear", "groq:b"], "");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no profile groq:b"));
+}
+
 #[test]
 fn add_refuses_to_replace_silently_and_reads_a_named_variable() {
     let dir = tempfile::tempdir().unwrap();

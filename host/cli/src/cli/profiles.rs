@@ -50,6 +50,9 @@ pub enum ProfilesCommand {
     Remove { id: String },
     /// Record a failure or a success against a profile, as a run would.
     Mark(MarkArgs),
+    /// Clear a profile's cooldowns, disable and failure counts by hand
+    /// (after a top-up, or once a key is fixed): it serves again at once.
+    Clear { id: String },
 }
 
 /// The credential types a key can be added as.
@@ -65,8 +68,8 @@ pub struct MarkArgs {
     /// The profile.
     id: String,
     /// The failure's reason: rate_limit, overloaded, billing, auth,
-    /// auth_permanent, timeout, format, model_not_found, session_expired,
-    /// context_overflow or unknown.
+    /// auth_permanent, timeout, server_error, tls_certificate, format,
+    /// model_not_found, session_expired, context_overflow or unknown.
     #[arg(
         long,
         value_name = "REASON",
@@ -103,6 +106,7 @@ pub fn run(context: &Context, command: ProfilesCommand) -> anyhow::Result<ExitCo
         } => add(context, &id, provider, kind, key_env.as_deref(), replace),
         ProfilesCommand::Remove { id } => remove(context, &id),
         ProfilesCommand::Mark(args) => mark(context, args),
+        ProfilesCommand::Clear { id } => clear(context, &id),
     }
 }
 
@@ -241,6 +245,22 @@ fn remove(context: &Context, id: &str) -> anyhow::Result<ExitCode> {
     }
     store.remove_usage(id)?;
     eprintln!("removed {id}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn clear(context: &Context, id: &str) -> anyhow::Result<ExitCode> {
+    let store = context.store()?;
+    if !store.summaries()?.iter().any(|s| s.id == id) {
+        bail!("no profile {id} for agent {}", context.agent());
+    }
+    // Only when it last served is kept: windows, reasons and counts go.
+    let after = store.update_profile_usage(id, |before| {
+        Ok::<_, std::convert::Infallible>(Usage {
+            last_used: before.last_used,
+            ..Usage::default()
+        })
+    })?;
+    println!("{id}: {}", super::status::describe_state(&after, now_ms()));
     Ok(ExitCode::SUCCESS)
 }
 
