@@ -55,7 +55,7 @@ fn replayed(trace: &Path, unrecorded: Unrecorded) -> failover::replay::Replay {
 #[test]
 fn every_example_incident_replays_to_its_golden_output() {
     let traces = traces();
-    assert_eq!(traces.len(), 14, "{traces:?}");
+    assert_eq!(traces.len(), 15, "{traces:?}");
     for trace in traces {
         let expected = std::fs::read_to_string(golden(&trace)).unwrap();
         let actual = replayed(&trace, Unrecorded::Error).json_lines().join("\n") + "\n";
@@ -223,6 +223,34 @@ fn the_project_rules_show_in_their_incidents() {
     let session = final_line(&pin, "session", "chat-9");
     assert_eq!(session["authProfileOverride"], "anthropic:a");
     assert!(session.get("modelOverride").is_none());
+}
+
+/// Failures the reference's users report, each shown impossible by its
+/// incident.
+#[test]
+fn the_reported_failures_do_not_happen_in_their_incidents() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/traces");
+    let run = |name: &str| replayed(&dir.join(format!("{name}.jsonl")), Unrecorded::Error);
+
+    // F-12.9: DashScope's quota-worded 429 is a rate limit, not a billing
+    // disable: the key serves again 90 s later instead of hours.
+    let quota = run("quota-worded-throttle");
+    let first = quota
+        .json_lines()
+        .into_iter()
+        .find(|line| line.contains(r#""profile":"dashscope:a""#) && line.contains("attempt"))
+        .expect("the throttled attempt");
+    assert!(first.contains(r#""outcome":"rate_limit""#), "{first}");
+    let qwen = "dashscope/qwen-max";
+    assert_eq!(
+        served_by(&quota),
+        [
+            (1, qwen.into(), "dashscope:b".into()),
+            (2, qwen.into(), "dashscope:a".into())
+        ]
+    );
+    let key = final_line(&quota, "profile", "dashscope:a");
+    assert!(key["disabledUntil"].is_null(), "{key}");
 }
 
 #[test]
