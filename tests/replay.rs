@@ -55,7 +55,7 @@ fn replayed(trace: &Path, unrecorded: Unrecorded) -> failover::replay::Replay {
 #[test]
 fn every_example_incident_replays_to_its_golden_output() {
     let traces = traces();
-    assert_eq!(traces.len(), 15, "{traces:?}");
+    assert_eq!(traces.len(), 16, "{traces:?}");
     for trace in traces {
         let expected = std::fs::read_to_string(golden(&trace)).unwrap();
         let actual = replayed(&trace, Unrecorded::Error).json_lines().join("\n") + "\n";
@@ -251,6 +251,34 @@ fn the_reported_failures_do_not_happen_in_their_incidents() {
     );
     let key = final_line(&quota, "profile", "dashscope:a");
     assert!(key["disabledUntil"].is_null(), "{key}");
+
+    // F-12.10: a 36-hour Retry-After never holds a request: the fallback
+    // answers at once; with nothing left the request fails at once, naming
+    // the wait; the cooldown still runs the whole 36 hours.
+    let long = run("long-retry-after");
+    assert_eq!(served_by(&long), [(1, O.into(), "openai:a".into())]);
+    let lines = long.json_lines();
+    let served = lines
+        .iter()
+        .find(|l| l.contains(r#""kind":"served""#))
+        .unwrap();
+    assert!(
+        served.contains(&format!(r#""at":{}"#, T0 + 870)),
+        "{served}"
+    );
+    let failed = lines
+        .iter()
+        .find(|l| l.contains(r#""kind":"failed""#))
+        .unwrap();
+    assert!(
+        failed.contains(&format!(r#""at":{}"#, T0 + 100_000)),
+        "{failed}"
+    );
+    assert!(failed.contains("ready in ~36 h"), "{failed}");
+    assert_eq!(
+        final_line(&long, "profile", "anthropic:a")["cooldownUntil"],
+        T0 + 70 + 36 * 3_600_000
+    );
 }
 
 #[test]
