@@ -279,6 +279,20 @@ fn the_reported_failures_do_not_happen_in_their_incidents() {
         final_line(&long, "profile", "anthropic:a")["cooldownUntil"],
         T0 + 70 + 36 * 3_600_000
     );
+
+    // F-6.9: the probe that succeeds clears the disable and its counters.
+    let billing = run("billing-probe-near-expiry");
+    let probed = final_line(&billing, "profile", "anthropic:a");
+    assert_eq!(
+        (&probed["disabledUntil"], &probed["errorCount"]),
+        (&serde_json::Value::Null, &serde_json::json!(0))
+    );
+    // F-12.1, F-6.1: a plain timeout rotates the key and cools neither.
+    let timeouts = run("timeout-rotation");
+    for key in ["anthropic:a", "anthropic:b"] {
+        let state = final_line(&timeouts, "profile", key);
+        assert!(state["cooldownUntil"].is_null(), "{key}: {state}");
+    }
 }
 
 #[test]
