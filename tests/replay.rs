@@ -258,18 +258,15 @@ fn the_reported_failures_do_not_happen_in_their_incidents() {
     let long = run("long-retry-after");
     assert_eq!(served_by(&long), [(1, O.into(), "openai:a".into())]);
     let lines = long.json_lines();
-    let served = lines
-        .iter()
-        .find(|l| l.contains(r#""kind":"served""#))
-        .unwrap();
+    let line_of = |kind: &str| {
+        let tag = format!(r#""kind":"{kind}""#);
+        lines.iter().find(|l| l.contains(&tag)).unwrap().clone()
+    };
+    let (served, failed) = (line_of("served"), line_of("failed"));
     assert!(
         served.contains(&format!(r#""at":{}"#, T0 + 870)),
         "{served}"
     );
-    let failed = lines
-        .iter()
-        .find(|l| l.contains(r#""kind":"failed""#))
-        .unwrap();
     assert!(
         failed.contains(&format!(r#""at":{}"#, T0 + 100_000)),
         "{failed}"

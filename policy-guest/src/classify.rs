@@ -227,7 +227,7 @@ fn refuses_certificate(level: &LevelRef<'_>) -> bool {
         return false;
     }
     let by_code = level.code.is_some_and(|code| {
-        Code::read(code).known()
+        crate::codes::lookup(code)
             == Some((Some(Reason::TlsCertificate), crate::codes::Weight::Specific))
     });
     by_code || signals::scan(level.message).has(crate::signals::Signal::CertificateRefused)

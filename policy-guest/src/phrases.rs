@@ -116,10 +116,8 @@ pub enum Signal {
     StatusInternal,
     /// "code: 500" written in the text.
     Code500,
-    /// "service unavailable": with `CapacityTerm`, a busy provider.
+    /// "service unavailable": a busy provider (F-12.8).
     ServiceUnavailable,
-    /// "capacity".
-    CapacityTerm,
     /// Transport failures and timeouts: errno names, "socket hang up".
     Transient,
     /// "operation was aborted", "stream aborted": a fetch or stream abort,
@@ -127,7 +125,7 @@ pub enum Signal {
     /// abort (F-7.5).
     Aborted,
     /// OpenAI-compatible stop and finish reasons that mean a broken stream
-    /// (`stop reason: error`, `finish_reason: network_error`).
+    /// (`stop reason: abort`, `finish_reason: network_error`).
     StopReasonError,
     /// A stream that finished in error (`finish_reason: error`, `stop
     /// reason: error`): the server failed the answer (F-12.7).
@@ -510,7 +508,6 @@ pub const PHRASES: &[(&str, &[Signal], Edge)] = &[
     ("not ready to serve", &[Overloaded, Busy], Anywhere),
     ("capacity exceeded", &[Overloaded], Anywhere),
     ("out of capacity", &[Overloaded], Anywhere),
-    ("capacity", &[CapacityTerm], Anywhere),
     ("high demand", &[Overloaded], Anywhere),
     ("high load", &[Overloaded], Anywhere),
     ("high traffic", &[Overloaded], Anywhere),
