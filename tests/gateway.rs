@@ -54,8 +54,8 @@ async fn a_429_without_retry_after_rotates_to_the_next_key() {
         calls(&[("claude-x", "ant-a"), ("claude-x", "ant-b")])
     );
     let a_state = h.usage("anthropic:a");
-    assert_eq!(a_state.cooldown_reason, Some(RecordedReason::RateLimit));
-    assert!(a_state.cooldown_until.is_some());
+    let cooldown = a_state.model_cooldowns.first().expect("a cooldown");
+    assert_eq!(cooldown.reason, RecordedReason::RateLimit);
     h.stop().await;
 }
 
@@ -99,8 +99,9 @@ async fn a_retry_after_over_the_cap_is_surfaced_at_once() {
     assert_eq!(h.up.chat_calls(), calls(&[("gpt-x", "oai-a")]));
     // Strict selection (F-7.6): the anthropic chain was not touched.
     let state = h.usage("openai:a");
-    assert_eq!(state.cooldown_reason, Some(RecordedReason::RateLimit));
-    let floor = state.cooldown_until.unwrap() - state.last_failure_at.unwrap();
+    let cooldown = state.model_cooldowns.first().expect("a cooldown");
+    assert_eq!(cooldown.reason, RecordedReason::RateLimit);
+    let floor = cooldown.until - state.last_failure_at.unwrap();
     assert_eq!(floor, 120_000, "Retry-After floors the cooldown (F-6.8a)");
     h.stop().await;
 }

@@ -55,7 +55,7 @@ fn replayed(trace: &Path, unrecorded: Unrecorded) -> failover::replay::Replay {
 #[test]
 fn every_example_incident_replays_to_its_golden_output() {
     let traces = traces();
-    assert_eq!(traces.len(), 16, "{traces:?}");
+    assert_eq!(traces.len(), 17, "{traces:?}");
     for trace in traces {
         let expected = std::fs::read_to_string(golden(&trace)).unwrap();
         let actual = replayed(&trace, Unrecorded::Error).json_lines().join("\n") + "\n";
@@ -210,10 +210,11 @@ fn the_project_rules_show_in_their_incidents() {
     )));
     assert_eq!(served_by(&slow)[2].1, A);
 
-    // F-12.6: a Retry-After reaching past the open cooldown extends it.
+    // F-12.6: a Retry-After reaching past the open cooldown blocks the
+    // model to its end; the rate limit is the model's, so its window is.
     let extends = run("retry-after-extends");
     assert_eq!(
-        final_line(&extends, "profile", "anthropic:a")["cooldownUntil"],
+        final_line(&extends, "profile", "anthropic:a")["modelCooldowns"][0]["until"],
         T0 + 10_200 + 3_600_000
     );
     assert_eq!(attempted(&extends, 2), [O], "still cooling down at t+120 s");
@@ -273,7 +274,7 @@ fn the_reported_failures_do_not_happen_in_their_incidents() {
     );
     assert!(failed.contains("ready in ~36 h"), "{failed}");
     assert_eq!(
-        final_line(&long, "profile", "anthropic:a")["cooldownUntil"],
+        final_line(&long, "profile", "anthropic:a")["modelCooldowns"][0]["until"],
         T0 + 70 + 36 * 3_600_000
     );
 
@@ -290,6 +291,27 @@ fn the_reported_failures_do_not_happen_in_their_incidents() {
         let state = final_line(&timeouts, "profile", key);
         assert!(state["cooldownUntil"].is_null(), "{key}: {state}");
     }
+
+    // F-12.11: gpt-4o-mini's rate limit while gpt-4o cools down opens
+    // mini's own window, so the same key serves gpt-4.1 next; a success on
+    // mini later leaves gpt-4o's window running.
+    let models = run("per-model-cooldowns");
+    let (mini, gpt41) = ("openai/gpt-4o-mini", "openai/gpt-4.1");
+    let key = "openai:a";
+    assert_eq!(
+        served_by(&models),
+        [
+            (1, mini.into(), key.into()),
+            (2, gpt41.into(), key.into()),
+            (3, mini.into(), key.into())
+        ]
+    );
+    let state = final_line(&models, "profile", key);
+    assert!(state["cooldownUntil"].is_null(), "{state}");
+    assert_eq!(
+        state["modelCooldowns"],
+        serde_json::json!([{"model": O, "reason": "rate_limit", "until": T0 + 90 + 600_000}])
+    );
 }
 
 #[test]

@@ -226,8 +226,9 @@ async fn rate_limits_rotate_once_then_fall_back_and_the_override_persists() {
     // Both primary profiles cool down, scoped to the model (F-6.4).
     let usage = w.store.usage().unwrap();
     for id in ["anthropic:a", "anthropic:b"] {
-        assert_eq!(usage[id].cooldown_until, Some(NOW + 60_000), "{id}");
-        assert_eq!(usage[id].cooldown_model.as_deref(), Some(PRIMARY));
+        assert_eq!(usage[id].cooldown_until, None, "{id}");
+        let cooldown = usage[id].model_cooldown(PRIMARY).expect(id);
+        assert_eq!(cooldown.until, NOW + 60_000, "{id}");
     }
     // F-9.3/F-3.3: the auto override with its origin and reason.
     let entry = w.sessions.get("s1").unwrap();
@@ -830,7 +831,7 @@ async fn a_retry_after_over_the_cap_is_surfaced_at_once_and_floors_the_cooldown(
     assert_eq!(r.provider().models_called(), [PRIMARY]);
     // F-6.8a: the window is at least the Retry-After, past the 1 min step.
     let usage = &w.store.usage().unwrap()["anthropic:a"];
-    assert_eq!(usage.cooldown_until, Some(NOW + 600_000));
+    assert_eq!(usage.model_cooldown(PRIMARY).unwrap().until, NOW + 600_000);
     assert!(error.to_string().contains("ready in ~10 min"), "{error}");
 }
 
@@ -1202,7 +1203,7 @@ async fn a_failed_cross_provider_fallback_drops_its_profile_pin() {
 #[tokio::test]
 async fn a_retry_after_past_an_open_cooldown_extends_it() {
     // F-12.6: the primary is probed near the end of its cooldown and the
-    // provider asks for an hour: the window now ends in an hour.
+    // provider asks for an hour: the model is blocked for an hour.
     let w = world(&["anthropic:a", "openai:a", "google:a"]);
     w.store
         .update_usage(|u| {
@@ -1229,6 +1230,9 @@ async fn a_retry_after_past_an_open_cooldown_extends_it() {
     );
     assert_eq!(r.provider().models_called(), [PRIMARY, FALLBACK], "probed");
     let usage = w.store.usage().unwrap()["anthropic:a"].clone();
-    assert_eq!(usage.cooldown_until, Some(NOW + 3_600_000));
+    assert_eq!(
+        usage.blocked_until(Some(PRIMARY), NOW),
+        Some(NOW + 3_600_000)
+    );
     assert_eq!(usage.error_count, 2);
 }

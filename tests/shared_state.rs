@@ -161,7 +161,7 @@ async fn a_rate_limit_one_replica_met_is_skipped_by_the_other_on_its_next_reques
     let replaced = usage_in_redis(&url, &prefix, "openai:b").unwrap();
     assert!(replaced["lastUsed"].is_u64(), "{replaced}");
     let usage = usage_in_redis(&url, &prefix, "openai:a").expect("A recorded the cooldown");
-    assert_eq!(usage["cooldownReason"], "rate_limit");
+    assert_eq!(usage["modelCooldowns"][0]["reason"], "rate_limit");
     assert_eq!(usage["errorCount"], 1);
     // No secret in Redis: only routing state, keyed by profile id.
     assert!(!usage.to_string().contains("oai-"), "{usage}");
@@ -359,7 +359,10 @@ async fn redis_killed_under_load_fails_no_request_and_is_reconciled_when_back() 
         assert_eq!(after["state"]["pendingChanges"], 0, "{after}");
     }
     let usage = usage_in_redis(&server.url, &prefix, "openai:a").expect("reconciled");
-    assert_eq!(usage["cooldownReason"], "rate_limit", "{usage}");
+    assert_eq!(
+        usage["modelCooldowns"][0]["reason"], "rate_limit",
+        "{usage}"
+    );
     assert!(usage["errorCount"].as_u64().unwrap() >= 1, "{usage}");
     let session = test_redis::get(
         &server.url,

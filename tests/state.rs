@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use failover::auth::{FailureEvent, RecordedReason, Usage};
+use failover::auth::{FailureEvent, ModelCooldown, RecordedReason, Usage};
 use failover::config::Config;
 use failover::state::{AuthStore, StateDir};
 use failover::{Policy, PolicyEngine};
@@ -121,11 +121,14 @@ fn worker_process() {
                                 format!("openai:key-{i}"),
                                 Usage {
                                     error_count: (round % 7) as u32,
-                                    cooldown_until: Some(round * 1000 + i),
-                                    cooldown_model: Some(format!(
-                                        "openai/model-{round}-{i}-{}",
-                                        "x".repeat((round % 50) as usize)
-                                    )),
+                                    model_cooldowns: vec![ModelCooldown {
+                                        model: format!(
+                                            "openai/model-{round}-{i}-{}",
+                                            "x".repeat((round % 50) as usize)
+                                        ),
+                                        until: round * 1000 + i,
+                                        reason: RecordedReason::RateLimit,
+                                    }],
                                     ..Usage::default()
                                 },
                             );
@@ -271,8 +274,11 @@ fn add_list_mark_status_remove() {
     assert_eq!(order[0]["id"], "openai-codex:me@example.com");
     assert_eq!(order[1]["id"], "openai:work");
     assert_eq!(order[1]["state"], "cooldown");
-    assert_eq!(order[1]["cooldownUntil"], 1_000_000 + 60_000);
-    assert_eq!(order[1]["cooldownModel"], "openai/gpt-4o");
+    assert_eq!(order[1]["cooldownUntil"], serde_json::Value::Null);
+    let cooldowns = order[1]["modelCooldowns"].as_array().unwrap();
+    assert_eq!(cooldowns.len(), 1, "{cooldowns:?}");
+    assert_eq!(cooldowns[0]["model"], "openai/gpt-4o");
+    assert_eq!(cooldowns[0]["until"], 1_000_000 + 60_000);
     assert_eq!(order[1]["errorCount"], 1);
 
     let table = run_ok(state, &["status", "--now", "1000000"], "");

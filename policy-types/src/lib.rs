@@ -24,13 +24,14 @@ pub mod mirror;
 pub mod plan;
 pub mod profiles;
 pub mod runner;
+mod usage;
 
 pub use classify::{Classification, Detail, ErrorLevel, ErrorReport, LevelRef, Reason};
 pub use mirror::Mirror;
 pub use plan::{profile_blocks, CandidateFacts, CandidatePlan};
 pub use profiles::{
-    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, OrderRequest, PinDecision,
-    PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
+    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, ModelCooldown, OrderRequest,
+    PinDecision, PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
 };
 pub use runner::{
     AttemptEnd, AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt,

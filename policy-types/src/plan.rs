@@ -60,8 +60,9 @@ impl CandidateFacts {
 
 /// Why each blocked profile of `ranked` is blocked: until its
 /// `blocked-until`, for the stored `disabled-reason` when the stored
-/// `disabled-until` is that time, else the stored `cooldown-reason`, else
-/// `unknown`. A profile not among `stored` gets no block.
+/// `disabled-until` is that time, else the whole profile's or a model's
+/// cooldown reason that ends then, else `unknown`. A profile not among
+/// `stored` gets no block.
 pub fn profile_blocks(stored: &[StoredProfile], ranked: &[RankedProfile]) -> Vec<ProfileBlock> {
     // Indexed by id only when something is blocked: a provider with
     // thousands of profiles must not cost a search per profile.
@@ -77,8 +78,12 @@ pub fn profile_blocks(stored: &[StoredProfile], ranked: &[RankedProfile]) -> Vec
             let usage = &by_id.get(r.id.as_str())?.usage;
             let reason = if usage.disabled_until == Some(until) {
                 usage.disabled_reason
-            } else {
+            } else if usage.cooldown_until == Some(until) {
                 usage.cooldown_reason
+            } else {
+                (usage.model_cooldowns.iter())
+                    .find(|c| c.until == until)
+                    .map(|c| c.reason)
             }
             .unwrap_or(RecordedReason::Unknown);
             Some(ProfileBlock {

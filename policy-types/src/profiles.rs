@@ -1,9 +1,8 @@
 //! Auth profiles' routing state and the policy's profile decisions (§4,
 //! §6). Times are milliseconds since the Unix epoch.
 
-use std::collections::BTreeMap;
-
 use crate::classify::Reason;
+pub use crate::usage::{ModelCooldown, Usage};
 
 /// Serde attributes every record here shares.
 macro_rules! record {
@@ -108,63 +107,6 @@ impl CredentialKind {
             CredentialKind::Token => "token",
             CredentialKind::ApiKey => "api_key",
         }
-    }
-}
-
-record! {
-    /// A profile's routing state: `usageStats["provider:name"]` in
-    /// `auth-state.json` (F-6.3).
-    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-    pub struct Usage {
-        /// When it last served.
-        #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Option::is_none"))]
-        pub last_used: Option<u64>,
-        /// Blocked until then (F-6.2).
-        #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Option::is_none"))]
-        pub cooldown_until: Option<u64>,
-        /// Why it cooled down.
-        #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Option::is_none"))]
-        pub cooldown_reason: Option<RecordedReason>,
-        /// The model a rate-limit cooldown is scoped to (F-6.4).
-        #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Option::is_none"))]
-        pub cooldown_model: Option<String>,
-        /// Disabled until then (F-6.5).
-        #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Option::is_none"))]
-        pub disabled_until: Option<u64>,
-        /// Why it was disabled.
-        #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Option::is_none"))]
-        pub disabled_reason: Option<RecordedReason>,
-        /// Failures inside the window (F-6.6).
-        #[cfg_attr(feature = "serde", serde(default))]
-        pub error_count: u32,
-        /// Failures inside the window, by reason.
-        #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "BTreeMap::is_empty"))]
-        pub failure_counts: BTreeMap<RecordedReason, u32>,
-        /// When it last failed.
-        #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Option::is_none"))]
-        pub last_failure_at: Option<u64>,
-    }
-}
-
-impl Usage {
-    /// When the profile is usable again for `model` (`None`: any model), if
-    /// it is blocked at `now`: a disable blocks every model, a cooldown
-    /// scoped to another model does not block this one (F-6.4).
-    pub fn blocked_until(&self, model: Option<&str>, now: u64) -> Option<u64> {
-        let disabled = self.disabled_until.filter(|until| *until > now);
-        let cooldown = self
-            .cooldown_until
-            .filter(|until| *until > now)
-            .filter(|_| match (self.cooldown_model.as_deref(), model) {
-                (Some(scope), Some(model)) => scope == model,
-                _ => true,
-            });
-        disabled.max(cooldown)
-    }
-
-    /// Failures of `reason` inside the window.
-    pub fn failures_of(&self, reason: RecordedReason) -> u32 {
-        self.failure_counts.get(&reason).copied().unwrap_or(0)
     }
 }
 

@@ -215,11 +215,12 @@ pub fn summary_json(s: &ProfileSummary) -> Value {
     })
 }
 
-/// A profile's routing state at `now`: `disabled`, `cooldown` or `ok`.
+/// A profile's routing state at `now`: `disabled`, `cooldown` (of the whole
+/// profile or of a model) or `ok`.
 pub fn state_name(usage: &Usage, now: u64) -> &'static str {
     if usage.disabled_until.is_some_and(|u| u > now) {
         "disabled"
-    } else if usage.cooldown_until.is_some_and(|u| u > now) {
+    } else if usage.blocked_until(None, now).is_some() {
         "cooldown"
     } else {
         "ok"
@@ -236,7 +237,10 @@ pub fn state_json(usage: &Usage, now: u64) -> Value {
         "disabledReason": disabled.and(usage.disabled_reason.map(|r| r.as_str())),
         "cooldownUntil": cooldown,
         "cooldownReason": cooldown.and(usage.cooldown_reason.map(|r| r.as_str())),
-        "cooldownModel": cooldown.and(usage.cooldown_model.as_deref()),
+        "modelCooldowns": (usage.model_cooldowns.iter())
+            .filter(|c| c.until > now)
+            .map(|c| json!({"model": c.model, "until": c.until, "reason": c.reason.as_str()}))
+            .collect::<Vec<_>>(),
         "errorCount": usage.error_count,
         "lastUsed": usage.last_used,
     })

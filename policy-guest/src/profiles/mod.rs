@@ -15,6 +15,6 @@ pub use usage::{
 };
 
 pub use policy_types::{
-    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, OrderRequest, PinDecision,
-    PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
+    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, ModelCooldown, OrderRequest,
+    PinDecision, PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
 };

@@ -1,6 +1,6 @@
 //! How failures and successes change a profile's routing state (spec §6).
 
-use super::{CooldownConfig, FailureEvent, RecordedReason, Usage};
+use super::{CooldownConfig, FailureEvent, ModelCooldown, RecordedReason, Usage};
 use crate::retry_after::MAX_RETRY_AFTER_MS;
 
 /// First cooldown step (F-6.2): one minute.
@@ -47,10 +47,10 @@ fn lane(reason: RecordedReason) -> Lane {
 /// `billing_max_ms` (F-6.5); `auth_permanent` likewise from 10 min to 1 h.
 /// The provider's `retry-after` and exact reset time are floors for the new
 /// window (F-6.8a, F-4.7), at most [`MAX_RETRY_AFTER_MS`] away. Inside an
-/// active window nothing is recomputed (F-6.9): the failure is only counted
-/// — a cooldown scoped to one model that now fails for another widens to
-/// the whole profile — except that an explicit wait reaching past the
-/// window extends it to that wait (F-12.6).
+/// active window nothing is recomputed (F-6.9): the failure is only counted,
+/// except that an explicit wait reaching past the window extends it to that
+/// wait (F-12.6). A model's rate limit opens or extends that model's own
+/// window only: it never widens to the whole profile (F-12.11).
 pub fn record_failure(usage: &Usage, event: &FailureEvent, config: &CooldownConfig) -> Usage {
     let lane = lane(event.reason);
     if lane == Lane::Untouched {
@@ -79,29 +79,12 @@ pub fn record_failure(usage: &Usage, event: &FailureEvent, config: &CooldownConf
         .max(event.reset_at_ms)
         .map_or(0, |at| at.min(latest));
     match lane {
-        Lane::Cooldown => {
-            let scope = if event.reason == RecordedReason::RateLimit {
-                event.model.clone()
-            } else {
-                None
-            };
-            if let Some(until) = next.cooldown_until.filter(|until| *until > now) {
-                if next.cooldown_model != scope {
-                    next.cooldown_model = None;
-                }
-                next.cooldown_until = Some(until.max(floor));
-            } else {
-                let step = ladder(
-                    COOLDOWN_BASE_MS,
-                    COOLDOWN_FACTOR,
-                    next.error_count,
-                    COOLDOWN_MAX_MS,
-                );
-                next.cooldown_until = Some(now.saturating_add(step).max(floor));
-                next.cooldown_reason = Some(event.reason);
-                next.cooldown_model = scope;
+        Lane::Cooldown => match event.model.as_deref() {
+            Some(model) if event.reason == RecordedReason::RateLimit => {
+                cool_model(&mut next, model, now, floor);
             }
-        }
+            _ => cool_profile(&mut next, event.reason, now, floor),
+        },
         Lane::Disable => {
             if let Some(until) = next.disabled_until.filter(|until| *until > now) {
                 next.disabled_until = Some(until.max(floor));
@@ -126,21 +109,57 @@ pub fn record_failure(usage: &Usage, event: &FailureEvent, config: &CooldownConf
     next
 }
 
-/// The profile's state after a successful call on `model`: counters and
-/// windows reset, `lastUsed` set (F-6.9). A cooldown scoped to another model
-/// stays: this success says nothing about that model.
+/// The whole profile's cooldown after a failure of `reason`: a new window
+/// on the ladder when none is open, else the open one, and either reaching
+/// at least to `floor`.
+fn cool_profile(usage: &mut Usage, reason: RecordedReason, now: u64, floor: u64) {
+    let open = usage.cooldown_until.filter(|until| *until > now);
+    if open.is_none() {
+        usage.cooldown_reason = Some(reason);
+    }
+    let until = open.unwrap_or_else(|| now.saturating_add(cooldown_step(usage.error_count)));
+    usage.cooldown_until = Some(until.max(floor));
+}
+
+/// `model`'s own cooldown after its rate limit, as [`cool_profile`] does
+/// for the whole profile; windows of models that have closed are dropped.
+fn cool_model(usage: &mut Usage, model: &str, now: u64, floor: u64) {
+    usage.model_cooldowns.retain(|c| c.until > now);
+    let step = cooldown_step(usage.error_count);
+    match usage.model_cooldowns.iter_mut().find(|c| c.model == model) {
+        Some(open) => open.until = open.until.max(floor),
+        None => usage.model_cooldowns.push(ModelCooldown {
+            model: model.to_owned(),
+            until: now.saturating_add(step).max(floor),
+            reason: RecordedReason::RateLimit,
+        }),
+    }
+}
+
+/// The cooldown ladder's step for the `error_count`-th failure (F-6.2).
+fn cooldown_step(error_count: u32) -> u64 {
+    ladder(
+        COOLDOWN_BASE_MS,
+        COOLDOWN_FACTOR,
+        error_count,
+        COOLDOWN_MAX_MS,
+    )
+}
+
+/// The profile's state after a successful call on `model`: counters, the
+/// disable and the whole profile's cooldown reset, `model`'s own cooldown
+/// lifted, `lastUsed` set (F-6.9). Other models' cooldowns run on: this
+/// success says nothing about them (F-12.11).
 pub fn record_success(usage: &Usage, model: Option<&str>, now_ms: u64) -> Usage {
-    let keep_cooldown = match (usage.cooldown_model.as_deref(), model) {
-        (Some(scope), Some(model)) => {
-            scope != model && usage.cooldown_until.is_some_and(|u| u > now_ms)
-        }
-        _ => false,
-    };
+    let model_cooldowns = (usage.model_cooldowns.iter())
+        .filter(|c| c.until > now_ms && Some(c.model.as_str()) != model)
+        .cloned()
+        .collect();
     Usage {
         last_used: Some(now_ms),
-        cooldown_until: usage.cooldown_until.filter(|_| keep_cooldown),
-        cooldown_reason: usage.cooldown_reason.filter(|_| keep_cooldown),
-        cooldown_model: usage.cooldown_model.clone().filter(|_| keep_cooldown),
+        cooldown_until: None,
+        cooldown_reason: None,
+        model_cooldowns,
         disabled_until: None,
         disabled_reason: None,
         error_count: 0,
@@ -207,5 +226,59 @@ mod tests {
         assert!(record_failure(&usage, &rate_limited, &config)
             .cooldown_until
             .is_some());
+    }
+
+    /// A second model's rate limit opens that model's own window, never
+    /// the whole profile's; a success clears only the succeeding model's
+    /// window (F-12.11).
+    #[test]
+    fn model_cooldowns_stay_per_model() {
+        let config = CooldownConfig {
+            billing_backoff_ms: 5 * 3_600_000,
+            billing_backoff_ms_by_provider: Vec::new(),
+            billing_max_ms: 24 * 3_600_000,
+            failure_window_ms: 24 * 3_600_000,
+        };
+        let limited = |model: &str, now_ms: u64| FailureEvent {
+            provider: "openai".into(),
+            reason: RecordedReason::RateLimit,
+            model: Some(model.into()),
+            retry_after_ms: None,
+            reset_at_ms: None,
+            now_ms,
+        };
+        let first = record_failure(&Usage::default(), &limited("gpt-a", 1_000), &config);
+        let both = record_failure(&first, &limited("gpt-b", 2_000), &config);
+        assert_eq!(both.cooldown_until, None, "{both:?}");
+        assert_eq!(both.model_cooldown("gpt-a").unwrap().until, 61_000);
+        // The profile's second failure: the ladder's second step.
+        assert_eq!(both.model_cooldown("gpt-b").unwrap().until, 302_000);
+        assert_eq!(both.blocked_until(Some("gpt-a"), 3_000), Some(61_000));
+        assert_eq!(both.blocked_until(Some("gpt-c"), 3_000), None);
+
+        // Inside gpt-a's window its next rate limit changes nothing but counts.
+        let again = record_failure(&both, &limited("gpt-a", 3_000), &config);
+        assert_eq!(again.model_cooldown("gpt-a").unwrap().until, 61_000);
+        assert_eq!(again.error_count, 3);
+
+        let served = record_success(&again, Some("gpt-b"), 4_000);
+        assert!(served.model_cooldown("gpt-b").is_none(), "{served:?}");
+        assert_eq!(served.model_cooldown("gpt-a").unwrap().until, 61_000);
+        assert_eq!(served.error_count, 0);
+
+        // A failure of no model cools the whole profile beside them.
+        let overloaded = FailureEvent {
+            reason: RecordedReason::Overloaded,
+            model: None,
+            ..limited("gpt-a", 5_000)
+        };
+        let whole = record_failure(&served, &overloaded, &config);
+        assert_eq!(whole.cooldown_until, Some(65_000));
+        assert_eq!(whole.model_cooldowns.len(), 1);
+        assert_eq!(whole.blocked_until(Some("gpt-c"), 6_000), Some(65_000));
+        // Closed windows are gone after the next success.
+        assert!(record_success(&whole, None, 70_000)
+            .model_cooldowns
+            .is_empty());
     }
 }

@@ -97,20 +97,10 @@ pub(super) fn selection_source_from_core(source: core::SelectionSource) -> Selec
     }
 }
 
-/// A profile's usage in the core's terms, which keep one cooldown: the
-/// whole profile's when there is one, else the cooldown of `model`, else
-/// the model cooldown that ends last. Counts of one reason are added
-/// together whatever their model. Also the model whose cooldown the core
-/// was given, for [`usage_from_core`].
-pub(super) fn usage_to_core(usage: &Usage, model: Option<&str>) -> (core::Usage, Option<String>) {
-    let model_cooldown = match usage.cooldown_until {
-        Some(_) => None,
-        None => usage
-            .model_cooldowns
-            .iter()
-            .find(|c| Some(c.model.as_str()) == model)
-            .or_else(|| usage.model_cooldowns.iter().max_by_key(|c| c.until)),
-    };
+/// A profile's usage in the core's terms. The core counts failures by
+/// reason only: counts of one reason are added together whatever their
+/// model.
+pub(super) fn usage_to_core(usage: &Usage) -> core::Usage {
     let mut failure_counts = std::collections::BTreeMap::new();
     for entry in &usage.failure_counts {
         let count: &mut u32 = failure_counts
@@ -118,48 +108,38 @@ pub(super) fn usage_to_core(usage: &Usage, model: Option<&str>) -> (core::Usage,
             .or_default();
         *count = count.saturating_add(entry.count);
     }
-    let core = core::Usage {
+    core::Usage {
         last_used: usage.last_used,
-        cooldown_until: model_cooldown.map(|c| c.until).or(usage.cooldown_until),
-        cooldown_reason: model_cooldown
-            .map(|c| c.reason)
-            .or(usage.cooldown_reason)
-            .map(reason_to_core),
-        cooldown_model: model_cooldown.map(|c| c.model.clone()),
+        cooldown_until: usage.cooldown_until,
+        cooldown_reason: usage.cooldown_reason.map(reason_to_core),
+        model_cooldowns: (usage.model_cooldowns.iter())
+            .map(|c| core::ModelCooldown {
+                model: c.model.clone(),
+                until: c.until,
+                reason: reason_to_core(c.reason),
+            })
+            .collect(),
         disabled_until: usage.disabled_until,
         disabled_reason: usage.disabled_reason.map(reason_to_core),
         error_count: usage.error_count,
         failure_counts,
         last_failure_at: usage.last_failure_at,
-    };
-    (core, model_cooldown.map(|c| c.model.clone()))
+    }
 }
 
-/// The core's usage in the contract's terms: the model cooldowns of
-/// `before` that the core was not given stay as they were; the one it was
-/// given, and any it sets, are what it answered.
-pub(super) fn usage_from_core(core: core::Usage, before: &Usage, given: Option<&str>) -> Usage {
-    let answered_model = core.cooldown_model.clone();
-    let mut model_cooldowns: Vec<ModelCooldown> = before
-        .model_cooldowns
-        .iter()
-        .filter(|c| Some(c.model.as_str()) != given && Some(&c.model) != answered_model.as_ref())
-        .cloned()
-        .collect();
-    let reason = core.cooldown_reason.map(recorded_from_core);
-    if let (Some(model), Some(until)) = (answered_model.clone(), core.cooldown_until) {
-        model_cooldowns.push(ModelCooldown {
-            model,
-            until,
-            reason: reason.unwrap_or(FailureReason::Unknown),
-        });
-    }
-    let whole = answered_model.is_none();
+/// The core's usage in the contract's terms.
+pub(super) fn usage_from_core(core: core::Usage) -> Usage {
     Usage {
         last_used: core.last_used,
-        cooldown_until: core.cooldown_until.filter(|_| whole),
-        cooldown_reason: reason.filter(|_| whole && core.cooldown_until.is_some()),
-        model_cooldowns,
+        cooldown_until: core.cooldown_until,
+        cooldown_reason: core.cooldown_reason.map(recorded_from_core),
+        model_cooldowns: (core.model_cooldowns.into_iter())
+            .map(|c| ModelCooldown {
+                model: c.model,
+                until: c.until,
+                reason: recorded_from_core(c.reason),
+            })
+            .collect(),
         disabled_until: core.disabled_until,
         disabled_reason: core.disabled_reason.map(recorded_from_core),
         error_count: core.error_count,
@@ -176,14 +156,14 @@ pub(super) fn usage_from_core(core: core::Usage, before: &Usage, given: Option<&
     }
 }
 
-pub(super) fn stored_to_core(profile: &StoredProfile, model: Option<&str>) -> core::StoredProfile {
+pub(super) fn stored_to_core(profile: &StoredProfile) -> core::StoredProfile {
     core::StoredProfile {
         id: profile.id.clone(),
         provider: profile.provider.clone(),
         kind: kind_to_core(profile.kind),
         expires: profile.expires,
         refreshable: profile.refreshable,
-        usage: usage_to_core(&profile.usage, model).0,
+        usage: usage_to_core(&profile.usage),
     }
 }
 

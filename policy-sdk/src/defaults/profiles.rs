@@ -14,16 +14,11 @@ use crate::types::{
 
 /// The default order of a provider's profiles.
 pub fn order_profiles(request: OrderRequest) -> Vec<RankedProfile> {
-    let model = request.model.as_deref();
     let order = core::OrderRequest {
         provider: request.provider.clone(),
         explicit_order: request.explicit_order.clone(),
         configured: request.configured.iter().map(configured_to_core).collect(),
-        stored: request
-            .stored
-            .iter()
-            .map(|p| stored_to_core(p, model))
-            .collect(),
+        stored: request.stored.iter().map(stored_to_core).collect(),
         model: request.model.clone(),
         now_ms: request.now_ms,
     };
@@ -55,7 +50,7 @@ pub fn pin_profile(request: PinRequest) -> PinDecision {
 /// the credential, and leaves the usage as it was (F-12.7).
 pub fn record_attempt(usage: Usage, event: AttemptEvent, config: CooldownConfig) -> Usage {
     let model = event.model.as_deref();
-    let (core_usage, given) = usage_to_core(&usage, model);
+    let core_usage = usage_to_core(&usage);
     let answered = match event.outcome {
         Outcome::Success => {
             policy_guest::profiles::record_success(&core_usage, model, event.now_ms)
@@ -78,5 +73,5 @@ pub fn record_attempt(usage: Usage, event: AttemptEvent, config: CooldownConfig)
             policy_guest::profiles::record_failure(&core_usage, &failure, &config)
         }
     };
-    usage_from_core(answered, &usage, given.as_deref())
+    usage_from_core(answered)
 }

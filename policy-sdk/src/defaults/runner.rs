@@ -165,8 +165,7 @@ pub fn summarise(
             reason: reason_to_core(a.reason),
         })
         .collect();
-    let profiles: Vec<core::StoredProfile> =
-        profiles.iter().map(|p| stored_to_core(p, None)).collect();
+    let profiles: Vec<core::StoredProfile> = profiles.iter().map(stored_to_core).collect();
     let summary = policy_guest::runner::summarise(&attempts, &profiles, now_ms);
     RunSummary {
         common_reason: summary.common_reason.map(recorded_from_core),

@@ -35,15 +35,19 @@ pub fn describe_state(usage: &Usage, now: u64) -> String {
     }
     if let Some(until) = usage.cooldown_until.filter(|u| *u > now) {
         let reason = usage.cooldown_reason.map_or("unknown", |r| r.as_str());
-        let scope = usage
-            .cooldown_model
-            .as_deref()
-            .map(|m| format!(" · model {m}"))
-            .unwrap_or_default();
         parts.push(format!(
-            "cooldown until {} ({}) · {reason}{scope}",
+            "cooldown until {} ({}) · {reason}",
             absolute(until),
             relative(until, now)
+        ));
+    }
+    for cooldown in usage.model_cooldowns.iter().filter(|c| c.until > now) {
+        parts.push(format!(
+            "cooldown until {} ({}) · {} · model {}",
+            absolute(cooldown.until),
+            relative(cooldown.until, now),
+            cooldown.reason.as_str(),
+            cooldown.model
         ));
     }
     if parts.is_empty() {

@@ -3,6 +3,6 @@
 pub mod model;
 
 pub use model::{
-    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, OrderRequest, PinDecision,
-    PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
+    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, ModelCooldown, OrderRequest,
+    PinDecision, PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
 };

@@ -3,6 +3,6 @@
 //! contract's, from `policy-types`.
 
 pub use policy_types::{
-    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, OrderRequest, PinDecision,
-    PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
+    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, ModelCooldown, OrderRequest,
+    PinDecision, PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
 };

@@ -52,7 +52,7 @@ impl Replay {
         out.push_str("\nfinal profile state\n");
         for profile in &self.profiles {
             out.push_str(&format!(
-                "  {}: {}{}\n",
+                "  {}: {}{}{}\n",
                 profile["id"].as_str().unwrap_or("?"),
                 profile["state"].as_str().unwrap_or("?"),
                 match (
@@ -62,7 +62,8 @@ impl Replay {
                     (_, Some(r)) => format!(" ({r})"),
                     (Some(r), None) => format!(" ({r})"),
                     _ => String::new(),
-                }
+                },
+                model_cooldowns(profile)
             ));
         }
         if !self.sessions.is_empty() {
@@ -123,4 +124,15 @@ pub struct ReplayOptions {
     pub retry_wait_cap_ms: Option<u64>,
     /// Overrides the recorded whole-run deadline, in ms.
     pub run_timeout_ms: Option<u64>,
+}
+
+/// A profile line's model cooldowns: ` · model m (rate_limit)` each.
+fn model_cooldowns(profile: &Value) -> String {
+    let cooldowns = profile["modelCooldowns"].as_array().into_iter().flatten();
+    cooldowns
+        .map(|c| {
+            let model = c["model"].as_str().unwrap_or("?");
+            format!(" · model {model} ({})", c["reason"].as_str().unwrap_or("?"))
+        })
+        .collect()
 }

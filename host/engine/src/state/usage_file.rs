@@ -98,6 +98,7 @@ fn reparse_for_position(path: &Path) -> Option<StateError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::RecordedReason;
 
     #[test]
     fn type_errors_have_a_position_and_unknown_keys_survive() {
@@ -122,5 +123,29 @@ mod tests {
         let file = UsageFile::read(&path).unwrap().unwrap();
         assert_eq!(file.usage_stats["openai:a"].error_count, 2);
         assert_eq!(file.other["note"], "keep");
+    }
+
+    /// A file written when a profile held one cooldown, scoped or not,
+    /// reads into the per-model form and is written back in it.
+    #[test]
+    fn a_single_scoped_cooldown_reads_as_that_models_own() {
+        let text = r#"{"openai:a":{"cooldownUntil":9000,"cooldownReason":"rate_limit","cooldownModel":"gpt-4o","errorCount":1},
+                       "openai:b":{"cooldownUntil":7000,"cooldownReason":"overloaded"}}"#;
+        let usage: BTreeMap<String, Usage> = serde_json::from_str(text).unwrap();
+        let scoped = &usage["openai:a"];
+        assert_eq!(scoped.cooldown_until, None);
+        let cooldown = scoped.model_cooldown("gpt-4o").unwrap();
+        assert_eq!(
+            (cooldown.until, cooldown.reason),
+            (9000, RecordedReason::RateLimit)
+        );
+        assert_eq!(usage["openai:b"].cooldown_until, Some(7000));
+        assert!(usage["openai:b"].model_cooldowns.is_empty());
+
+        let written = serde_json::to_value(scoped).unwrap();
+        assert_eq!(written["modelCooldowns"][0]["model"], "gpt-4o");
+        assert!(written.get("cooldownModel").is_none(), "{written}");
+        let back: Usage = serde_json::from_value(written).unwrap();
+        assert_eq!(&back, scoped);
     }
 }

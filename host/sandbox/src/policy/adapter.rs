@@ -1,13 +1,9 @@
 //! Between the host's types (`policy-types`) and contract 1.0's, both
-//! ways. The host keeps less than the contract can say in three places,
-//! and the conversions here say what it keeps:
+//! ways. The host keeps less than the contract can say in two places, and
+//! the conversions here say what it keeps:
 //!
-//! - Reasons: the host records `server-error` and `tls-certificate` as
-//!   `timeout`, the lane that also advances the chain.
-//! - Usage: the host keeps one cooldown per profile, of the whole profile or
-//!   of one model. A module's answer with a profile cooldown keeps that one;
-//!   otherwise the model cooldown of the model called, else the one that
-//!   ends last. Counts of one reason are added together whatever their model.
+//! - Usage: the host counts failures by reason only; counts of one reason
+//!   are added together whatever their model.
 //! - A verdict's `reset-at-ms` has no place in the host's classification.
 
 use policy_types::{self as host, RecordedReason};
@@ -109,23 +105,19 @@ pub(crate) fn host_pin_source(source: wit::PinSource) -> host::PinSource {
     }
 }
 
-/// A profile's usage in the contract's terms: a cooldown scoped to a model
-/// is that model's cooldown.
+/// A profile's usage in the contract's terms.
 pub(crate) fn usage(usage: &host::Usage) -> wit::Usage {
-    let scoped = usage.cooldown_model.is_some();
-    let model_cooldowns = match (&usage.cooldown_model, usage.cooldown_until) {
-        (Some(model), Some(until)) => vec![wit::ModelCooldown {
-            model: model.clone(),
-            until,
-            reason: reason(usage.cooldown_reason.unwrap_or(RecordedReason::Unknown)),
-        }],
-        _ => Vec::new(),
-    };
     wit::Usage {
         last_used: usage.last_used,
-        cooldown_until: usage.cooldown_until.filter(|_| !scoped),
-        cooldown_reason: usage.cooldown_reason.filter(|_| !scoped).map(reason),
-        model_cooldowns,
+        cooldown_until: usage.cooldown_until,
+        cooldown_reason: usage.cooldown_reason.map(reason),
+        model_cooldowns: (usage.model_cooldowns.iter())
+            .map(|c| wit::ModelCooldown {
+                model: c.model.clone(),
+                until: c.until,
+                reason: reason(c.reason),
+            })
+            .collect(),
         disabled_until: usage.disabled_until,
         disabled_reason: usage.disabled_reason.map(reason),
         error_count: usage.error_count,
@@ -140,15 +132,8 @@ pub(crate) fn usage(usage: &host::Usage) -> wit::Usage {
     }
 }
 
-/// A module's usage in the host's terms (see the module docs): `model` is
-/// the model the attempt called.
-pub(crate) fn host_usage(usage: wit::Usage, model: Option<&str>) -> host::Usage {
-    let model_cooldown = match usage.cooldown_until {
-        Some(_) => None,
-        None => (usage.model_cooldowns.iter())
-            .find(|c| Some(c.model.as_str()) == model)
-            .or_else(|| usage.model_cooldowns.iter().max_by_key(|c| c.until)),
-    };
+/// A module's usage in the host's terms (see the module docs).
+pub(crate) fn host_usage(usage: wit::Usage) -> host::Usage {
     let mut failure_counts = std::collections::BTreeMap::new();
     for entry in &usage.failure_counts {
         let count: &mut u32 = failure_counts.entry(recorded(entry.reason)).or_default();
@@ -156,11 +141,15 @@ pub(crate) fn host_usage(usage: wit::Usage, model: Option<&str>) -> host::Usage 
     }
     host::Usage {
         last_used: usage.last_used,
-        cooldown_until: model_cooldown.map(|c| c.until).or(usage.cooldown_until),
-        cooldown_reason: (model_cooldown.map(|c| c.reason))
-            .or(usage.cooldown_reason)
-            .map(recorded),
-        cooldown_model: model_cooldown.map(|c| c.model.clone()),
+        cooldown_until: usage.cooldown_until,
+        cooldown_reason: usage.cooldown_reason.map(recorded),
+        model_cooldowns: (usage.model_cooldowns.into_iter())
+            .map(|c| host::ModelCooldown {
+                model: c.model,
+                until: c.until,
+                reason: recorded(c.reason),
+            })
+            .collect(),
         disabled_until: usage.disabled_until,
         disabled_reason: usage.disabled_reason.map(recorded),
         error_count: usage.error_count,

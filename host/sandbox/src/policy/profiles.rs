@@ -170,7 +170,7 @@ impl Policy {
                 .failover_policy_profiles()
                 .call_record_attempt(store, &sent, event, &config)
         })?;
-        let next = adapter::host_usage(next, event.model.as_deref());
+        let next = adapter::host_usage(next);
         checked_usage("record-attempt", usage, next, event.now_ms)
     }
 }
@@ -324,18 +324,44 @@ pub(super) fn for_provider_ids(request: &OrderRequest) -> Narrow<'_> {
 }
 
 /// A window the policy opened must end after `now` and within
-/// [`MAX_WINDOW_MS`]; one it left alone may stay as it was.
+/// [`MAX_WINDOW_MS`]; one it left alone may stay as it was. A model has at
+/// most one cooldown.
 fn checked_usage(
     call: &'static str,
     before: &Usage,
     after: Usage,
     now: u64,
 ) -> Result<Usage, PolicyError> {
-    let windows = [
-        ("cooldownUntil", before.cooldown_until, after.cooldown_until),
-        ("disabledUntil", before.disabled_until, after.disabled_until),
+    let whole = [
+        (
+            "cooldownUntil".to_owned(),
+            before.cooldown_until,
+            after.cooldown_until,
+        ),
+        (
+            "disabledUntil".to_owned(),
+            before.disabled_until,
+            after.disabled_until,
+        ),
     ];
-    for (name, old, new) in windows {
+    let mut models = std::collections::BTreeSet::new();
+    for cooldown in &after.model_cooldowns {
+        if !models.insert(cooldown.model.as_str()) {
+            return Err(PolicyError::InvalidOutput {
+                call,
+                problem: format!("it set two cooldowns for model {:?}", cooldown.model),
+            });
+        }
+    }
+    let of_models = after.model_cooldowns.iter().map(|c| {
+        let old = before.model_cooldown(&c.model).map(|old| old.until);
+        (
+            format!("the cooldown of model {:?}", c.model),
+            old,
+            Some(c.until),
+        )
+    });
+    for (name, old, new) in whole.into_iter().chain(of_models) {
         let Some(until) = new else { continue };
         if Some(until) == old {
             continue;

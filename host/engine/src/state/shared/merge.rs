@@ -2,8 +2,8 @@
 //! unreachable, with what Redis holds when it returns.
 //!
 //! Routing state merges field by field: the later window wins (a cooldown
-//! or disable that ends later, with its reason and scope), counts take the
-//! larger value, times the later one. The rule is idempotent: a write that
+//! or disable that ends later, with its reason; each model's cooldown on
+//! its own), counts take the larger value, times the later one. The rule is idempotent: a write that
 //! reached Redis just before the connection failed, merged again, counts
 //! nothing twice. Sessions are whole values: the later write wins, but a
 //! person's choice made elsewhere is kept ([`merge_session`]).
@@ -38,7 +38,17 @@ pub(super) fn merge_usage(remote: &Usage, local: &Usage) -> Usage {
     if later(local.cooldown_until, remote.cooldown_until) {
         merged.cooldown_until = local.cooldown_until;
         merged.cooldown_reason = local.cooldown_reason;
-        merged.cooldown_model = local.cooldown_model.clone();
+    }
+    for cooldown in &local.model_cooldowns {
+        match merged
+            .model_cooldowns
+            .iter_mut()
+            .find(|c| c.model == cooldown.model)
+        {
+            Some(theirs) if theirs.until >= cooldown.until => {}
+            Some(theirs) => *theirs = cooldown.clone(),
+            None => merged.model_cooldowns.push(cooldown.clone()),
+        }
     }
     if later(local.disabled_until, remote.disabled_until) {
         merged.disabled_until = local.disabled_until;
@@ -76,7 +86,7 @@ pub(super) fn usage_ttl_ms(
     now_ms: u64,
     floor_ms: u64,
 ) -> u64 {
-    let windows = usage.cooldown_until.max(usage.disabled_until).unwrap_or(0);
+    let windows = usage.last_window_end().unwrap_or(0);
     let activity = usage
         .last_failure_at
         .max(usage.last_used)

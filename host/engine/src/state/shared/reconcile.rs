@@ -41,10 +41,7 @@ impl Work {
         if restore_windows {
             let open = mirror.usage.iter().filter(|(id, usage)| {
                 !mirror.dirty_usage.contains(*id)
-                    && usage
-                        .cooldown_until
-                        .max(usage.disabled_until)
-                        .is_some_and(|until| until > now)
+                    && usage.last_window_end().is_some_and(|until| until > now)
             });
             usage.extend(open.map(|(id, usage)| (id.clone(), Some(usage.clone()))));
         }
