@@ -13,7 +13,7 @@ use crate::chat::guard::{self, Broken};
 use crate::chat::{ChatReply, ChatRequest, Message, Role, StreamEvent};
 use crate::providers::HttpProvider;
 use crate::runner::{
-    clock::now_ms, retry_wait_cap_from_env, RunOptions, Runner, SystemClock, Target,
+    clock::now_ms, retry_wait_cap_from_env, ReplyEnd, RunOptions, Runner, SystemClock, Unobserved,
 };
 
 /// Exit status when the run failed (every candidate, or a stop).
@@ -133,20 +133,23 @@ async fn run_and_print(
         "served by {} (profile {}){after}",
         outcome.model, outcome.profile
     );
+    let failure = broken
+        .as_ref()
+        .and_then(|b| b.provider_failure(&outcome.provider));
+    if let Some(unfinished) = &outcome.unfinished {
+        let end = match (&broken, &failure) {
+            (None, _) => ReplyEnd::Complete,
+            (Some(_), Some(error)) => ReplyEnd::Broken(error),
+            (Some(_), None) => ReplyEnd::Stopped,
+        };
+        if let Err(e) = runner.finish_reply(policy.as_ref(), &Unobserved, unfinished, end) {
+            eprintln!("failover: cannot record how the stream ended: {e}");
+        }
+    }
     let Some(broken) = broken else {
         return Ok(ExitCode::SUCCESS);
     };
     eprintln!("failover: {}", broken.message());
-    if let Broken::Upstream(error) = &broken {
-        let target = Target {
-            provider: outcome.provider.clone(),
-            model: outcome.model.clone(),
-            profile: outcome.profile.clone(),
-        };
-        if let Err(e) = runner.record_stream_failure(policy.as_ref(), &target, error) {
-            eprintln!("failover: cannot record the stream's failure: {e}");
-        }
-    }
     Ok(ExitCode::from(EXIT_RUN_FAILED))
 }
 

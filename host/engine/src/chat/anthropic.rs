@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::openai::unreadable;
+use super::openai::{garbled_event, unreadable};
 use super::sse::SseEvent;
 use super::tools;
 use super::{
@@ -167,7 +167,7 @@ impl StreamDecoder {
         if data.is_empty() {
             return Ok(Vec::new());
         }
-        let value: Value = serde_json::from_str(data).map_err(|_| unreadable(data))?;
+        let value: Value = serde_json::from_str(data).map_err(|_| garbled_event(data))?;
         let kind = value
             .get("type")
             .and_then(Value::as_str)
@@ -278,11 +278,6 @@ impl StreamDecoder {
         {
             self.output_tokens = Some(out);
         }
-    }
-
-    /// The stream ended: `None` when it ended before `message_stop` (cut off).
-    pub fn end(&mut self) -> Option<StreamEvent> {
-        None
     }
 
     fn finish_event(&mut self) -> StreamEvent {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures_util::{Stream, StreamExt};
 
 use super::{EventStream, StreamEvent, StreamReply};
+use crate::providers::capture;
 use crate::runner::clock::now_ms;
 use failover_sandbox::provider_error::ProviderError;
 
@@ -48,6 +49,20 @@ impl Broken {
             Broken::TooLarge { limit } => {
                 format!("the reply passed the maximum streamed size of {limit} bytes")
             }
+        }
+    }
+}
+
+impl Broken {
+    /// The provider's failure this break is, if it is one: the upstream's
+    /// error, or the run's deadline passing while `provider` streamed (a
+    /// timeout, F-12.12). A size bound of this gateway is none: the
+    /// provider did nothing wrong.
+    pub fn provider_failure(&self, provider: &str) -> Option<ProviderError> {
+        match self {
+            Broken::Upstream(error) => Some(error.clone()),
+            Broken::Deadline => Some(capture::stream_deadline_error(provider)),
+            Broken::TooLarge { .. } => None,
         }
     }
 }

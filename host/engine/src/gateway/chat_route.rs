@@ -1,8 +1,8 @@
 //! `POST /v1/chat/completions` and `POST /v1/messages`: the request
 //! admitted (key, body, model, session) in the client's shape, recorded
 //! when recording, run through its agent's chain under the run's deadline,
-//! and answered in the client's shape — whole or streamed, a stream's late
-//! upstream failure recorded against the profile that served.
+//! and answered in the client's shape — whole or streamed, a stream's
+//! attempt recorded when it ends: a success only when complete.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::admission::{authorize, read_body, refuse, route, session_id};
 use super::anthropic_errors::reshape_response;
-use super::relay::{self, Face, StreamContext};
+use super::relay::{self, Face, StreamContext, StreamEnd};
 use super::reply::{self, error_response};
 use super::routes::{set_policy_header, with_policy_header, CHAT_PATH, MESSAGES_PATH};
 use super::server::{Answering, DirectRoute};
@@ -21,8 +21,8 @@ use super::{Gateway, GatewayRunner};
 use crate::chat::{messages, openai, ChatReply, ChatRequest};
 use crate::replay::record::Recorder;
 use crate::replay::trace::RequestEvent;
-use crate::runner::{clock::now_ms, RunOptions, RunOutcome, Target};
-use failover_sandbox::{Decider, ProviderError};
+use crate::runner::{clock::now_ms, ReplyEnd, RunOptions, RunOutcome, Unfinished};
+use failover_sandbox::Decider;
 
 /// A request ready to run.
 struct Admitted {
@@ -121,8 +121,9 @@ async fn serve_chat(gateway: Arc<Gateway>, request: Request, face: Face) -> Resp
     let result = runner
         .run_observed(policy.as_ref(), &options, &request, gateway.metrics())
         .await;
+    let model = gateway.metrics().label(&request.model).to_owned();
     let response = match result {
-        Ok(outcome) => {
+        Ok(mut outcome) => {
             tracing::info!(
                 model = %outcome.model,
                 profile = %outcome.profile,
@@ -131,7 +132,20 @@ async fn serve_chat(gateway: Arc<Gateway>, request: Request, face: Face) -> Resp
                 stream = request.stream,
                 "served"
             );
-            served(&gateway, &runner, &policy, outcome, deadline, face)
+            // A stream is counted, and its attempt recorded, when it ends.
+            if let Some(unfinished) = outcome.unfinished.take() {
+                let ends = StreamEnds {
+                    gateway: gateway.clone(),
+                    runner: runner.clone(),
+                    policy: policy.clone(),
+                    unfinished,
+                    route,
+                    model,
+                    record_id: request.record_id,
+                };
+                return served(&gateway, &policy, outcome, deadline, face, Some(ends));
+            }
+            served(&gateway, &policy, outcome, deadline, face, None)
         }
         Err(error) => {
             tracing::warn!(requested = %request.model, error = %error, "run failed");
@@ -145,8 +159,7 @@ async fn serve_chat(gateway: Arc<Gateway>, request: Request, face: Face) -> Resp
         StatusCode::OK => "served",
         _ => status.as_str(),
     };
-    let model = gateway.metrics().label(&request.model);
-    gateway.metrics().request(route, model, outcome);
+    gateway.metrics().request(route, &model, outcome);
     response
 }
 
@@ -216,52 +229,86 @@ fn record_request(recorder: &Recorder, request: &ChatRequest, options: &RunOptio
 }
 
 /// The served answer, whole or streamed within the run's deadline and the
-/// size bound.
+/// size bound; a stream's end is told to `ends`.
 fn served(
     gateway: &Gateway,
-    runner: &Arc<GatewayRunner>,
     policy: &Arc<dyn Decider>,
     outcome: RunOutcome<ChatReply>,
     deadline: u64,
     face: Face,
+    ends: Option<StreamEnds>,
 ) -> Response {
-    // Made for a stream only: a whole reply has no late failure to record.
+    // Made for a stream only: a whole reply has ended already.
     let context = || StreamContext {
         deadline_ms: Some(deadline),
         max_bytes: gateway.limits().max_stream_bytes,
-        on_upstream_failure: Box::new(late_failure(
-            runner.clone(),
-            policy.clone(),
-            gateway.recorder.clone(),
-        )),
+        on_end: Box::new(move |end| {
+            if let Some(ends) = ends {
+                ends.ended(end);
+            }
+        }),
     };
     relay::success(outcome, context, face, &policy.version().sha256)
 }
 
-/// What to do when a served stream's upstream breaks after its first
-/// content: record it against the profile (and in the trace, which cannot
-/// derive it).
-fn late_failure(
+/// What a served stream's end is told to: the request counted by how the
+/// stream ended, the attempt recorded — a success only when complete, a
+/// failure when the provider broke it (F-12.12) — and a break written to
+/// the trace, which cannot derive it.
+struct StreamEnds {
+    gateway: Arc<Gateway>,
     runner: Arc<GatewayRunner>,
     policy: Arc<dyn Decider>,
-    recorder: Option<Arc<Recorder>>,
-) -> impl FnOnce(Target, ProviderError) + Send {
-    move |target, error| match runner.record_stream_failure(policy.as_ref(), &target, &error) {
-        Ok((reason, usage)) => {
-            tracing::info!(
-                profile = %target.profile,
-                reason = reason.as_str(),
-                "recorded the stream's failure against its profile"
-            );
-            if let Some(recorder) = &recorder {
-                recorder.late_change(&target.profile, &usage);
+    unfinished: Box<Unfinished>,
+    /// The request's route and model labels.
+    route: &'static str,
+    model: String,
+    /// The request's id in the trace, when recording.
+    record_id: Option<u64>,
+}
+
+/// The request outcome of a stream the client left: nginx's "client
+/// closed request", as no HTTP status says it.
+const CLIENT_CLOSED: &str = "499";
+
+impl StreamEnds {
+    fn ended(self, end: StreamEnd) {
+        let target = &self.unfinished.target;
+        let (outcome, failure) = match &end {
+            StreamEnd::Complete => ("served", None),
+            StreamEnd::Broken(broken) => (broken.code(), broken.provider_failure(&target.provider)),
+            StreamEnd::ClientLeft => (CLIENT_CLOSED, None),
+        };
+        self.gateway
+            .metrics()
+            .request(self.route, &self.model, outcome);
+        let reply_end = match (&end, &failure) {
+            (StreamEnd::Complete, _) => ReplyEnd::Complete,
+            (_, Some(error)) => ReplyEnd::Broken(error),
+            _ => ReplyEnd::Stopped,
+        };
+        let policy = self.policy.as_ref();
+        let metrics = self.gateway.metrics();
+        match self.runner.finish_reply(policy, metrics, &self.unfinished, reply_end) {
+            Ok(Some(broken)) => {
+                tracing::info!(
+                    profile = %target.profile,
+                    reason = broken.reason.as_str(),
+                    "recorded the stream's failure against its profile"
+                );
+                if let (Some(recorder), Some(id), Some(error)) =
+                    (&self.gateway.recorder, self.record_id, &failure)
+                {
+                    recorder.broken(id, target, error);
+                }
             }
+            Ok(None) => {}
+            Err(error) => tracing::error!(
+                profile = %target.profile,
+                %error,
+                "cannot record how the stream ended"
+            ),
         }
-        Err(error) => tracing::error!(
-            profile = %target.profile,
-            %error,
-            "cannot record the stream's failure"
-        ),
     }
 }
 

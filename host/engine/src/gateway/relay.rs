@@ -17,7 +17,6 @@ use crate::chat::messages::{self, StreamEncoder};
 use crate::chat::openai::{self, Chunk};
 use crate::chat::{ChatReply, StreamEvent, StreamReply};
 use crate::runner::{clock::now_ms, RunOutcome, Target};
-use failover_sandbox::provider_error::ProviderError;
 
 /// The wire shape a client speaks, and so the shape of its answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,9 +33,38 @@ pub struct StreamContext {
     pub deadline_ms: Option<u64>,
     /// The most content one streamed reply may carry.
     pub max_bytes: u64,
-    /// Told when the upstream breaks after the first content, to record
-    /// that against the profile that served.
-    pub on_upstream_failure: Box<dyn FnOnce(Target, ProviderError) + Send>,
+    /// Told once how the stream ended, to record it: only a complete
+    /// stream is the attempt's success (F-12.12).
+    pub on_end: Box<dyn FnOnce(StreamEnd) + Send>,
+}
+
+/// How a relayed stream ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEnd {
+    /// The provider's terminal event arrived.
+    Complete,
+    /// It stopped early, and the client was told so.
+    Broken(Broken),
+    /// The client went away before the end.
+    ClientLeft,
+}
+
+/// Tells its callback how the stream ended, exactly once: a stream
+/// dropped before its end is one the client left.
+struct EndReport(Option<Box<dyn FnOnce(StreamEnd) + Send>>);
+
+impl EndReport {
+    fn report(&mut self, end: StreamEnd) {
+        if let Some(report) = self.0.take() {
+            report(end);
+        }
+    }
+}
+
+impl Drop for EndReport {
+    fn drop(&mut self) {
+        self.report(StreamEnd::ClientLeft);
+    }
 }
 
 /// A served run in `face`'s shape: the completion, or the stream, with
@@ -219,15 +247,15 @@ fn relay(
         .is_some_and(|e| matches!(e, StreamEvent::ToolCall(_)));
     let head = Bytes::from(writer.head(tool_first));
     let events = guard::guard(stream, context.deadline_ms, context.max_bytes);
-    let state = Some((events, writer, Some(context.on_upstream_failure)));
+    let state = Some((events, writer, EndReport(Some(context.on_end))));
     let tail = futures_util::stream::unfold(state, move |state| {
         let target = target.clone();
         async move {
-            let (mut events, mut writer, mut on_failure) = state?;
+            let (mut events, mut writer, mut end) = state?;
             Some(match events.next().await {
                 Some(Ok(event)) => {
                     let text = writer.event(&event);
-                    (Bytes::from(text), Some((events, writer, on_failure)))
+                    (Bytes::from(text), Some((events, writer, end)))
                 }
                 Some(Err(broken)) => {
                     tracing::warn!(
@@ -238,13 +266,14 @@ fn relay(
                         error = %broken.message(),
                         "stream ended early"
                     );
-                    if let (Broken::Upstream(error), Some(report)) = (&broken, on_failure.take()) {
-                        report(target, error.clone());
-                    }
                     let text = writer.broken(&broken.message(), broken.code());
+                    end.report(StreamEnd::Broken(broken));
                     (Bytes::from(text), None)
                 }
-                None => (Bytes::from(writer.done()), None),
+                None => {
+                    end.report(StreamEnd::Complete);
+                    (Bytes::from(writer.done()), None)
+                }
             })
         }
     });

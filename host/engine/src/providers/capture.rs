@@ -154,11 +154,22 @@ pub fn is_deadline(error: &ProviderError) -> bool {
     error.code.as_deref() == Some("ETIMEDOUT") && error.message.starts_with(DEADLINE_MESSAGE_START)
 }
 
-/// A stream that ended before its reply was complete.
+/// A stream that ended before its terminal event (F-12.12): worded so
+/// that a policy reads an incomplete stream, a timeout.
 pub fn cut_stream_error(provider: &str) -> ProviderError {
     ProviderError::message(format!(
-        "the stream from {provider} ended before the reply was complete"
+        "the stream from {provider} ended before a terminal event: the reply is incomplete"
     ))
     .with_provider(provider)
     .with_code("ECONNRESET")
+}
+
+/// The run's deadline passed while `provider` streamed: the reply is
+/// incomplete, a timeout of the attempt (F-12.12).
+pub fn stream_deadline_error(provider: &str) -> ProviderError {
+    ProviderError::message(format!(
+        "the run's deadline passed while {provider} streamed: the stream ended before a terminal event"
+    ))
+    .with_provider(provider)
+    .with_code("ETIMEDOUT")
 }

@@ -283,6 +283,10 @@ impl Provider for HttpProvider {
     type Request = ChatRequest;
     type Reply = ChatReply;
 
+    fn completes_later(&self, reply: &ChatReply) -> bool {
+        matches!(reply, ChatReply::Stream(_))
+    }
+
     fn cannot_express(&self, model: &str, request: &ChatRequest) -> Option<String> {
         if request.openai_only.is_empty() && request.anthropic_only.is_empty() {
             return None;

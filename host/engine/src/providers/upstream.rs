@@ -120,7 +120,8 @@ impl Upstream {
                     let events = match self.sse.feed(&bytes) {
                         Ok(events) => events,
                         Err(e) => {
-                            return Some(Err(self.fail(ProviderError::message(e.to_string()))))
+                            let error = chat::openai::garbled_event(&e.to_string());
+                            return Some(Err(self.fail(error.with_provider(&*self.provider))));
                         }
                     };
                     if let Err(error) = self.decode(events) {
@@ -137,13 +138,8 @@ impl Upstream {
                         return Some(Err(self.fail(error)));
                     }
                     self.ended = true;
-                    let last = match &mut self.decoder {
-                        Decoder::OpenAi(d) => d.end(),
-                        Decoder::Anthropic(d) => d.end(),
-                    };
-                    if let Some(last) = last {
-                        self.pending.push_back(last);
-                    } else if !self.done() {
+                    // Closed before its terminal event: cut (F-12.12).
+                    if !self.done() {
                         return Some(Err(capture::cut_stream_error(&self.provider)));
                     }
                 }

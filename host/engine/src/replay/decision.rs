@@ -1,7 +1,7 @@
 //! One decision of a replay's timeline: a request, an attempt, a skip, a
-//! fallback step, a served answer or a failure, a state change another
-//! process made — one JSON line each with `--json`, one text line each
-//! otherwise.
+//! fallback step, a served answer (whole or broken) or a failure, a state
+//! change another process made — one JSON line each with `--json`, one
+//! text line each otherwise.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -82,6 +82,21 @@ pub enum Decision {
         /// `auto_override` …).
         source: String,
     },
+    /// The request was served, and the provider broke the stream after its
+    /// first content: the client got an error event, the attempt failed
+    /// (F-12.12).
+    Broken {
+        /// The request's id in the trace.
+        request: u64,
+        /// When it broke (ms since the epoch, on the replay's clock).
+        at: u64,
+        /// The model that served it, `provider/model`.
+        model: String,
+        /// The profile that served it.
+        profile: String,
+        /// The failure's reason, as the policy classified it.
+        reason: String,
+    },
     /// The request failed.
     Failed {
         /// The request's id in the trace.
@@ -141,6 +156,7 @@ impl Decision {
             Decision::Skip { .. } => "skip",
             Decision::Fallback { .. } => "fallback",
             Decision::Served { .. } => "served",
+            Decision::Broken { .. } => "broken",
             Decision::Failed { .. } => "failed",
             Decision::State { .. } => "state",
         }
@@ -194,6 +210,16 @@ impl Decision {
                     t(at)
                 )
             }
+            Decision::Broken {
+                request,
+                at,
+                model,
+                profile,
+                reason,
+            } => format!(
+                "{} #{request} stream from {model} via {profile} BROKE after its first content: {reason}",
+                t(at)
+            ),
             Decision::Failed {
                 request,
                 at,

@@ -140,6 +140,19 @@ impl Decision {
                 line.string("profile", profile);
                 line.string("source", source);
             }
+            Decision::Broken {
+                request,
+                at,
+                model,
+                profile,
+                reason,
+            } => {
+                line.number("request", *request);
+                line.number("at", *at);
+                line.string("model", model);
+                line.string("profile", profile);
+                line.string("reason", reason);
+            }
             Decision::Failed {
                 request,
                 at,
@@ -243,6 +256,13 @@ mod tests {
                 model: s(),
                 profile: s(),
                 source: s(),
+            },
+            Decision::Broken {
+                request: 4,
+                at: 7,
+                model: s(),
+                profile: s(),
+                reason: s(),
             },
             Decision::Failed {
                 request: 5,

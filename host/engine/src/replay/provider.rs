@@ -21,7 +21,7 @@ use crate::runner::{CallError, Provider, Target, VirtualClock};
 use failover_sandbox::provider_error::ProviderError;
 
 use super::state_feed::StateFeed;
-use super::trace::OutcomeEvent;
+use super::trace::{BrokenEvent, OutcomeEvent};
 
 /// How far from a call a recorded outcome of the same target still
 /// answers it: rate limits and overloads last about this long.
@@ -93,6 +93,8 @@ pub(crate) struct ReplayProvider<'t> {
     /// Per recorded request, what each candidate's shape cannot express,
     /// as the gateway decided live: `(shape-only features, endpoints)`.
     shapes: Option<Shapes>,
+    /// The served streams that broke, by request and target.
+    broken: FxHashMap<(u64, TargetKey<'t>), &'t BrokenEvent>,
 }
 
 /// What the replay asks of the calls made so far.
@@ -135,7 +137,17 @@ impl<'t> ReplayProvider<'t> {
             log: Mutex::new(CallLog::default()),
             feed: None,
             shapes: None,
+            broken: FxHashMap::default(),
         }
+    }
+
+    /// The same provider, breaking the streams `broken` says broke after
+    /// the call that served them answered.
+    pub fn with_broken(mut self, broken: &'t [BrokenEvent]) -> Self {
+        self.broken = (broken.iter())
+            .map(|b| ((b.request, (&*b.provider, &*b.model, &*b.profile)), b))
+            .collect();
+        self
     }
 
     /// The same provider, passing over candidates as `shapes` says.
@@ -162,6 +174,12 @@ impl<'t> ReplayProvider<'t> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .unrecorded
+    }
+
+    /// How the stream `outcome` served broke, if it did.
+    fn broken_after(&self, outcome: &OutcomeEvent) -> Option<&'t BrokenEvent> {
+        let target = (&*outcome.provider, &*outcome.model, &*outcome.profile);
+        self.broken.get(&(outcome.request, target)).copied()
     }
 
     fn same_target(outcome: &OutcomeEvent, target: &Target) -> bool {
@@ -201,10 +219,15 @@ impl<'t> ReplayProvider<'t> {
     }
 }
 
-impl Provider for ReplayProvider<'_> {
+impl<'t> Provider for ReplayProvider<'t> {
     /// The id of the recorded request being replayed.
     type Request = u64;
-    type Reply = ();
+    /// How the served stream broke later, if the recording says it did.
+    type Reply = Option<&'t BrokenEvent>;
+
+    fn completes_later(&self, reply: &Self::Reply) -> bool {
+        reply.is_some()
+    }
 
     fn cannot_express(&self, model: &str, request: &u64) -> Option<String> {
         let shapes = self.shapes.as_ref()?;
@@ -214,7 +237,7 @@ impl Provider for ReplayProvider<'_> {
         crate::chat::unexpressible(api, openai_only, anthropic_only)
     }
 
-    async fn call(&self, target: &Target, request: &u64) -> Result<(), CallError> {
+    async fn call(&self, target: &Target, request: &u64) -> Result<Self::Reply, CallError> {
         use crate::runner::Clock;
         let now = self.clock.now_ms();
         let found = self.find(*request, target, now);
@@ -223,7 +246,7 @@ impl Provider for ReplayProvider<'_> {
                 let outcome = &self.outcomes[index];
                 self.clock.advance(outcome.latency_ms);
                 let result = match outcome.failure() {
-                    None => Ok(()),
+                    None => Ok(self.broken_after(outcome)),
                     Some(Ok(error)) if outcome.hung => Err(CallError::Hung(Box::new(error))),
                     Some(Ok(error)) => Err(CallError::Failed(Box::new(error))),
                     // Checked when the trace was read.
@@ -235,7 +258,7 @@ impl Provider for ReplayProvider<'_> {
             }
             None => {
                 let result = match self.unrecorded {
-                    Unrecorded::Success => Ok(()),
+                    Unrecorded::Success => Ok(None),
                     Unrecorded::Error => Err(CallError::Failed(Box::new(
                         ProviderError::message(format!(
                             "replay: no recorded outcome for {} via {}",

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use super::trace::{
-    Header, OutcomeEvent, RequestEvent, RunSettings, StateChange, StateEvent, TraceLine,
+    BrokenEvent, Header, OutcomeEvent, RequestEvent, RunSettings, StateChange, StateEvent, TraceLine,
     TraceProfile, TRACE_VERSION,
 };
 use crate::auth::Usage;
@@ -155,15 +155,19 @@ impl Recorder {
         self.write(&TraceLine::Outcome(event));
     }
 
-    /// A change of a profile's state that a replay cannot derive from the
-    /// trace's requests and outcomes (a stream that broke after the call
-    /// returned): recorded as a `state` line, as a foreign change is.
-    pub fn late_change(&self, profile: &str, usage: &Usage) {
-        self.usage.written(profile, usage);
-        self.state(StateChange::Profile {
-            profile: profile.to_owned(),
-            usage: usage.clone(),
-        });
+    /// Records that `target`'s served stream for request `request` broke
+    /// with `error` after its first content: the replay derives the
+    /// failure from it (a `state` line would overrule another module's
+    /// decision in `--against`).
+    pub fn broken(&self, request: u64, target: &Target, error: &ProviderError) {
+        self.write(&TraceLine::Broken(BrokenEvent {
+            request,
+            at: now_ms(),
+            provider: target.provider.clone(),
+            model: target.model.clone(),
+            profile: target.profile.clone(),
+            error: error.to_json(),
+        }));
     }
 
     fn state(&self, change: StateChange) {
@@ -277,6 +281,10 @@ where
 
     fn cannot_express(&self, model: &str, request: &P::Request) -> Option<String> {
         self.inner.cannot_express(model, request)
+    }
+
+    fn completes_later(&self, reply: &P::Reply) -> bool {
+        self.inner.completes_later(reply)
     }
 
     async fn call(&self, target: &Target, request: &P::Request) -> Result<P::Reply, CallError> {

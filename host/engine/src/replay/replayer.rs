@@ -12,12 +12,15 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
+use crate::auth::RecordedReason;
 use crate::runner::{
-    Attempt, Clock, FallbackStep, RunError, RunObserver, RunOutcome, Runner, Target, VirtualClock,
+    Attempt, Clock, FallbackStep, ReplyEnd, RunError, RunObserver, RunOutcome, Runner, Target,
+    VirtualClock,
 };
 use crate::state::{AuthStore, SessionStore};
 use crate::status::state_json;
 use failover_sandbox::policy::Decider;
+use failover_sandbox::ProviderError;
 
 use super::decision::Decision;
 use super::provider::{Answered, ReplayProvider, Shapes};
@@ -26,7 +29,7 @@ use super::setup::{
     error_kind, options_for, read_horizons, recorded_config, seed_state, settings_of,
 };
 use super::state_feed::StateFeed;
-use super::trace::{Header, RequestEvent, Trace};
+use super::trace::{BrokenEvent, Header, RequestEvent, Trace};
 
 /// The replay's runner, answering from a trace it borrows.
 type ReplayRunner<'t> = Runner<ReplayProvider<'t>, VirtualClock>;
@@ -59,6 +62,7 @@ pub fn replay(
         config: Arc::new(config.clone()),
     };
     let provider = ReplayProvider::new(&trace.outcomes, clock.clone(), options.unrecorded)
+        .with_broken(&trace.broken)
         .with_feed(feed.clone())
         .with_shapes(shapes);
     let runner = Runner::new(
@@ -130,16 +134,30 @@ impl ReplayedRequest<'_> {
         run_options.deadline_ms = self.run_timeout_ms.map(|ms| started.saturating_add(ms));
         let timeline = Timeline::new(self.runner.provider());
         let policy = self.runner.policy();
-        let result = self
+        let mut result = self
             .runner
             .run_observed(policy.as_ref(), &run_options, &request.id, &timeline)
             .await;
+        // A served stream that broke: its failure, told to the timeline.
+        let broken = match &mut result {
+            Ok(outcome) => self.break_stream(policy.as_ref(), &timeline, outcome)?,
+            Err(_) => None,
+        };
         let at = self.clock.now_ms();
         // Changes another process made while this request ran.
         decisions.extend(feed.take_applied().into_iter().map(Decision::from));
         decisions.extend(timeline.decisions(request.id, &result));
         match result {
-            Ok(outcome) => decisions.push(served(request.id, at, outcome)),
+            Ok(outcome) => decisions.push(match broken {
+                Some(reason) => Decision::Broken {
+                    request: request.id,
+                    at,
+                    model: outcome.model,
+                    profile: outcome.profile,
+                    reason: reason.as_str().into(),
+                },
+                None => served(request.id, at, outcome),
+            }),
             Err(RunError::State(source)) => {
                 return Err(ReplayError::Run {
                     request: request.id,
@@ -157,8 +175,44 @@ impl ReplayedRequest<'_> {
     }
 }
 
+impl ReplayedRequest<'_> {
+    /// When the recording says the stream `outcome` served broke later:
+    /// the clock moved to the break and the failure recorded as the live
+    /// gateway recorded it (F-12.12). Its reason, if it broke.
+    fn break_stream(
+        &self,
+        policy: &dyn Decider,
+        timeline: &Timeline<'_>,
+        outcome: &mut RunOutcome<Replayed<'_>>,
+    ) -> Result<Option<RecordedReason>, ReplayError> {
+        let (Some(unfinished), Some(broken)) = (outcome.unfinished.take(), outcome.reply) else {
+            return Ok(None);
+        };
+        let now = self.clock.now_ms();
+        if broken.at > now {
+            self.clock.advance(broken.at - now);
+        }
+        // Checked when the trace was read.
+        let error = broken
+            .failure()
+            .unwrap_or_else(|e| ProviderError::message(e.to_string()));
+        let end = ReplyEnd::Broken(&error);
+        let recorded = (self.runner)
+            .finish_reply(policy, timeline, &unfinished, end)
+            .map_err(|cause| ReplayError::Run {
+                request: self.request.id,
+                cause,
+            })?;
+        Ok(recorded.map(|r| r.reason))
+    }
+}
+
+/// What a replayed call answers: the break of the stream it served, if the
+/// recording has one.
+type Replayed<'t> = Option<&'t BrokenEvent>;
+
 /// The served decision of a run.
-fn served(request: u64, at: u64, outcome: RunOutcome<()>) -> Decision {
+fn served(request: u64, at: u64, outcome: RunOutcome<Replayed<'_>>) -> Decision {
     Decision::Served {
         request,
         at,
@@ -206,7 +260,11 @@ impl<'a> Timeline<'a> {
     /// the fallback steps, then the served call. A run that stopped or hit
     /// its deadline reports no steps; one the policy or the state failed,
     /// no attempts either.
-    fn decisions(&self, request: u64, result: &Result<RunOutcome<()>, RunError>) -> Vec<Decision> {
+    fn decisions(
+        &self,
+        request: u64,
+        result: &Result<RunOutcome<Replayed<'_>>, RunError>,
+    ) -> Vec<Decision> {
         let seen = std::mem::take(&mut *self.seen.lock().unwrap_or_else(|e| e.into_inner()));
         let steps = std::mem::take(&mut *self.steps.lock().unwrap_or_else(|e| e.into_inner()));
         let (attempts, steps) = match result {

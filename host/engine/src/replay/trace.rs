@@ -13,8 +13,9 @@ use crate::state::SessionEntry;
 use failover_sandbox::provider_error::ProviderError;
 
 /// The format version this build writes; it reads this one and older.
-/// Version 2 added the header's run settings and `state` lines (F-12.4).
-pub const TRACE_VERSION: u32 = 2;
+/// Version 2 added the header's run settings and `state` lines (F-12.4);
+/// version 3 `broken` lines (F-12.12).
+pub const TRACE_VERSION: u32 = 3;
 
 /// Longest trace line read: a header with thousands of profiles and
 /// sessions fits; a line past this is not a trace.
@@ -32,6 +33,9 @@ pub(crate) enum TraceLine {
     Outcome(OutcomeEvent),
     /// A change another process made (`"type":"state"`).
     State(StateEvent),
+    /// A served stream that broke after its first content
+    /// (`"type":"broken"`).
+    Broken(BrokenEvent),
 }
 
 /// The first line: what the run started from.
@@ -207,6 +211,35 @@ impl OutcomeEvent {
     }
 }
 
+/// A served stream that the provider broke after its first content reached
+/// the client: a failure of the call its `outcome` line answered (F-12.12).
+/// Written when the stream ends, so after that line and maybe after other
+/// requests' lines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokenEvent {
+    /// The id of the request it belongs to.
+    pub request: u64,
+    /// When it broke.
+    pub at: u64,
+    /// Aliases resolved (`openai`).
+    pub provider: String,
+    /// `provider/model`.
+    pub model: String,
+    /// The profile that served.
+    pub profile: String,
+    /// The failure as captured (a cut, a stall, an unreadable event, an
+    /// error event, the run's deadline).
+    pub error: Value,
+}
+
+impl BrokenEvent {
+    /// The recorded failure.
+    pub fn failure(&self) -> Result<ProviderError, failover_sandbox::InputError> {
+        ProviderError::from_json(&self.error)
+    }
+}
+
 /// A parsed trace.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trace {
@@ -218,6 +251,8 @@ pub struct Trace {
     pub outcomes: Vec<OutcomeEvent>,
     /// Changes other processes made, in file order.
     pub states: Vec<StateEvent>,
+    /// Served streams that broke, in file order.
+    pub broken: Vec<BrokenEvent>,
     /// Lines skipped by `--lenient`.
     pub skipped: Vec<(usize, String)>,
 }
@@ -311,6 +346,7 @@ impl Trace {
             requests: reading.requests,
             outcomes: reading.outcomes,
             states: reading.states,
+            broken: reading.broken,
             skipped: reading.skipped,
         })
     }
@@ -323,6 +359,7 @@ struct Reading {
     requests: Vec<RequestEvent>,
     outcomes: Vec<OutcomeEvent>,
     states: Vec<StateEvent>,
+    broken: Vec<BrokenEvent>,
     skipped: Vec<(usize, String)>,
     ids: std::collections::HashSet<u64>,
 }
@@ -363,6 +400,19 @@ impl Reading {
             }
             (Some(_), TraceLine::State(event)) => {
                 self.states.push(event);
+                Ok(())
+            }
+            (Some(_), TraceLine::Broken(b)) => {
+                if !self.ids.contains(&b.request) {
+                    return Err(LineError::Bad(format!(
+                        "a broken stream of request {}, which no earlier line starts",
+                        b.request
+                    )));
+                }
+                if let Err(e) = b.failure() {
+                    return Err(LineError::Bad(format!("broken stream error: {e}")));
+                }
+                self.broken.push(b);
                 Ok(())
             }
         }

@@ -75,7 +75,8 @@ fn newer_versions_and_missing_headers_are_refused() {
     .unwrap_err()
     .to_string();
     assert!(
-        newer.contains("version 9") && newer.contains("reads version 2"),
+        newer.contains("version 9")
+            && newer.contains(&format!("reads version {TRACE_VERSION}")),
         "{newer}"
     );
     let headless = parse(r#"{"type":"request","id":1,"at":0,"model":"auto"}"#, true)
@@ -86,3 +87,17 @@ fn newer_versions_and_missing_headers_are_refused() {
         "{headless}"
     );
 }
+
+#[test]
+fn a_broken_stream_belongs_to_an_earlier_request_and_carries_a_readable_error() {
+    let broken = r#"{"type":"broken","request":1,"at":1900,"provider":"openai","model":"openai/gpt-4o","profile":"openai:a","error":{"message":"cut","code":"ECONNRESET"}}"#;
+    let request = r#"{"type":"request","id":1,"at":1500,"model":"auto"}"#;
+    let trace = parse(&format!("{HEADER}\n{request}\n{broken}\n"), false).unwrap();
+    assert_eq!(trace.broken.len(), 1);
+    assert_eq!(trace.broken[0].failure().unwrap().code.as_deref(), Some("ECONNRESET"));
+    let orphan = parse(&format!("{HEADER}\n{broken}\n"), false)
+        .unwrap_err()
+        .to_string();
+    assert!(orphan.contains("line 2") && orphan.contains("request 1"), "{orphan}");
+}
+

@@ -5,6 +5,7 @@
 //! call tells the run.
 
 use failover_sandbox::policy::{Decider, Success};
+use failover_sandbox::Detail;
 use failover_sandbox::provider_error::ProviderError;
 
 use crate::auth::{CooldownConfig, FailureEvent, RecordedReason, Usage};
@@ -90,16 +91,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             RecordedReason::RateLimit | RecordedReason::Overloaded
         );
         Ok(Err(Failure {
-            attempt: Attempt {
-                model: target.model.clone(),
-                provider: target.provider.clone(),
-                profile: Some(target.profile.clone()),
-                reason,
-                detail: verdict.detail,
-                status: error.status,
-                code: error.code.clone(),
-                summary: summarize_error(&error),
-            },
+            attempt: failed_attempt(target, reason, verdict.detail, &error),
             aborted,
             live_switch_to,
             retry_after_ms: verdict.retry_after_ms.filter(|_| waitable && !aborted),
@@ -226,6 +218,26 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             %error,
             "the answer was served, but recording its success failed"
         );
+    }
+}
+
+/// The record of `target`'s call that failed with `error`, classified as
+/// `reason`.
+pub(super) fn failed_attempt(
+    target: &Target,
+    reason: RecordedReason,
+    detail: Option<Detail>,
+    error: &ProviderError,
+) -> Attempt {
+    Attempt {
+        model: target.model.clone(),
+        provider: target.provider.clone(),
+        profile: Some(target.profile.clone()),
+        reason,
+        detail,
+        status: error.status,
+        code: error.code.clone(),
+        summary: summarize_error(error),
     }
 }
 

@@ -4,11 +4,9 @@
 
 use std::sync::{Arc, Mutex, RwLock};
 
-use crate::auth::{RecordedReason, Usage};
 use crate::config::Config;
 use crate::state::{AuthStore, SessionStore};
 use failover_sandbox::policy::Decider;
-use failover_sandbox::provider_error::ProviderError;
 // Keyed by configured provider and profile ids, not by what clients send:
 // the fast hash needs no guard against chosen collisions.
 use rustc_hash::FxHashMap as HashMap;
@@ -19,7 +17,7 @@ use super::health::HealthBook;
 use super::observer::{RunObserver, Unobserved};
 use super::options::RunOptions;
 use super::outcome::{RunError, RunOutcome};
-use super::provider::{Provider, Target};
+use super::provider::Provider;
 use super::run::Run;
 
 /// A success that changes nothing but a profile's `lastUsed` is written at
@@ -189,32 +187,4 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         outcome.map(|outcome| *outcome)
     }
 
-    /// A served stream broke after its first content: the profile answered,
-    /// then failed, and that failure is recorded against it like any other
-    /// — classified by `policy` and passed to its `record-failure` (a cut or
-    /// stalled stream is a timeout, which by F-6.1 leaves a profile's state
-    /// as it is; an overloaded or rate-limit error event cools it down).
-    /// Returns the reason and the profile's state after.
-    pub fn record_stream_failure(
-        &self,
-        policy: &dyn Decider,
-        target: &Target,
-        error: &ProviderError,
-    ) -> Result<(RecordedReason, Usage), RunError> {
-        self.counters.stream_broken();
-        let now = self.clock.now_ms();
-        let verdict =
-            policy.classify(&error.clone().with_provider(target.provider.clone()), now)?;
-        let reason = RecordedReason::from(verdict.reason);
-        let cooldowns = self.config.cooldown_config();
-        let after = self.record_failure(
-            policy,
-            target,
-            reason,
-            verdict.retry_after_ms,
-            now,
-            &cooldowns,
-        )?;
-        Ok((reason, after))
-    }
 }

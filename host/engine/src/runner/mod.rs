@@ -15,7 +15,9 @@
 //! - [`Clock`] — real or virtual time.
 //! - [`HealthBook`] — each model's responsiveness, for slow targets (F-12.3).
 //! - [`Counters`] — failures around served replies, for the status report.
-//! - [`RunOutcome`], [`RunError`], [`FallbackSummaryError`] — the results.
+//! - [`RunOutcome`], [`RunError`], [`FallbackSummaryError`] — the results;
+//!   [`Unfinished`] and [`Runner::finish_reply`] — a served stream's end,
+//!   recorded when it comes.
 
 mod bookkeeping;
 pub mod clock;
@@ -30,6 +32,7 @@ mod order;
 mod outcome;
 mod plan;
 mod provider;
+mod reply_end;
 mod retry_env;
 mod run;
 mod session_writes;
@@ -43,4 +46,5 @@ pub use observer::{RunObserver, Unobserved};
 pub use options::{CronJob, RunOptions};
 pub use outcome::{Attempt, FallbackStep, FallbackSummaryError, RunError, RunOutcome};
 pub use provider::{CallError, Provider, Target, NO_CREDENTIALS, UNSUPPORTED_FEATURE};
+pub use reply_end::{BrokenReply, ReplyEnd, Unfinished};
 pub use retry_env::{retry_wait_cap_from_env, RETRY_MAX_WAIT_ALIAS_ENV, RETRY_MAX_WAIT_ENV};

@@ -4,6 +4,8 @@
 use crate::auth::RecordedReason;
 use crate::state::StateError;
 use failover_sandbox::classification::Detail;
+
+use super::reply_end::Unfinished;
 use failover_sandbox::policy::PolicyError;
 
 use super::model::{RunSummary, SelectionSource, StopReason};
@@ -66,6 +68,9 @@ pub struct RunOutcome<Reply> {
     pub attempts: Vec<Attempt>,
     /// The fallback steps taken, in order (F-10.2).
     pub steps: Vec<FallbackStep>,
+    /// Set when the reply is still arriving: its end is to be recorded
+    /// with [`Runner::finish_reply`](super::Runner::finish_reply).
+    pub unfinished: Option<Box<Unfinished>>,
 }
 
 impl Attempt {

@@ -60,6 +60,15 @@ pub trait Provider: Send + Sync {
         request: &Self::Request,
     ) -> impl Future<Output = Result<Self::Reply, CallError>> + Send;
 
+    /// Whether `reply` is still arriving when the call returns (a stream
+    /// served from its first content): its success is then recorded by
+    /// [`Runner::finish_reply`](super::Runner::finish_reply) when it ends,
+    /// never before (F-12.12).
+    fn completes_later(&self, reply: &Self::Reply) -> bool {
+        let _ = reply;
+        false
+    }
+
     /// What `model` (`provider/model`) cannot express of `request`, named
     /// for the client (`field \`n\` above 1`), or `None` when it can take
     /// it. Such a candidate is skipped (a `format`-class skip, no profile

@@ -19,7 +19,7 @@ mod whole;
 #[cfg(feature = "fuzzing")]
 pub(crate) use whole::agreement::check_against_tree as check_reply_against_tree;
 
-pub(crate) use reply::unreadable;
+pub(crate) use reply::{garbled_event, unreadable};
 pub use reply::{chunk_json, completion_json, error_json, parse_completion, Chunk, StreamDecoder};
 pub use request::{parse_request, render_request, request_body, request_from_value, BadRequest};
 pub use whole::WholeReply;
@@ -196,19 +196,22 @@ mod tests {
             [StreamEvent::Finish { .. }]
         ));
         assert_eq!(decoder.id, "s1");
+        // F-12.12: complete only with a finish reason and `[DONE]`.
         let mut cut = StreamDecoder::default();
         cut.feed(&event(r#"{"choices":[{"delta":{"content":"half"}}]}"#))
             .unwrap();
-        assert_eq!(cut.end(), None);
-        assert!(!cut.done, "a clean close without a terminator is a cut");
+        assert!(!cut.done, "content alone is not complete");
+        let error = cut.feed(&event("[DONE]")).unwrap_err();
+        assert!(error.message.contains("without finish_reason"), "{error:?}");
         let mut finished = StreamDecoder::default();
         finished
             .feed(&event(
                 r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#,
             ))
             .unwrap();
-        assert!(matches!(finished.end(), Some(StreamEvent::Finish { .. })));
-        assert!(finished.done);
+        assert!(!finished.done, "a finish reason without [DONE] is not complete");
+        let error = finished.feed(&event("{not json")).unwrap_err();
+        assert!(error.message.contains("ended before a terminal event"), "{error:?}");
         assert!(StreamDecoder::default()
             .feed(&event(r#"{"error":{"message":"x"}}"#))
             .is_err());

@@ -28,15 +28,30 @@ pub fn parse_completion(text: impl Into<String>) -> Result<Completion, ProviderE
 
 /// A provider error for a reply that is not the expected shape.
 pub(crate) fn unreadable(text: &str) -> ProviderError {
+    ProviderError::message(format!(
+        "the provider's reply is not a chat completion: {:?}",
+        preview(text)
+    ))
+}
+
+/// A provider error for a stream event that cannot be read: the stream is
+/// over, before its terminal event (F-12.12), and worded so that a policy
+/// reads an incomplete stream, a timeout.
+pub(crate) fn garbled_event(text: &str) -> ProviderError {
+    ProviderError::message(format!(
+        "a stream event is unreadable, so the stream ended before a terminal event: {:?}",
+        preview(text)
+    ))
+}
+
+/// The start of `text`: enough to recognise it, never a whole reply.
+fn preview(text: &str) -> &str {
     const PREVIEW: usize = 200;
     let mut end = text.len().min(PREVIEW);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    ProviderError::message(format!(
-        "the provider's reply is not a chat completion: {:?}",
-        &text[..end]
-    ))
+    &text[..end]
 }
 
 fn finish(value: Option<&Value>) -> Option<FinishReason> {
@@ -74,7 +89,9 @@ pub struct StreamDecoder {
     pub id: String,
     finish: Option<FinishReason>,
     usage: Option<TokenUsage>,
-    /// `[DONE]` arrived.
+    /// A `finish_reason` arrived.
+    finished: bool,
+    /// `[DONE]` arrived after a `finish_reason`: the stream is complete.
     pub done: bool,
     /// The `system_fingerprint` was passed on already.
     fingerprint_sent: bool,
@@ -91,13 +108,20 @@ impl StreamDecoder {
     pub fn feed(&mut self, event: &SseEvent) -> Result<Vec<StreamEvent>, ProviderError> {
         let data = event.data.trim();
         if data == "[DONE]" {
+            // Complete only with both (F-12.12): a `[DONE]` after no
+            // finish reason ends a reply cut short upstream.
+            if !self.finished {
+                return Err(ProviderError::message(
+                    "the stream ended without finish_reason: [DONE] came before the reply was complete",
+                ));
+            }
             self.done = true;
             return Ok(self.finish_event().into_iter().collect());
         }
         if data.is_empty() {
             return Ok(Vec::new());
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|_| unreadable(data))?;
+        let chunk: Value = serde_json::from_str(data).map_err(|_| garbled_event(data))?;
         if chunk.get("error").is_some_and(|e| !e.is_null()) || event.event == "error" {
             return Err(ProviderError::message(data));
         }
@@ -129,6 +153,7 @@ impl StreamDecoder {
             }
             if let Some(reason) = finish(choice.get("finish_reason")) {
                 self.finish = Some(reason);
+                self.finished = true;
             }
         }
         // After the content it came with: logprobs follow their text.
@@ -173,18 +198,6 @@ impl StreamDecoder {
             }
         }
         (!extra.is_empty()).then_some(extra)
-    }
-
-    /// The final event when the stream ends: `None` when it ended without
-    /// `[DONE]` or a finish reason — cut off, and then [`Self::done`] stays
-    /// false: a stream that closes cleanly without saying it is complete is
-    /// not complete.
-    pub fn end(&mut self) -> Option<StreamEvent> {
-        if self.done || self.finish.is_none() {
-            return None;
-        }
-        self.done = true;
-        self.finish_event()
     }
 
     fn finish_event(&mut self) -> Option<StreamEvent> {

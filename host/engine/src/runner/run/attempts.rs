@@ -77,7 +77,12 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
             .await?;
         let failure = match result {
             Ok(reply) => {
-                self.observer.call_ended(target, at, None);
+                // A reply still arriving is told when it ends.
+                if self.runner.provider.completes_later(&reply) {
+                    self.reply_started_at = at;
+                } else {
+                    self.observer.call_ended(target, at, None);
+                }
                 return Ok(Ok(reply));
             }
             Err(failure) => failure,

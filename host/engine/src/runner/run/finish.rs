@@ -6,8 +6,9 @@ use super::*;
 
 impl<P: Provider, C: Clock> Run<'_, P, C> {
     /// A served answer: its success recorded — bookkeeping whose failure is
-    /// logged and counted, never losing the answer — the fallback override
-    /// kept (F-9.4), the serving profile pinned on the session.
+    /// logged and counted, never losing the answer; for a reply still
+    /// arriving, when it ends — the fallback override kept (F-9.4), the
+    /// serving profile pinned on the session.
     pub(super) fn succeed(
         &mut self,
         target: Target,
@@ -30,10 +31,20 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
                 .cloned()
                 .unwrap_or_default()
         });
-        if let Err(error) =
-            runner.record_success(self.policy, &target, now, seen.as_ref(), &self.cooldowns)
-        {
-            runner.bookkeeping_failed(&target, &error);
+        // A reply still arriving succeeds only when it ends (F-12.12).
+        let unfinished = runner.provider.completes_later(&reply).then(|| {
+            Box::new(Unfinished {
+                target: target.clone(),
+                seen: seen.clone(),
+                started_at: self.reply_started_at,
+            })
+        });
+        if unfinished.is_none() {
+            let seen = seen.as_ref();
+            if let Err(error) = runner.record_success(self.policy, &target, now, seen, &self.cooldowns)
+            {
+                runner.bookkeeping_failed(&target, &error);
+            }
         }
         // The fallback override stays (F-9.4): nothing to roll back.
         self.written = None;
@@ -61,6 +72,7 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
             source,
             attempts: std::mem::take(&mut self.attempts),
             steps: std::mem::take(&mut self.steps),
+            unfinished,
         }
     }
 

@@ -37,6 +37,7 @@ use crate::runner::options::RunOptions;
 use crate::runner::outcome::{Attempt, FallbackStep, FallbackSummaryError, RunError, RunOutcome};
 use crate::runner::plan::Plan;
 use crate::runner::provider::{Provider, Target, NO_CREDENTIALS};
+use crate::runner::reply_end::Unfinished;
 use crate::runner::session_writes::Written;
 
 /// The best `Retry-After` to wait on if nothing else remains: the target
@@ -92,6 +93,9 @@ pub(super) struct Run<'a, P: Provider, C> {
     retry_wait: Option<RetryWait>,
     /// Routing state as the store held it when profiles were last ordered.
     seen_usage: std::collections::BTreeMap<String, crate::auth::Usage>,
+    /// When the last call that answered with a reply still arriving
+    /// started.
+    reply_started_at: u64,
 }
 
 impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
@@ -128,6 +132,7 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
             written: None,
             retry_wait: None,
             seen_usage: Default::default(),
+            reply_started_at: 0,
         }
     }
 
