@@ -29,6 +29,7 @@ mod gateway_metrics;
 mod gateway_redirects;
 mod gateway_shapes;
 mod gateway_streams;
+mod gateway_truncated;
 mod hostile;
 mod onboarding;
 mod policy;

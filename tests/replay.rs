@@ -55,7 +55,7 @@ fn replayed(trace: &Path, unrecorded: Unrecorded) -> failover::replay::Replay {
 #[test]
 fn every_example_incident_replays_to_its_golden_output() {
     let traces = traces();
-    assert_eq!(traces.len(), 17, "{traces:?}");
+    assert_eq!(traces.len(), 18, "{traces:?}");
     for trace in traces {
         let expected = std::fs::read_to_string(golden(&trace)).unwrap();
         let actual = replayed(&trace, Unrecorded::Error).json_lines().join("\n") + "\n";
@@ -291,6 +291,24 @@ fn the_reported_failures_do_not_happen_in_their_incidents() {
         let state = final_line(&timeouts, "profile", key);
         assert!(state["cooldownUntil"].is_null(), "{key}: {state}");
     }
+
+    // F-12.12: a stream the provider cut or stalled after its first content
+    // is the attempt's timeout, never a success: `lastUsed` stays at the
+    // one stream that completed, and the key is not cooled.
+    let truncated = run("truncated-stream");
+    let broken: Vec<u64> = (truncated.decisions.iter())
+        .filter_map(|d| match d {
+            Decision::Broken {
+                request, reason, ..
+            } if reason == "timeout" => Some(*request),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(broken, [1, 3]);
+    assert_eq!(served_by(&truncated), [(2, A.into(), "anthropic:a".into())]);
+    let key = final_line(&truncated, "profile", "anthropic:a");
+    assert_eq!(key["lastUsed"], T0 + 20_380, "{key}");
+    assert_eq!(key["state"], "ok", "{key}");
 
     // F-12.11: gpt-4o-mini's rate limit while gpt-4o cools down opens
     // mini's own window, so the same key serves gpt-4.1 next; a success on
@@ -537,12 +555,12 @@ fn bad_traces_name_the_line_and_lenient_skips_them() {
     let newer = dir.path().join("newer.jsonl");
     std::fs::write(
         &newer,
-        r#"{"type":"header","version":3,"clockStart":0,"agent":"main","config":{}}"#,
+        r#"{"type":"header","version":4,"clockStart":0,"agent":"main","config":{}}"#,
     )
     .unwrap();
     let refused = cli(&["replay", newer.to_str().unwrap(), "--lenient"]);
     assert_eq!(refused.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("trace format version 3"));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("trace format version 4"));
 }
 
 #[test]

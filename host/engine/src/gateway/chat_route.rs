@@ -289,7 +289,10 @@ impl StreamEnds {
         };
         let policy = self.policy.as_ref();
         let metrics = self.gateway.metrics();
-        match self.runner.finish_reply(policy, metrics, &self.unfinished, reply_end) {
+        match self
+            .runner
+            .finish_reply(policy, metrics, &self.unfinished, reply_end)
+        {
             Ok(Some(broken)) => {
                 tracing::info!(
                     profile = %target.profile,

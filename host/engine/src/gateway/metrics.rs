@@ -12,7 +12,9 @@
 //! model of a chain, an agent, an alias or a provider's `models` list), as
 //! `other` otherwise, and a request refused at admission (its body, its
 //! session id, its model) as `-` — a client cannot grow the label set.
-//! `outcome` is `served` or the response's HTTP status.
+//! `outcome` is `served`, the response's HTTP status, or how a stream
+//! ended early (its error code, `499` when the client left): a stream is
+//! counted when it ends, and its call too (F-12.12).
 
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts,
@@ -290,10 +292,12 @@ fn named_models(config: &Config) -> BTreeSet<String> {
     named
 }
 
-impl RunObserver for Metrics {
-    fn call_ended(&self, target: &Target, at: u64, failure: Option<&Attempt>) {
+impl Metrics {
+    /// Counts a provider call that took `latency_ms` until its reply (or
+    /// its stream's start).
+    fn count_call(&self, target: &Target, latency_ms: u64, failure: Option<&Attempt>) {
         let labels = [target.provider.as_str(), self.label(&target.model)];
-        let seconds = now_ms().saturating_sub(at) as f64 / 1000.0;
+        let seconds = latency_ms as f64 / 1000.0;
         let last = self.last.try_lock();
         let (Some(mut last), None) = (last.ok(), failure) else {
             let result = failure.map_or("ok", |f| f.reason.as_str());
@@ -315,6 +319,17 @@ impl RunObserver for Metrics {
             counter.inc();
             latency.observe(seconds);
         }
+    }
+}
+
+impl RunObserver for Metrics {
+    fn call_ended(&self, target: &Target, at: u64, failure: Option<&Attempt>) {
+        self.count_call(target, now_ms().saturating_sub(at), failure);
+    }
+
+    fn reply_ended(&self, target: &Target, _at: u64, answered_ms: u64, failure: Option<&Attempt>) {
+        // The latency is the call's until it started answering.
+        self.count_call(target, answered_ms, failure);
     }
 
     fn skipped(&self, attempt: &Attempt) {

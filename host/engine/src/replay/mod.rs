@@ -1,4 +1,4 @@
-//! Replay (issue 7): recorded traffic through any policy, and recording it.
+//! Replay: recorded traffic through any policy, and recording it.
 //!
 //! A trace is JSON Lines, versioned ([`TRACE_VERSION`]):
 //!
@@ -26,7 +26,11 @@
 //!   [`provider`]);
 //! - **state** (version 2): a change of a profile's routing state or of a
 //!   session that another process made while recording (F-12.4), applied
-//!   when the replay's clock reaches it.
+//!   when the replay's clock reaches it;
+//! - **broken** (version 3): a served stream that broke after its first
+//!   content — request, time, provider, model, profile, the error —
+//!   written when it broke; the replay records that call's failure at that
+//!   time instead of its success (F-12.12).
 //!
 //! A version 2 header also carries the run settings the traffic was
 //! decided under (retry-wait cap, run deadline, rotation caps, primary

@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use super::trace::{
-    BrokenEvent, Header, OutcomeEvent, RequestEvent, RunSettings, StateChange, StateEvent, TraceLine,
-    TraceProfile, TRACE_VERSION,
+    BrokenEvent, Header, OutcomeEvent, RequestEvent, RunSettings, StateChange, StateEvent,
+    TraceLine, TraceProfile, TRACE_VERSION,
 };
 use crate::auth::Usage;
 use crate::config::Config;

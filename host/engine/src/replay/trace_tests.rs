@@ -75,8 +75,7 @@ fn newer_versions_and_missing_headers_are_refused() {
     .unwrap_err()
     .to_string();
     assert!(
-        newer.contains("version 9")
-            && newer.contains(&format!("reads version {TRACE_VERSION}")),
+        newer.contains("version 9") && newer.contains(&format!("reads version {TRACE_VERSION}")),
         "{newer}"
     );
     let headless = parse(r#"{"type":"request","id":1,"at":0,"model":"auto"}"#, true)
@@ -94,10 +93,15 @@ fn a_broken_stream_belongs_to_an_earlier_request_and_carries_a_readable_error() 
     let request = r#"{"type":"request","id":1,"at":1500,"model":"auto"}"#;
     let trace = parse(&format!("{HEADER}\n{request}\n{broken}\n"), false).unwrap();
     assert_eq!(trace.broken.len(), 1);
-    assert_eq!(trace.broken[0].failure().unwrap().code.as_deref(), Some("ECONNRESET"));
+    assert_eq!(
+        trace.broken[0].failure().unwrap().code.as_deref(),
+        Some("ECONNRESET")
+    );
     let orphan = parse(&format!("{HEADER}\n{broken}\n"), false)
         .unwrap_err()
         .to_string();
-    assert!(orphan.contains("line 2") && orphan.contains("request 1"), "{orphan}");
+    assert!(
+        orphan.contains("line 2") && orphan.contains("request 1"),
+        "{orphan}"
+    );
 }
-

@@ -5,8 +5,8 @@
 //! call tells the run.
 
 use failover_sandbox::policy::{Decider, Success};
-use failover_sandbox::Detail;
 use failover_sandbox::provider_error::ProviderError;
+use failover_sandbox::Detail;
 
 use crate::auth::{CooldownConfig, FailureEvent, RecordedReason, Usage};
 

@@ -186,5 +186,4 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         .await;
         outcome.map(|outcome| *outcome)
     }
-
 }

@@ -15,6 +15,14 @@ pub trait RunObserver: Send + Sync {
         let _ = (target, at, failure);
     }
 
+    /// A call whose reply kept arriving after the run ended (a stream)
+    /// ended: `answered_ms` is how long the call took to start answering.
+    /// Told instead of [`RunObserver::call_ended`], which it defaults to.
+    fn reply_ended(&self, target: &Target, at: u64, answered_ms: u64, failure: Option<&Attempt>) {
+        let _ = answered_ms;
+        self.call_ended(target, at, failure);
+    }
+
     /// A candidate was skipped without a call (all profiles blocked, a slow
     /// model).
     fn skipped(&self, attempt: &Attempt) {

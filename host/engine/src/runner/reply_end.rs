@@ -25,6 +25,8 @@ pub struct Unfinished {
     pub(super) seen: Option<Usage>,
     /// When the call started, on the runner's clock.
     pub started_at: u64,
+    /// How long the call took to start answering (ms).
+    pub answered_ms: u64,
 }
 
 /// How a reply that ends after its run ended.
@@ -68,7 +70,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         let error = match end {
             ReplyEnd::Stopped => return Ok(None),
             ReplyEnd::Complete => {
-                observer.call_ended(target, unfinished.started_at, None);
+                observer.reply_ended(target, unfinished.started_at, unfinished.answered_ms, None);
                 let now = self.clock.now_ms();
                 let cooldowns = self.config.cooldown_config();
                 let seen = unfinished.seen.as_ref();
@@ -83,7 +85,8 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         let verdict = policy.classify(&error, now)?;
         let reason = RecordedReason::from(verdict.reason);
         let attempt = failed_attempt(target, reason, verdict.detail, &error);
-        observer.call_ended(target, unfinished.started_at, Some(&attempt));
+        let (at, answered) = (unfinished.started_at, unfinished.answered_ms);
+        observer.reply_ended(target, at, answered, Some(&attempt));
         let cooldowns = self.config.cooldown_config();
         let retry_after = verdict.retry_after_ms;
         let usage = self.record_failure(policy, target, reason, retry_after, now, &cooldowns)?;

@@ -19,8 +19,8 @@ mod whole;
 #[cfg(feature = "fuzzing")]
 pub(crate) use whole::agreement::check_against_tree as check_reply_against_tree;
 
-pub(crate) use reply::{garbled_event, unreadable};
 pub use reply::{chunk_json, completion_json, error_json, parse_completion, Chunk, StreamDecoder};
+pub(crate) use reply::{garbled_event, unreadable};
 pub use request::{parse_request, render_request, request_body, request_from_value, BadRequest};
 pub use whole::WholeReply;
 
@@ -209,9 +209,15 @@ mod tests {
                 r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#,
             ))
             .unwrap();
-        assert!(!finished.done, "a finish reason without [DONE] is not complete");
+        assert!(
+            !finished.done,
+            "a finish reason without [DONE] is not complete"
+        );
         let error = finished.feed(&event("{not json")).unwrap_err();
-        assert!(error.message.contains("ended before a terminal event"), "{error:?}");
+        assert!(
+            error.message.contains("ended before a terminal event"),
+            "{error:?}"
+        );
         assert!(StreamDecoder::default()
             .feed(&event(r#"{"error":{"message":"x"}}"#))
             .is_err());

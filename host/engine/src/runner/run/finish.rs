@@ -37,11 +37,13 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
                 target: target.clone(),
                 seen: seen.clone(),
                 started_at: self.reply_started_at,
+                answered_ms: now.saturating_sub(self.reply_started_at),
             })
         });
         if unfinished.is_none() {
             let seen = seen.as_ref();
-            if let Err(error) = runner.record_success(self.policy, &target, now, seen, &self.cooldowns)
+            if let Err(error) =
+                runner.record_success(self.policy, &target, now, seen, &self.cooldowns)
             {
                 runner.bookkeeping_failed(&target, &error);
             }
