@@ -11,7 +11,7 @@
 use crate::body::{self, BodyFacts};
 use crate::codes::Code;
 use crate::retry_after;
-use crate::rules::{self, Evidence, Family, LevelFacts, ProviderScope};
+use crate::rules::{self, Evidence, Family, LevelFacts, ProviderScope, TableSet};
 use crate::signals;
 use crate::text::{self, Bare};
 use crate::trim::{trim, trim_end};
@@ -23,10 +23,6 @@ use policy_types::{Classification, Detail, ErrorLevel, ErrorReport, Reason};
 /// than this is rare (an SDK's wrapper around a cause or two).
 const INLINE_ENCLOSING: usize = 4;
 
-/// Providers whose 429s carry real out-of-balance errors.
-const BILLING_429_PROVIDERS: &[&str] = &["moonshot", "kimi", "xai", "baichuan"];
-/// Providers that word their throttles as quota (F-12.9).
-const QUOTA_THROTTLE_PROVIDERS: &[&str] = &["dashscope", "bailian", "qwen", "alibaba", "aliyun"];
 /// Provider ids of Google's APIs.
 const GOOGLE_PROVIDERS: &[&str] = &["google", "gemini", "vertex"];
 /// Provider ids that serve Anthropic's API.
@@ -255,10 +251,7 @@ fn provider_scope(provider: Option<&str>) -> ProviderScope {
     };
     ProviderScope {
         family: Some(family),
-        quota_throttles: any_of(QUOTA_THROTTLE_PROVIDERS),
-        xai: provider.eq_ignore_ascii_case("xai"),
-        openrouter: provider.eq_ignore_ascii_case("openrouter"),
-        billing_429: any_of(BILLING_429_PROVIDERS),
+        tables: TableSet::of(provider),
     }
 }
 
@@ -278,16 +271,14 @@ fn read_body(message: &str, status_first: bool) -> Option<BodyFacts> {
 mod tests {
     use super::*;
 
-    /// The names are found anywhere in the trimmed provider id, in any
-    /// case.
+    /// A family's names are found anywhere in the trimmed provider id, in
+    /// any case, or as the whole id, as its table says.
     #[test]
-    fn provider_scope_finds_the_names_anywhere_in_any_case() {
-        for name in BILLING_429_PROVIDERS {
-            assert_eq!(*name, name.to_ascii_lowercase(), "names are lowercase");
-        }
+    fn provider_scope_finds_the_names_as_each_table_says() {
+        const BALANCE: &str = "Moonshot, Kimi, xAI, Baichuan";
         let reference = |provider: &str| {
             let provider = provider.trim().to_ascii_lowercase();
-            BILLING_429_PROVIDERS
+            ["moonshot", "kimi", "xai", "baichuan"]
                 .iter()
                 .any(|name| provider.contains(name))
         };
@@ -317,14 +308,17 @@ mod tests {
             "ｘai",
             "é-kimi",
         ] {
+            let families = provider_scope(Some(provider)).tables.families();
             assert_eq!(
-                provider_scope(Some(provider)).billing_429,
+                families.contains(&BALANCE),
                 reference(provider),
-                "{provider:?}"
+                "{provider:?}: {families:?}"
             );
         }
-        assert!(provider_scope(Some(" OpenRouter ")).openrouter);
-        assert!(!provider_scope(Some("openrouter-x")).openrouter);
+        let families = |provider| provider_scope(Some(provider)).tables.families();
+        assert!(families(" OpenRouter ").contains(&"OpenRouter"));
+        assert!(families("openrouter-x").is_empty());
+        assert!(families("dashscope-intl")[0].starts_with("Alibaba"));
         assert_eq!(provider_scope(None), ProviderScope::default());
     }
 }

@@ -415,6 +415,17 @@ impl Code {
         self.known
     }
 
+    /// Whether the folded code holds `word`, folded the same way
+    /// (`throttling` in `Throttling.AllocationQuota`).
+    pub fn folded_contains(&self, word: &str) -> bool {
+        let mut buffer = [0u8; MAX_CODE_LEN];
+        let Some(word) = fold(word, &mut buffer) else {
+            return false;
+        };
+        let code = &self.folded[..self.folded_len];
+        code.windows(word.len()).any(|w| w == word.as_bytes())
+    }
+
     /// Whether the code folds to `folded` (`"server_error"` →
     /// `servererror`).
     pub fn folds_to(&self, folded: &str) -> bool {

@@ -195,11 +195,8 @@ pub enum Signal {
     /// "must be".
     MustBeTerm,
 
-    // Provider-scoped (F-5.6).
-    /// OpenRouter's "Key limit exceeded" (billing, for OpenRouter only).
-    KeyLimitExceeded,
-    /// OpenRouter's bare "Provider returned error" (timeout, for OpenRouter only).
-    ProviderReturnedError,
+    // Provider-scoped (F-5.6); other providers' own wording is in their
+    // tables (`rules/providers.rs`).
     /// Cloudflare Workers AI: with a limit, a rate limit.
     WorkersAi,
 }
@@ -960,13 +957,6 @@ pub const PHRASES: &[(&str, &[Signal], Edge)] = &[
     ("inappropriate content", &[Format], Anywhere),
     ("敏感内容", &[Format], Anywhere),
     // Provider-scoped (F-5.6).
-    ("key limit exceeded", &[KeyLimitExceeded], Anywhere),
-    ("key limit reached", &[KeyLimitExceeded], Anywhere),
-    ("key limit hit", &[KeyLimitExceeded], Anywhere),
-    ("key budget limit exceeded", &[KeyLimitExceeded], Anywhere),
-    ("key budget limit reached", &[KeyLimitExceeded], Anywhere),
-    ("key with a higher monthly limit", &[KeyLimitExceeded], Anywhere),
-    ("provider returned error", &[ProviderReturnedError], Anywhere),
     ("workers_ai", &[WorkersAi], Anywhere),
     ("workers ai", &[WorkersAi], Anywhere),
 ];

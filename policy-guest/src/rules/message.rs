@@ -50,9 +50,6 @@ pub fn reason(facts: &LevelFacts) -> Option<Reason> {
     if let Some(reason) = payment::from_text(facts) {
         return Some(reason);
     }
-    if facts.provider.openrouter && s.has(KeyLimitExceeded) {
-        return Some(Reason::Billing);
-    }
     let billing = billing(facts);
     let leading = facts.leading.map(|lead| lead.status);
     if billing && leading != Some(429) {
@@ -98,9 +95,6 @@ fn vaguer_reason(facts: &LevelFacts) -> Option<Reason> {
     }
     let bare = facts.bare;
     if bare == Some(Bare::UnknownErrorOccurred)
-        // OpenRouter's bare wrapper; with the upstream's own body inside,
-        // that body is what is read (F-5.6).
-        || (facts.provider.openrouter && s.has(ProviderReturnedError) && !facts.upstream_body)
         || server_error(s)
         || (has_code(facts, "apierror") && s.has(ApiTransient))
     {

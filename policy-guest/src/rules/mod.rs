@@ -19,7 +19,11 @@
 
 mod message;
 mod payment;
+mod providers;
 mod status;
+
+use providers::Stage;
+pub use providers::TableSet;
 
 use crate::codes::{self, Code, Weight};
 use crate::signals::{Signal, Signals};
@@ -51,23 +55,13 @@ const OWNED_CODES: &[(&str, &[Family])] = &[
     ("insufficientquota", &[Family::OpenAi, Family::Other]),
 ];
 
-/// Providers whose own wording changes a rule (F-5.6, F-12.9).
+/// What the provider called changes about the rules (F-5.6, F-12.9).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProviderScope {
     /// The provider's family, when the provider is known.
     pub family: Option<Family>,
-    /// Providers that word their throttles as quota (Alibaba DashScope,
-    /// Bailian, Qwen): a quota-worded billing verdict is a rate limit.
-    pub quota_throttles: bool,
-    /// xAI: a bare "Authentication required" under a 401 is its transient
-    /// hiccup, and a 403 without credential words a content refusal.
-    pub xai: bool,
-    /// OpenRouter: "Key limit exceeded" is billing, a bare "Provider
-    /// returned error" a timeout.
-    pub openrouter: bool,
-    /// Providers whose 429s carry real out-of-balance errors (Moonshot,
-    /// Kimi, xAI): "Insufficient account balance" under a 429 is billing.
-    pub billing_429: bool,
+    /// The provider wording tables that apply ([`providers`]).
+    pub tables: providers::TableSet,
 }
 
 /// Everything known about one level.
@@ -126,39 +120,18 @@ impl ProviderScope {
     }
 }
 
-/// Classifies one level; a provider that words throttles as quota is
-/// rate-limited, never billed, for its quota words (F-12.9).
+/// Classifies one level: the provider's own wording first, then the
+/// rules, then the provider's fallback wording ([`providers`]).
 pub fn classify_level(facts: &LevelFacts) -> Verdict {
+    if let Some(reason) = providers::decide(facts, Stage::First) {
+        return reason.and_then(specific);
+    }
     match read_level(facts) {
-        Some((Reason::Billing, evidence))
-            if facts.provider.quota_throttles && quota_worded(facts) =>
-        {
-            Some((Reason::RateLimit, evidence))
-        }
+        None => providers::decide(facts, Stage::Fallback)
+            .flatten()
+            .and_then(specific),
         verdict => verdict,
     }
-}
-
-/// The level is a throttle worded as a quota, not money owed: a 429, or a
-/// throttling code, that speaks of a quota. A free tier's allowance spent
-/// under a 403 is billing.
-fn quota_worded(facts: &LevelFacts) -> bool {
-    let throttle = facts.status == Some(429)
-        || facts
-            .codes
-            .iter()
-            .any(|code| code.known() == Some((Some(Reason::RateLimit), Weight::Specific)))
-        || text::contains_ignore_case(facts.message, "throttling");
-    if !throttle {
-        return false;
-    }
-    let quota =
-        has_code(facts, "insufficientquota") || text::contains_ignore_case(facts.message, "quota");
-    let owed = has_code(facts, "arrearage")
-        || ["arrear", "overdue", "balance", "good standing"]
-            .iter()
-            .any(|word| text::contains_ignore_case(facts.message, word));
-    quota && !owed
 }
 
 /// Reads one level.

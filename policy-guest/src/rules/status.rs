@@ -33,7 +33,7 @@ pub fn decide(status: u16, said: Option<Reason>, facts: &LevelFacts) -> Option<V
     let verdict = match status {
         402 => return payment::decide(facts),
         429 => too_many_requests(said, facts),
-        401 | 403 => refused(status, said, facts),
+        401 | 403 => refused(said, facts),
         408 => match said {
             Some(Reason::RateLimit) => specific(Reason::RateLimit),
             _ => settle(facts, said, Reason::Timeout),
@@ -109,19 +109,8 @@ fn too_many_requests(said: Option<Reason>, facts: &LevelFacts) -> Verdict {
 }
 
 /// A 401 or 403: a refused credential, permanent when the text says so,
-/// billing or a rate limit when the text names those; xAI's own hiccups
-/// and content refusals aside (F-12.9).
-fn refused(status: u16, said: Option<Reason>, facts: &LevelFacts) -> Verdict {
-    if facts.provider.xai {
-        if status == 401 && xai_hiccup(facts) {
-            return specific(Reason::Timeout);
-        }
-        // A 403 whose text names no failure: a content refusal.
-        let names_nothing = crate::signals::scan(super::page(facts)).is_empty();
-        if status == 403 && facts.codes.is_empty() && names_nothing {
-            return None;
-        }
-    }
+/// billing or a rate limit when the text names those.
+fn refused(said: Option<Reason>, facts: &LevelFacts) -> Verdict {
     if permanent(facts.signals) || code_is(facts, Reason::AuthPermanent) {
         specific(Reason::AuthPermanent)
     } else if said == Some(Reason::Billing) || code_is(facts, Reason::Billing) {
@@ -158,8 +147,9 @@ fn failed_server(
 }
 
 /// Billing text under a 429 is billing — except "Insufficient account
-/// balance", which some gateways send for a rate limit; it is billing from
-/// the providers that mean it or when the body's type says so.
+/// balance", which some gateways send for a rate limit; it is billing when
+/// the body's type says so (and from the providers that mean it, by their
+/// wording table).
 fn billing_under_429(facts: &LevelFacts, said: Option<Reason>) -> bool {
     if code_is(facts, Reason::Billing) {
         return true;
@@ -167,18 +157,7 @@ fn billing_under_429(facts: &LevelFacts, said: Option<Reason>) -> bool {
     if said != Some(Reason::Billing) && !message::billing(facts) {
         return false;
     }
-    !facts.signals.has(AmbiguousBalance) || facts.provider.billing_429
-}
-
-/// xAI's bare "Authentication required", naming no credential fault: its
-/// gateway's transient refusal.
-fn xai_hiccup(facts: &LevelFacts) -> bool {
-    /// Words that name what is wrong with the credential.
-    const CREDENTIAL_FAULTS: &[&str] =
-        &["invalid", "incorrect", "expired", "revoked", "key", "token"];
-    let text = facts.message;
-    crate::text::contains_ignore_case(text, "authentication required")
-        && !(CREDENTIAL_FAULTS.iter()).any(|word| crate::text::contains_ignore_case(text, word))
+    !facts.signals.has(AmbiguousBalance)
 }
 
 /// A busy provider under a 429: a model that is not ready, or overload
