@@ -234,6 +234,8 @@ pub const PHRASES: &[(&str, &[Signal], Edge)] = &[
     ("exceed context limit", &[ContextOverflow], Anywhere),
     ("context overflow:", &[ContextOverflow], WordStart),
     ("prompt is too long", &[ContextOverflow], Anywhere),
+    // Moonshot's "Input token length too long".
+    ("input token length too long", &[ContextOverflow], Anywhere),
     ("prompt too long", &[ContextOverflow], Anywhere),
     ("prompt too large", &[ContextOverflow], Anywhere),
     ("prompt tokens too long", &[ContextOverflow], Anywhere),
@@ -510,6 +512,10 @@ pub const PHRASES: &[(&str, &[Signal], Edge)] = &[
     ("high traffic", &[Overloaded], Anywhere),
     ("over capacity", &[Overloaded], Anywhere),
     ("at capacity", &[Overloaded], Anywhere),
+    // Bedrock's ServiceUnavailableException, a llama.cpp/Ollama runner
+    // with every slot taken.
+    ("too many connections", &[Overloaded], Anywhere),
+    ("no slots available", &[Overloaded, Busy], Anywhere),
     ("no capacity", &[Overloaded], Anywhere),
     ("insufficient capacity", &[Overloaded], Anywhere),
     ("capacity constraints", &[Overloaded], Anywhere),
@@ -943,6 +949,11 @@ pub const PHRASES: &[(&str, &[Signal], Edge)] = &[
     ("validation error", &[Format], Anywhere),
     ("validationexception", &[Format], Anywhere),
     ("invalid parameter", &[Format], Anywhere),
+    // A parameter's value out of range (Groq's "max_tokens … must be less
+    // than or equal to 8000").
+    ("must be less than or equal to", &[Format], Anywhere),
+    // Zhipu's 1210 "API 调用参数有误" (the call's parameters are wrong).
+    ("参数有误", &[Format], Anywhere),
     ("invalid_parameter", &[Format], Anywhere),
     ("invalid value", &[Format], Anywhere),
     ("extra inputs are not permitted", &[Format], Anywhere),

@@ -105,6 +105,16 @@ pub const TABLES: &[Table] = &[
                 unless: OWED,
                 ..first(&["throttling", "quota"], Reason::RateLimit)
             },
+            // Its arrears, also without the `Arrearage` code.
+            first(&["account is in good standing"], Reason::Billing),
+        ],
+    },
+    Table {
+        family: "Amazon Bedrock",
+        ids: Ids::Within(&["bedrock"]),
+        rows: &[
+            // A retired model, whatever the "Access denied." before it.
+            first(&["marked by provider as legacy"], Reason::ModelNotFound),
         ],
     },
     Table {
