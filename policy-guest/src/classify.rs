@@ -62,139 +62,199 @@ fn classify_levels<'a>(
     now_ms: u64,
 ) -> Classification {
     let provider = provider_scope(provider);
-
-    // (depth, status) of the levels enclosing the current one that had a
-    // status; a level inherits the innermost. Inline: in the sandbox each
-    // allocation is a call into the guest's allocator.
-    let mut enclosing: InlineVec<(u32, u16), INLINE_ENCLOSING> = InlineVec::new();
-    let mut first_implied = None;
-    let mut context_overflow = false;
-    let mut chosen = None;
-    let mut retry_after_ms = None;
-    let mut body_retry_ms = None;
-    let mut anything_said = false;
-    let mut no_error_details = false;
-    // A catch-all format verdict waits on the first nested level with text:
-    // if that level is a body-less 400/422, the format verdict goes.
-    let mut format_pending: Option<u32> = None;
-    let mut format_cleared = false;
+    let mut walk = Walk::default();
     // The error's code is its first code, depth-first: a credential refused
     // for good (`deactivated_workspace`) decides from any depth.
     let first_code = levels
         .clone()
         .find_map(|level| level.code.filter(|c| !trim(c).is_empty()));
     if first_code.is_some_and(rules::names_revoked_credential) {
-        chosen = Some(Reason::AuthPermanent);
+        walk.chosen = Some(Reason::AuthPermanent);
     }
-
     for level in levels {
+        walk.take(&level, &provider, now_ms);
+    }
+    walk.finish()
+}
+
+/// The walk through a report's levels, depth-first: what has been read so
+/// far.
+#[derive(Default)]
+struct Walk {
+    /// (depth, status) of the levels enclosing the current one that had a
+    /// status; a level inherits the innermost. Inline: in the sandbox each
+    /// allocation is a call into the guest's allocator.
+    enclosing: InlineVec<(u32, u16), INLINE_ENCLOSING>,
+    first_implied: Option<Reason>,
+    context_overflow: bool,
+    chosen: Option<Reason>,
+    retry_after_ms: Option<u64>,
+    body_retry_ms: Option<u64>,
+    anything_said: bool,
+    no_error_details: bool,
+    /// A catch-all format verdict waits on the first nested level with
+    /// text: if that level is a body-less 400/422, the format verdict goes.
+    format_pending: Option<u32>,
+    format_cleared: bool,
+}
+
+/// A level's status as read: the one given (as a status, in the code, in
+/// the body), else the one its text starts with.
+struct LevelStatus {
+    given: Option<u16>,
+    from_text: Option<u16>,
+}
+
+impl LevelStatus {
+    fn own(&self) -> Option<u16> {
+        self.given.or(self.from_text)
+    }
+}
+
+impl Walk {
+    /// Reads one level.
+    fn take(&mut self, level: &LevelRef<'_>, provider: &ProviderScope, now_ms: u64) {
         let message = trim(level.message);
         let has_code =
             (level.code.into_iter().chain(level.error_type)).any(|c| !trim(c).is_empty());
-        anything_said |= !message.is_empty() || level.status.is_some() || has_code;
+        self.anything_said |= !message.is_empty() || level.status.is_some() || has_code;
         let bare = text::bare(message);
-        no_error_details |= bare == Some(Bare::NoErrorDetails);
-        if retry_after_ms.is_none() {
-            retry_after_ms = retry_after::from_headers(level.headers, now_ms);
+        self.no_error_details |= bare == Some(Bare::NoErrorDetails);
+        if self.retry_after_ms.is_none() {
+            self.retry_after_ms = retry_after::from_headers(level.headers, now_ms);
         }
-        if chosen == Some(Reason::Timeout) && refuses_certificate(&level) {
+        if self.chosen == Some(Reason::Timeout) && refuses_certificate(level) {
             // A transport failure caused by a refused certificate (F-12.7).
-            chosen = Some(Reason::TlsCertificate);
+            self.chosen = Some(Reason::TlsCertificate);
         }
-        if chosen.is_some() {
+        if self.chosen.is_some() {
             // The reason is settled; a later body matters only for a retry
             // delay that no header gave.
-            if retry_after_ms.is_none() && body_retry_ms.is_none() {
+            if self.retry_after_ms.is_none() && self.body_retry_ms.is_none() {
                 let leading = text::leading_status(message);
-                body_retry_ms =
+                self.body_retry_ms =
                     read_body(message, leading.is_some()).and_then(|b| b.retry_delay_ms);
             }
-            continue;
+            return;
         }
-
         let leading = text::leading_status(message);
         let body = read_body(message, leading.is_some());
-        if body_retry_ms.is_none() {
-            body_retry_ms = body.as_ref().and_then(|b| b.retry_delay_ms);
+        if self.body_retry_ms.is_none() {
+            self.body_retry_ms = body.as_ref().and_then(|b| b.retry_delay_ms);
         }
-        // Some SDKs put the HTTP status in the code (`"code": 429`), many
-        // in front of the message (`429 {…}`, `HTTP 410: No body`).
-        let given_status = level
-            .status
-            .or_else(|| level.code.and_then(|c| body::status_from_text(trim(c))))
-            .or(body.as_ref().and_then(|b| b.status));
-        let text_status = given_status
-            .is_none()
-            .then(|| leading.map(|lead| lead.status))
-            .flatten();
-        let own_status = given_status.or(text_status);
-        while enclosing
-            .last()
-            .is_some_and(|(depth, _)| *depth >= level.depth)
-        {
-            enclosing.pop();
-        }
-        let inherited = enclosing.last().map(|(_, status)| *status);
-        if let Some(status) = own_status {
-            enclosing.push((level.depth, status));
-        }
+        let status = level_status(level, body.as_ref(), leading);
+        let inherited = self.enclose(level.depth, status.own());
         let signals = signals::scan(message);
-        if format_pending.is_some_and(|depth| level.depth > depth) && !message.is_empty() {
-            let status = own_status.or(inherited);
+        let says_something = status.own().is_some() || has_code || !signals.is_empty();
+        if !message.is_empty() {
             let rest = leading.map_or(message, |lead| lead.rest);
-            if matches!(status, Some(400 | 422)) && text::says_no_body(rest) {
-                format_cleared = true;
-                format_pending = None;
-            } else if own_status.is_some() || has_code || !signals.is_empty() {
-                // A nested level that says something keeps the format verdict.
-                format_pending = None;
-            }
+            let status_here = status.own().or(inherited);
+            self.settle_pending_format(level.depth, rest, status_here, says_something);
         }
-
         let body_codes = body.as_ref().map_or(&[][..], |body| &body.codes[..]);
-        let codes = level_codes(&level, body_codes, &provider);
+        let codes = level_codes(level, body_codes, provider);
         let facts = LevelFacts {
-            status: own_status.or(inherited),
-            status_from_text: text_status.is_some(),
+            status: status.own().or(inherited),
+            status_from_text: status.from_text.is_some(),
             message,
             leading,
             bare,
             codes: &codes,
             signals,
-            provider,
+            provider: *provider,
             upstream_body: body.as_ref().is_some_and(|b| b.upstream),
         };
-        match rules::classify_level(&facts) {
-            Some((Reason::ContextOverflow, _)) => context_overflow = true,
-            Some((reason, Evidence::Specific)) => chosen = Some(reason),
+        self.weigh(rules::classify_level(&facts), level.depth);
+    }
+
+    /// Enters a level at `depth` with `status`: the enclosing levels it is
+    /// not inside are left; the status it inherits, if it has none.
+    fn enclose(&mut self, depth: u32, status: Option<u16>) -> Option<u16> {
+        while (self.enclosing.last()).is_some_and(|(at, _)| *at >= depth) {
+            self.enclosing.pop();
+        }
+        let inherited = self.enclosing.last().map(|(_, status)| *status);
+        if let Some(status) = status {
+            self.enclosing.push((depth, status));
+        }
+        inherited
+    }
+
+    /// A pending format verdict meets a nested level with text: a
+    /// body-less 400/422 clears it; a level that says anything keeps it.
+    /// `rest` is the level's text after any status it starts with.
+    fn settle_pending_format(
+        &mut self,
+        depth: u32,
+        rest: &str,
+        status: Option<u16>,
+        says_something: bool,
+    ) {
+        if self.format_pending.is_none_or(|at| depth <= at) {
+            return;
+        }
+        if matches!(status, Some(400 | 422)) && text::says_no_body(rest) {
+            self.format_cleared = true;
+            self.format_pending = None;
+        } else if says_something {
+            self.format_pending = None;
+        }
+    }
+
+    /// Takes a level's verdict into the walk.
+    fn weigh(&mut self, verdict: rules::Verdict, depth: u32) {
+        match verdict {
+            Some((Reason::ContextOverflow, _)) => self.context_overflow = true,
+            Some((reason, Evidence::Specific)) => self.chosen = Some(reason),
             Some((reason, Evidence::Implied)) => {
-                if first_implied.is_none() && reason == Reason::Format {
-                    format_pending = Some(level.depth);
+                if self.first_implied.is_none() && reason == Reason::Format {
+                    self.format_pending = Some(depth);
                 }
-                first_implied = first_implied.or(Some(reason));
+                self.first_implied = self.first_implied.or(Some(reason));
             }
             None => {}
         }
     }
 
-    let reason = chosen
-        .or_else(|| context_overflow.then_some(Reason::ContextOverflow))
-        .or(first_implied.filter(|r| *r != Reason::Format || !format_cleared));
-    let detail = if !anything_said {
-        Some(Detail::EmptyResponse)
-    } else if no_error_details {
-        Some(Detail::NoErrorDetails)
-    } else if reason.is_none() {
-        Some(Detail::Unclassified)
-    } else {
-        None
-    };
-    Classification {
-        reason,
-        failover: reason.is_some_and(Reason::advances_chain),
-        detail,
-        retry_after_ms: retry_after_ms.or(body_retry_ms),
+    /// The verdict of the whole walk.
+    fn finish(self) -> Classification {
+        let reason = (self.chosen)
+            .or_else(|| self.context_overflow.then_some(Reason::ContextOverflow))
+            .or((self.first_implied).filter(|r| *r != Reason::Format || !self.format_cleared));
+        let detail = if !self.anything_said {
+            Some(Detail::EmptyResponse)
+        } else if self.no_error_details {
+            Some(Detail::NoErrorDetails)
+        } else if reason.is_none() {
+            Some(Detail::Unclassified)
+        } else {
+            None
+        };
+        Classification {
+            reason,
+            failover: reason.is_some_and(Reason::advances_chain),
+            detail,
+            retry_after_ms: self.retry_after_ms.or(self.body_retry_ms),
+        }
     }
+}
+
+/// A level's status. Some SDKs put the HTTP status in the code (`"code":
+/// 429`), many in front of the message (`429 {…}`, `HTTP 410: No body`).
+fn level_status(
+    level: &LevelRef<'_>,
+    body: Option<&BodyFacts>,
+    leading: Option<text::LeadingStatus<'_>>,
+) -> LevelStatus {
+    let given = level
+        .status
+        .or_else(|| level.code.and_then(|c| body::status_from_text(trim(c))))
+        .or(body.and_then(|b| b.status));
+    let from_text = given
+        .is_none()
+        .then(|| leading.map(|lead| lead.status))
+        .flatten();
+    LevelStatus { given, from_text }
 }
 
 /// A level's codes as evidence: its own code, its error type, then its
