@@ -104,6 +104,25 @@ struct Package {
     target_dir: PathBuf,
 }
 
+/// The package of `manifest` in `cargo metadata`'s output: in a workspace
+/// every member is listed, and the one wanted need not be the first.
+fn package_of<'v>(metadata: &'v serde_json::Value, manifest: &Path) -> &'v serde_json::Value {
+    let canonical = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_owned());
+    let wanted = canonical(manifest);
+    let packages = metadata["packages"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    let listed = |package: &&serde_json::Value| {
+        (package["manifest_path"].as_str()).is_some_and(|path| canonical(Path::new(path)) == wanted)
+    };
+    static NONE: serde_json::Value = serde_json::Value::Null;
+    packages
+        .iter()
+        .find(listed)
+        .or(packages.first())
+        .unwrap_or(&NONE)
+}
+
 /// Reads the package of `manifest` through `cargo metadata`.
 fn metadata(manifest: &Path) -> anyhow::Result<Package> {
     let output = Command::new(cargo())
@@ -126,7 +145,7 @@ fn metadata(manifest: &Path) -> anyhow::Result<Package> {
     }
     let value: serde_json::Value = serde_json::from_slice(&output.stdout)
         .context("cargo metadata printed something other than JSON")?;
-    let package = &value["packages"][0];
+    let package = package_of(&value, manifest);
     let name = package["name"].as_str().unwrap_or_default().to_owned();
     let lib = package["targets"]
         .as_array()
@@ -234,5 +253,21 @@ mod tests {
         let lib = &files.iter().find(|(p, _)| *p == "src/lib.rs").unwrap().1;
         assert!(lib.contains("\"mine\""), "{lib}");
         assert!(!files.iter().any(|(_, text)| text.contains("{name}")));
+    }
+
+    #[test]
+    fn a_workspace_members_own_package_is_the_one_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let member = dir.path().join("policy/Cargo.toml");
+        std::fs::create_dir_all(member.parent().unwrap()).unwrap();
+        std::fs::write(&member, "").unwrap();
+        let metadata = serde_json::json!({"packages": [
+            {"name": "the-workspace-root", "manifest_path": dir.path().join("Cargo.toml")},
+            {"name": "my-policy", "manifest_path": member},
+        ]});
+        assert_eq!(package_of(&metadata, &member)["name"], "my-policy");
+        let elsewhere = dir.path().join("other/Cargo.toml");
+        assert_eq!(package_of(&metadata, &elsewhere)["name"], "the-workspace-root");
+        assert!(package_of(&serde_json::json!({}), &member).is_null());
     }
 }
