@@ -139,8 +139,11 @@ impl Walk {
         }
         let leading = text::leading_status(message);
         let body = read_body(message, leading.is_some());
+        let details = level.details.and_then(body::parse_details);
         if self.body_retry_ms.is_none() {
-            self.body_retry_ms = body.as_ref().and_then(|b| b.retry_delay_ms);
+            self.body_retry_ms = [&body, &details]
+                .into_iter()
+                .find_map(|b| b.as_ref().and_then(|b| b.retry_delay_ms));
         }
         let status = level_status(level, body.as_ref(), leading);
         let inherited = self.enclose(level.depth, status.own());
@@ -151,8 +154,7 @@ impl Walk {
             let status_here = status.own().or(inherited);
             self.settle_pending_format(level.depth, rest, status_here, says_something);
         }
-        let body_codes = body.as_ref().map_or(&[][..], |body| &body.codes[..]);
-        let codes = level_codes(level, body_codes, provider);
+        let codes = level_codes(level, [codes_of(&body), codes_of(&details)], provider);
         let facts = LevelFacts {
             status: status.own().or(inherited),
             status_from_text: status.from_text.is_some(),
@@ -257,19 +259,24 @@ fn level_status(
     LevelStatus { given, from_text }
 }
 
+/// The codes a body or details gave, if any.
+fn codes_of(facts: &Option<BodyFacts>) -> &[String] {
+    facts.as_ref().map_or(&[][..], |f| &f.codes[..])
+}
+
 /// A level's codes as evidence: its own code, its error type, then its
-/// body's codes, less those another provider family owns. Sized once:
-/// growing it would be a second call into the allocator.
-fn level_codes(level: &LevelRef<'_>, body_codes: &[String], provider: &ProviderScope) -> Vec<Code> {
+/// body's codes and its details', less those another provider family owns.
+/// Sized once: growing it would be a second call into the allocator.
+fn level_codes(level: &LevelRef<'_>, read: [&[String]; 2], provider: &ProviderScope) -> Vec<Code> {
     let given = level.code.into_iter().chain(level.error_type);
     let mut codes = Vec::with_capacity(
         usize::from(level.code.is_some())
             + usize::from(level.error_type.is_some())
-            + body_codes.len(),
+            + read.iter().map(|codes| codes.len()).sum::<usize>(),
     );
     codes.extend(given.map(Code::read).filter(|c| provider.reads(c)));
     codes.extend(
-        (body_codes.iter())
+        (read.iter().flat_map(|codes| codes.iter()))
             .map(|code| Code::read(code))
             .filter(|c| provider.reads(c)),
     );

@@ -120,8 +120,13 @@ pub struct ErrorLevel {
     /// The provider's error type (`invalid_request_error`), evidence like
     /// a code.
     pub error_type: Option<String>,
+    /// The request parameter the provider blames (`max_tokens`).
+    pub param: Option<String>,
     /// The message text, possibly a raw JSON error body.
     pub message: String,
+    /// Structured details the provider attached, as JSON text (Google's
+    /// `ErrorInfo` and `RetryInfo`): read like an error body.
+    pub details: Option<String>,
     /// Response headers as an HTTP/1.1 header block (`Name: value` lines).
     pub headers: String,
 }
@@ -181,8 +186,12 @@ pub struct LevelRef<'a> {
     pub code: Option<&'a str>,
     /// See [`ErrorLevel::error_type`].
     pub error_type: Option<&'a str>,
+    /// See [`ErrorLevel::param`].
+    pub param: Option<&'a str>,
     /// See [`ErrorLevel::message`].
     pub message: &'a str,
+    /// See [`ErrorLevel::details`].
+    pub details: Option<&'a str>,
     /// See [`ErrorLevel::headers`].
     pub headers: &'a str,
 }
@@ -195,7 +204,9 @@ impl ErrorLevel {
             status: self.status,
             code: self.code.as_deref(),
             error_type: self.error_type.as_deref(),
+            param: self.param.as_deref(),
             message: &self.message,
+            details: self.details.as_deref(),
             headers: &self.headers,
         }
     }
@@ -209,7 +220,9 @@ impl LevelRef<'_> {
             status: self.status,
             code: self.code.map(str::to_owned),
             error_type: self.error_type.map(str::to_owned),
+            param: self.param.map(str::to_owned),
             message: self.message.to_owned(),
+            details: self.details.map(str::to_owned),
             headers: self.headers.to_owned(),
         }
     }

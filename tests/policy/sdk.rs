@@ -106,10 +106,10 @@ pub(super) fn contract_report(flat: &FlatReport) -> ErrorReport {
         depth: level.depth,
         status: level.status,
         code: level.code.clone(),
-        error_type: None,
-        param: None,
+        error_type: level.error_type.clone(),
+        param: level.param.clone(),
         message: level.message.clone(),
-        details: None,
+        details: level.details.clone(),
         headers: (level.headers.lines())
             .filter_map(|line| line.split_once(": "))
             .map(|(name, value)| (name.to_owned(), value.to_owned()))

@@ -1,6 +1,7 @@
 //! A fast reader for the common line of `failover classify`'s input: one
-//! flat error object (`provider`, `status`, `code`, `message`, `headers`,
-//! no nested `error` or `cause`, the message a string).
+//! flat error object (`provider`, `status`, `code`, `errorType`, `param`,
+//! `message`, `headers`; no nested `error` or `cause`, no `details`, the
+//! message a string).
 //!
 //! The general reader parses a line into a `serde_json::Value` tree and
 //! then walks it, an allocation per key and value; on a file of errors
@@ -17,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::provider_error::ProviderError;
+use crate::provider_error::{ProviderError, Structured};
 
 /// The fields of a flat error line, as they were written.
 #[derive(Default)]
@@ -26,7 +27,9 @@ struct Flat<'a> {
     status: Option<u64>,
     code: Option<&'a RawValue>,
     error_type: Option<Cow<'a, str>>,
+    param: Option<Cow<'a, str>>,
     message: Option<Cow<'a, str>>,
+    details: Option<&'a RawValue>,
     /// A header given twice keeps its last value, as in the general reader.
     headers: Option<BTreeMap<String, HeaderValue>>,
     error: Option<&'a RawValue>,
@@ -65,6 +68,8 @@ impl<'de> Visitor<'de> for FlatVisitor {
                 "status" => flat.status = map.next_value()?,
                 "code" => flat.code = map.next_value()?,
                 "errorType" => flat.error_type = map.next_value()?,
+                "param" => flat.param = map.next_value()?,
+                "details" => flat.details = map.next_value()?,
                 "message" => flat.message = map.next_value()?,
                 "headers" => flat.headers = map.next_value()?,
                 "error" => flat.error = map.next_value()?,
@@ -155,7 +160,9 @@ pub(crate) fn read(text: &str) -> Option<ProviderError> {
         return None;
     }
     let flat: Flat<'_> = serde_json::from_str(text).ok()?;
-    if flat.error.is_some() || flat.cause.is_some() {
+    // Details are kept as the general reader writes them back.
+    let details_given = flat.details.is_some_and(|raw| raw.get().trim() != "null");
+    if flat.error.is_some() || flat.cause.is_some() || details_given {
         return None;
     }
     let status = match flat.status {
@@ -183,14 +190,22 @@ pub(crate) fn read(text: &str) -> Option<ProviderError> {
             .map(Cow::into_owned),
         status,
         code,
-        error_type: (flat.error_type)
-            .filter(|t| !t.trim().is_empty())
-            .map(|t| Box::new(t.into_owned())),
+        structured: Structured {
+            error_type: said(flat.error_type),
+            param: said(flat.param),
+            details: None,
+        }
+        .boxed(),
         message: flat.message.map(Cow::into_owned).unwrap_or_default(),
         headers,
         error: None,
         cause: None,
     })
+}
+
+/// A text that says something, owned.
+fn said(value: Option<Cow<'_, str>>) -> Option<String> {
+    value.filter(|t| !t.trim().is_empty()).map(Cow::into_owned)
 }
 
 #[cfg(test)]

@@ -4,11 +4,16 @@
 //!
 //! ```json
 //! {"provider": "openrouter", "status": 429, "code": "ETIMEDOUT",
-//!  "message": "...", "headers": {"retry-after": "30"},
+//!  "errorType": "rate_limit_error", "param": "max_tokens",
+//!  "message": "...", "details": [{"reason": "RATE_LIMIT_EXCEEDED"}],
+//!  "headers": {"retry-after": "30"},
 //!  "cause": {"message": "..."}, "error": {"message": "..."}}
 //! ```
 //!
-//! Every field is optional and unknown fields are ignored. `message` may be a
+//! `errorType`, `param` and `details` are what a provider's SDK reports
+//! beside the code (`details` any JSON value, kept as JSON text; a string
+//! is taken as that text). Every field is optional and unknown fields are
+//! ignored. `message` may be a
 //! provider's raw JSON error body as a string; an object or array there is
 //! taken as such a body and re-serialised. `error` and `cause` nest the same
 //! shape (a bare string is shorthand for `{"message": ...}`). A field of the
@@ -28,10 +33,10 @@ pub struct ProviderError {
     pub status: Option<u16>,
     /// Symbolic code: `ETIMEDOUT`, `rate_limit_exceeded`, `ThrottlingException`, ...
     pub code: Option<String>,
-    /// The provider's error type (`invalid_request_error`), as its SDK
-    /// reports it beside the code. Boxed behind one pointer: most errors
-    /// have none, and the error travels in every failed call's `Result`.
-    pub error_type: Option<Box<String>>,
+    /// What the provider's SDK reports beside the code. Boxed behind one
+    /// pointer: most errors have none, and the error travels in every
+    /// failed call's `Result`.
+    pub structured: Option<Box<Structured>>,
     /// Message text, possibly a raw JSON error body.
     pub message: String,
     /// Response headers as received, names in any case.
@@ -44,7 +49,40 @@ pub struct ProviderError {
     pub cause: Option<Box<ProviderError>>,
 }
 
+/// What a provider's SDK reports beside an error's code and message.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Structured {
+    /// The error type (`invalid_request_error`).
+    pub error_type: Option<String>,
+    /// The request parameter the provider blames (`max_tokens`).
+    pub param: Option<String>,
+    /// Structured details, as JSON text (Google's `ErrorInfo`).
+    pub details: Option<String>,
+}
+
+impl Structured {
+    /// `None` when it holds nothing.
+    pub(crate) fn boxed(self) -> Option<Box<Structured>> {
+        (self != Structured::default()).then(|| Box::new(self))
+    }
+}
+
 impl ProviderError {
+    /// The provider's error type, if its SDK reported one.
+    pub fn error_type(&self) -> Option<&str> {
+        self.structured.as_ref()?.error_type.as_deref()
+    }
+
+    /// The request parameter the provider blames, if it named one.
+    pub fn param(&self) -> Option<&str> {
+        self.structured.as_ref()?.param.as_deref()
+    }
+
+    /// The provider's structured details (JSON text), if it attached any.
+    pub fn details(&self) -> Option<&str> {
+        self.structured.as_ref()?.details.as_deref()
+    }
+
     /// An error with only a message.
     pub fn message(message: impl Into<String>) -> Self {
         ProviderError {
@@ -108,11 +146,19 @@ impl ProviderError {
         if let Some(code) = &self.code {
             object.insert("code".into(), code.clone().into());
         }
-        if let Some(error_type) = &self.error_type {
-            object.insert("errorType".into(), error_type.as_str().into());
+        if let Some(error_type) = self.error_type() {
+            object.insert("errorType".into(), error_type.into());
+        }
+        if let Some(param) = self.param() {
+            object.insert("param".into(), param.into());
         }
         if !self.message.is_empty() {
             object.insert("message".into(), self.message.clone().into());
+        }
+        if let Some(details) = self.details() {
+            // Written back as the JSON it was, or as the text it was given.
+            let value = serde_json::from_str(details).unwrap_or_else(|_| details.into());
+            object.insert("details".into(), value);
         }
         if !self.headers.is_empty() {
             let headers: Map<String, Value> = self
@@ -180,9 +226,12 @@ fn from_object(object: &Map<String, Value>, path: &str) -> Result<ProviderError,
             .filter(|p| !p.trim().is_empty()),
         status: status(object.get("status"), &field("status"))?,
         code: code(object.get("code"), &field("code"))?,
-        error_type: optional_string(object.get("errorType"), &field("errorType"))?
-            .filter(|t| !t.trim().is_empty())
-            .map(Box::new),
+        structured: Structured {
+            error_type: optional_text(object.get("errorType"), &field("errorType"))?,
+            param: optional_text(object.get("param"), &field("param"))?,
+            details: details(object.get("details")),
+        }
+        .boxed(),
         message: message(object.get("message"), &field("message"))?,
         headers: headers(object.get("headers"), &field("headers"))?.into(),
         error: nested(object.get("error"), &field("error"))?,
@@ -206,6 +255,20 @@ fn kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// A string that says something, or none.
+fn optional_text(value: Option<&Value>, path: &str) -> Result<Option<String>, InputError> {
+    Ok(optional_string(value, path)?.filter(|text| !text.trim().is_empty()))
+}
+
+/// `details` as JSON text: a string is taken as that text, `null` as none.
+fn details(value: Option<&Value>) -> Option<String> {
+    match value? {
+        Value::Null => None,
+        Value::String(text) => Some(text.clone()).filter(|t| !t.trim().is_empty()),
+        other => Some(other.to_string()),
     }
 }
 

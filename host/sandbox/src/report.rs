@@ -67,7 +67,9 @@ pub(crate) struct BorrowedLevel<'a> {
     pub(crate) status: Option<u16>,
     pub(crate) code: Option<&'a str>,
     pub(crate) error_type: Option<&'a str>,
+    pub(crate) param: Option<&'a str>,
     pub(crate) message: &'a str,
+    pub(crate) details: Option<&'a str>,
     pub(crate) headers: Vec<(&'a str, &'a str)>,
 }
 
@@ -88,7 +90,9 @@ impl BorrowedLevel<'_> {
             status: self.status,
             code: self.code.map(str::to_owned),
             error_type: self.error_type.map(str::to_owned),
+            param: self.param.map(str::to_owned),
             message: self.message.to_owned(),
+            details: self.details.map(str::to_owned),
             headers: block,
         }
     }
@@ -121,11 +125,12 @@ pub(crate) fn flatten_borrowed<'a>(
                 .code
                 .as_deref()
                 .map(|c| prefix(c, limits.max_short_text_bytes, &mut truncated)),
-            error_type: level
-                .error_type
-                .as_deref()
+            error_type: (level.error_type())
                 .map(|t| prefix(t, limits.max_short_text_bytes, &mut truncated)),
+            param: (level.param()).map(|p| prefix(p, limits.max_short_text_bytes, &mut truncated)),
             message: prefix(&level.message, limits.max_message_bytes, &mut truncated),
+            details: (level.details())
+                .map(|d| prefix(d, limits.max_short_text_bytes, &mut truncated)),
             headers: cut_headers(&level.headers, limits, &mut truncated),
         });
         // Pushed in reverse so that `error` is read before `cause`.

@@ -117,10 +117,36 @@ fn read_fields(object: &Object, facts: &mut BodyFacts) {
     }
 }
 
+/// Reads a level's structured details, given apart from its message (JSON
+/// text: Google's list of `ErrorInfo` and `RetryInfo` objects, or one such
+/// object) for their codes and retry delay, as a body's `details` are read.
+pub fn parse_details(text: &str) -> Option<BodyFacts> {
+    if text.len() > MAX_JSON_BODY_BYTES {
+        return None;
+    }
+    let (_, value) = first_json_value(text)?;
+    let mut facts = BodyFacts::default();
+    match &value {
+        Node::Array(items) => read_detail_items(items, &mut facts),
+        Node::Object(object) => {
+            read_fields(object, &mut facts);
+            read_detail_items(std::slice::from_ref(&value), &mut facts);
+            read_details(object, &mut facts);
+        }
+        _ => return None,
+    }
+    Some(facts)
+}
+
 fn read_details(object: &Object, facts: &mut BodyFacts) {
     let Some(Node::Array(details)) = object.get("details") else {
         return;
     };
+    read_detail_items(details, facts);
+}
+
+/// The `reason` codes and the first `retryDelay` of detail objects.
+fn read_detail_items(details: &[Node], facts: &mut BodyFacts) {
     for detail in details.iter().take(MAX_CODES) {
         let Node::Object(detail) = detail else {
             continue;

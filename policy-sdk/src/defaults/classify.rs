@@ -10,7 +10,7 @@ use crate::types::{Classification, ErrorLevel, ErrorReport, FailureReason};
 /// Each level's headers become the `Name: value` block the core reads (a
 /// line break inside a name or value becomes a space, see
 /// [`policy_types::classify::push_header_text`]); the error type is
-/// evidence like a code.
+/// evidence like a code, the details like an error body.
 pub fn classify(report: ErrorReport) -> Classification {
     let blocks: Vec<String> = report.levels.iter().map(header_block).collect();
     let levels: Vec<LevelRef<'_>> = report
@@ -22,7 +22,9 @@ pub fn classify(report: ErrorReport) -> Classification {
             status: level.status,
             code: level.code.as_deref(),
             error_type: level.error_type.as_deref(),
+            param: level.param.as_deref(),
             message: &level.message,
+            details: level.details.as_deref(),
             headers,
         })
         .collect();

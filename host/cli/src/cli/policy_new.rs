@@ -267,7 +267,10 @@ mod tests {
         ]});
         assert_eq!(package_of(&metadata, &member)["name"], "my-policy");
         let elsewhere = dir.path().join("other/Cargo.toml");
-        assert_eq!(package_of(&metadata, &elsewhere)["name"], "the-workspace-root");
+        assert_eq!(
+            package_of(&metadata, &elsewhere)["name"],
+            "the-workspace-root"
+        );
         assert!(package_of(&serde_json::json!({}), &member).is_null());
     }
 }

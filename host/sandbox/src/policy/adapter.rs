@@ -431,8 +431,7 @@ pub(crate) fn host_pin(decision: profiles::PinDecision) -> host::PinDecision {
     }
 }
 
-/// A flattened error as `classify` takes it. The host captures no
-/// parameter or details apart from the message, so those go empty.
+/// A flattened error as `classify` takes it.
 pub(crate) fn error_report(report: &BorrowedReport<'_>, now_ms: u64) -> wit::ErrorReport {
     wit::ErrorReport {
         provider: report.provider.map(str::to_owned),
@@ -443,9 +442,9 @@ pub(crate) fn error_report(report: &BorrowedReport<'_>, now_ms: u64) -> wit::Err
                 status: level.status,
                 code: level.code.map(str::to_owned),
                 error_type: level.error_type.map(str::to_owned),
-                param: None,
+                param: level.param.map(str::to_owned),
                 message: level.message.to_owned(),
-                details: None,
+                details: level.details.map(str::to_owned),
                 headers: (level.headers.iter())
                     .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
                     .collect(),
@@ -467,9 +466,9 @@ pub(crate) fn held_report(report: &host::ErrorReport) -> wit::ErrorReport {
                 status: level.status,
                 code: level.code.clone(),
                 error_type: level.error_type.clone(),
-                param: None,
+                param: level.param.clone(),
                 message: level.message.clone(),
-                details: None,
+                details: level.details.clone(),
                 headers: (level.headers.lines())
                     .filter_map(|line| line.split_once(':'))
                     .map(|(name, value)| (name.trim().to_owned(), value.trim().to_owned()))
