@@ -326,8 +326,10 @@ async fn the_run_deadline_bounds_the_whole_stream() {
         started.elapsed() < std::time::Duration::from_secs(30),
         "ended by the run's deadline, not the minute-long idle limit"
     );
-    // The deadline is this gateway's bound, not the profile's fault.
-    assert_eq!(h.usage("slow:a").error_count, 0);
+    // The attempt's timeout (F-12.12), never a success: the key is not
+    // cooled and has served nothing.
+    let usage = h.usage("slow:a");
+    assert_eq!((usage.error_count, usage.last_used), (0, None), "{usage:?}");
     h.stop().await;
 }
 

@@ -249,3 +249,42 @@ async fn a_recorded_trace_carries_the_break_and_its_replay_sees_it() {
     assert!(key["lastUsed"].is_null(), "{key}");
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_stalls_past_the_idle_deadline_is_interrupted_and_never_served() {
+    let h = start_setup(Setup {
+        providers: r#"slow: { baseUrl: "BASE/slow/v1", timeoutSeconds: 1 },"#,
+        ..Setup::default()
+    })
+    .await;
+    h.store
+        .update_profiles(|file| {
+            file.put_static(
+                "slow:a",
+                "slow",
+                failover::auth::CredentialKind::ApiKey,
+                "slow-a",
+            )
+        })
+        .unwrap();
+    h.up.then(
+        "m",
+        Behaviour::Sse {
+            pieces: openai_finished(&["started"])[..1].to_vec(),
+            end: End::Stall,
+        },
+    );
+    let a = h.chat("slow/m", true, None).await;
+    let streamed = read_stream(&a.text);
+    assert_eq!(streamed.text, "started");
+    assert!(!streamed.done, "{}", a.text);
+    assert_eq!(streamed.error.unwrap()["code"], "stream_interrupted");
+    let usage = h.usage("slow:a");
+    assert_eq!(usage.last_used, None, "{usage:?}");
+    let timeout = [r#"provider="slow""#, r#"result="timeout""#];
+    assert_eq!(
+        counted(&h, "failover_upstream_calls_total", &timeout).await,
+        1
+    );
+    h.stop().await;
+}
