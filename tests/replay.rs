@@ -201,14 +201,24 @@ fn the_project_rules_show_in_their_incidents() {
         .get("modelOverride")
         .is_none());
 
-    // F-12.3: after two hangs the model is skipped, then a trial decides.
+    // A silent provider moves to the next model, not its next key: one
+    // attempt deadline, not two. F-12.3: after two hangs the model is
+    // skipped, then a trial decides.
     let slow = run("slow-target");
-    assert_eq!(attempted(&slow, 2), [O]);
+    assert_eq!(attempted(&slow, 1), [A, O]);
+    let first = (slow.decisions.iter())
+        .find_map(|d| match d {
+            Decision::Served { request: 1, at, .. } => Some(*at),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(first, T0 + 120_500);
+    assert_eq!(attempted(&slow, 3), [O]);
     assert!(slow.decisions.iter().any(|d| matches!(
         d,
-        Decision::Skip { request: 2, model, reason } if model == A && reason == "timeout"
+        Decision::Skip { request: 3, model, reason } if model == A && reason == "timeout"
     )));
-    assert_eq!(served_by(&slow)[2].1, A);
+    assert_eq!(served_by(&slow)[3].1, A);
 
     // F-12.6: a Retry-After reaching past the open cooldown blocks the
     // model to its end; the rate limit is the model's, so its window is.

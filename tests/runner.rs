@@ -1071,9 +1071,13 @@ async fn a_model_that_hangs_twice_is_skipped_for_a_minute_then_one_trial_decides
         .then(PRIMARY, Outcome::Hang)
         .then(PRIMARY, Outcome::Hang);
     let r = runner(&w, config(), provider);
+    // A silent provider: the next model, not the primary's next key.
     let first = r.run(&RunOptions::default(), &()).await.unwrap();
     assert_eq!(first.model, FALLBACK);
-    assert_eq!(r.provider().models_called(), [PRIMARY, PRIMARY, FALLBACK]);
+    assert_eq!(r.provider().models_called(), [PRIMARY, FALLBACK]);
+    assert_eq!(r.model_health().of(PRIMARY).hangs, 1);
+    w.clock.advance(1_000);
+    r.run(&RunOptions::default(), &()).await.unwrap();
     assert_eq!(r.model_health().of(PRIMARY).hangs, 2);
     // Slow: skipped without a call while others remain.
     w.clock.advance(1_000);
@@ -1081,7 +1085,7 @@ async fn a_model_that_hangs_twice_is_skipped_for_a_minute_then_one_trial_decides
     assert_eq!(second.model, FALLBACK);
     assert_eq!(
         r.provider().models_called().len(),
-        4,
+        5,
         "no call to the slow model"
     );
     let skipped = &second.attempts[0];
@@ -1105,6 +1109,7 @@ async fn a_model_that_hangs_twice_is_skipped_for_a_minute_then_one_trial_decides
         .then(PRIMARY, Outcome::Hang)
         .then(PRIMARY, Outcome::Hang);
     let r = runner(&w, config(), provider);
+    r.run(&RunOptions::default(), &()).await.unwrap();
     r.run(&RunOptions::default(), &()).await.unwrap();
     w.clock.advance(61_000);
     // The half-open trial answers: healthy again.

@@ -17,7 +17,9 @@ pub const TIMEOUT_PROFILE_ROTATIONS: u32 = 1;
 /// Credential failures (auth, revoked keys, billing) rotate through every
 /// profile of the provider; rate limits and overloads rotate at most the
 /// configured number of times (overloads after the configured wait);
-/// transient timeouts rotate [`TIMEOUT_PROFILE_ROTATIONS`] times (F-12.1);
+/// transient timeouts rotate [`TIMEOUT_PROFILE_ROTATIONS`] times (F-12.1),
+/// but an attempt that ran to its deadline with nothing received moves to
+/// the next model: the provider is silent, not the key;
 /// other failures — missing models, unrecognised errors — move to the next
 /// model. A profile the user pinned is never rotated away from: the
 /// run moves to the next model instead. With no candidate left, the run
@@ -52,6 +54,9 @@ pub fn next_step(attempt: &FailedAttempt, config: &RotationConfig) -> RunStep {
             config.overloaded_profile_rotations,
             config.overloaded_backoff_ms,
         )),
+        // A silent provider, not a key: the attempt ran to its deadline
+        // with nothing received, and another key would wait as long.
+        Timeout if attempt.hung => None,
         Timeout => Some((TIMEOUT_PROFILE_ROTATIONS, 0)),
         _ => None,
     };
@@ -88,8 +93,8 @@ mod tests {
     }
 
     /// An endpoint's failure moves to the next model at once: another key
-    /// of the same endpoint would fail alike (F-12.7). A timeout first tries
-    /// the next key (F-12.1).
+    /// of the same endpoint would fail alike (F-12.7). A fast timeout first
+    /// tries the next key (F-12.1); a hung attempt does not.
     #[test]
     fn endpoint_failures_advance_the_chain_without_rotating() {
         let config = RotationConfig {
@@ -109,5 +114,11 @@ mod tests {
             next_step(&failed(RecordedReason::Timeout), &config),
             RunStep::RotateProfile(0)
         );
+        // A silent provider: the next model, not the next key.
+        let hung = FailedAttempt {
+            hung: true,
+            ..failed(RecordedReason::Timeout)
+        };
+        assert_eq!(next_step(&hung, &config), RunStep::Candidate(1));
     }
 }
