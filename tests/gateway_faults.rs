@@ -44,3 +44,72 @@ async fn a_silent_provider_moves_to_the_next_model_not_its_next_key() {
     assert_eq!(usage.blocked_until(None, u64::MAX / 2), None, "{usage:?}");
     h.stop().await;
 }
+
+/// An OpenAI stream's chunk of text.
+fn chunk(text: &str, finish: Option<&str>) -> String {
+    let delta = if finish.is_some() {
+        json!({})
+    } else {
+        json!({"content": text})
+    };
+    format!(
+        "data: {}",
+        json!({"id": "chatcmpl-f", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_few_unreadable_events_are_skipped_and_counted_and_more_break_the_stream() {
+    let h = start("", failover::gateway::ClientKeys::default()).await;
+    let garbage = || "data: {\"choices\": [{\"delta\": {\"content\": \"trunc".to_owned();
+    let pieces = vec![
+        chunk("one ", None),
+        garbage(),
+        chunk("two", None),
+        chunk("", Some("stop")),
+        "data: [DONE]".to_owned(),
+    ];
+    h.up.then(
+        "gpt-x",
+        Behaviour::Sse {
+            pieces,
+            end: upstream::End::Close,
+        },
+    );
+    let a = h.chat(FALLBACK, true, None).await;
+    let streamed = read_stream(&a.text);
+    assert_eq!(
+        (streamed.text.as_str(), streamed.done),
+        ("one two", true),
+        "{}",
+        a.text
+    );
+    assert!(
+        h.usage("openai:a").last_used.is_some(),
+        "a complete stream served"
+    );
+    let metrics = h.get("/metrics").await.text;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "failover_stream_events_skipped 1"),
+        "{metrics}"
+    );
+
+    // Past the bound: the stream is broken, never served.
+    let mut pieces = vec![chunk("one ", None)];
+    pieces.extend((0..4).map(|_| garbage()));
+    pieces.extend([chunk("", Some("stop")), "data: [DONE]".to_owned()]);
+    h.up.then(
+        "gpt-x",
+        Behaviour::Sse {
+            pieces,
+            end: upstream::End::Close,
+        },
+    );
+    let b = h.chat(FALLBACK, true, None).await;
+    let streamed = read_stream(&b.text);
+    assert!(!streamed.done, "{}", b.text);
+    assert_eq!(streamed.error.unwrap()["code"], "stream_interrupted");
+    h.stop().await;
+}

@@ -17,8 +17,8 @@
 //! counted when it ends, and its call too (F-12.12).
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 use std::collections::BTreeSet;
@@ -48,6 +48,7 @@ pub struct Metrics {
     after_success: IntGaugeVec,
     state_store: IntGaugeVec,
     state_pending: IntGaugeVec,
+    skipped_events: IntGauge,
     /// The series the last served request counted: the next one usually
     /// counts the same, and finding a series by its labels (hashing them,
     /// a lock, a map) cost ~0.6k instructions a request (issue 16).
@@ -81,6 +82,8 @@ pub struct Snapshot {
     /// `(backend, healthy, local changes to reconcile)` of the default
     /// agent's state store.
     pub state_store: (&'static str, bool, usize),
+    /// Unreadable events skipped in served streams since start.
+    pub skipped_events: u64,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -178,8 +181,17 @@ impl Metrics {
             "Local state changes made while the state store was unreachable, not yet merged into it.",
             &["backend"],
         );
+        let skipped_events = IntGauge::new(
+            "failover_stream_events_skipped",
+            "Unreadable events skipped in served streams since start (a stream breaks past three).",
+        )
+        .expect("valid metric");
+        registry
+            .register(Box::new(skipped_events.clone()))
+            .expect("unique metric");
         Metrics {
             registry,
+            skipped_events,
             state_store,
             state_pending,
             named: named_models(config),
@@ -246,6 +258,7 @@ impl Metrics {
                 .with_label_values(&[what])
                 .set(i64::try_from(*value).unwrap_or(i64::MAX));
         }
+        (self.skipped_events).set(i64::try_from(snapshot.skipped_events).unwrap_or(i64::MAX));
         let (backend, healthy, pending) = snapshot.state_store;
         self.state_store
             .with_label_values(&[backend])

@@ -60,6 +60,7 @@ pub(super) fn snapshot(gateway: &Gateway, now: u64) -> Result<Snapshot, StateErr
         ),
         profiles: counts.into_iter().map(|((p, s), n)| (p, s, n)).collect(),
         policy,
+        skipped_events: gateway.runner().provider().inner().skipped_events(),
         after_success: vec![
             ("policy_error", served.policy_errors_after_success),
             ("state_error", served.state_errors_after_success),

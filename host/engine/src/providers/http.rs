@@ -1,6 +1,7 @@
 //! The real provider: calls OpenAI-compatible and Anthropic endpoints over
 //! HTTP with the profile's credential, and captures every way that fails.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +34,8 @@ pub struct HttpProvider {
     client: reqwest::Client,
     /// One OAuth refresh per profile at a time (shared by clones).
     refresher: Arc<oauth::Refresher>,
+    /// Unreadable events skipped in streams so far (shared by clones).
+    skipped_events: Arc<AtomicU64>,
 }
 
 impl HttpProvider {
@@ -53,7 +56,13 @@ impl HttpProvider {
             store,
             client,
             refresher: Arc::default(),
+            skipped_events: Arc::default(),
         })
+    }
+
+    /// How many unreadable events its streams skipped so far.
+    pub fn skipped_events(&self) -> u64 {
+        self.skipped_events.load(Ordering::Relaxed)
     }
 
     /// The config it calls with.
@@ -185,7 +194,8 @@ impl HttpProvider {
                 endpoint.api,
                 response,
                 endpoint.attempt_timeout_ms,
-            );
+            )
+            .counting_skips(self.skipped_events.clone());
             return upstream.start(left).await.map(ChatReply::Stream);
         }
         let text = tokio::select! {

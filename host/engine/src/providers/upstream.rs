@@ -4,9 +4,12 @@
 //! there fails over); the rest is the served stream, each wait for bytes
 //! bounded by the endpoint's idle limit, and it ends with an error when
 //! the upstream breaks, is cut, or closes without saying it is complete.
+//! A few unreadable events are skipped and counted; more break the stream.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -35,7 +38,15 @@ pub(super) struct Upstream {
     /// The longest wait for the next bytes once content flows.
     idle: Duration,
     ended: bool,
+    /// Unreadable events skipped in this stream.
+    skipped: u32,
+    /// Where skipped events are counted, for `/metrics`.
+    skips: Option<Arc<AtomicU64>>,
 }
+
+/// Unreadable events one stream may skip: a provider's stray keep-alive or
+/// half-written line is survived; a stream of garbage is broken (F-12.12).
+const MAX_SKIPPED_EVENTS: u32 = 3;
 
 impl Upstream {
     pub(super) fn new(provider: &str, api: Api, response: reqwest::Response, idle_ms: u64) -> Self {
@@ -50,7 +61,15 @@ impl Upstream {
             pending: VecDeque::new(),
             idle: Duration::from_millis(idle_ms),
             ended: false,
+            skipped: 0,
+            skips: None,
         }
+    }
+
+    /// The same stream, counting the unreadable events it skips in `skips`.
+    pub(super) fn counting_skips(mut self, skips: Arc<AtomicU64>) -> Self {
+        self.skips = Some(skips);
+        self
     }
 
     fn id(&self) -> &str {
@@ -159,8 +178,18 @@ impl Upstream {
             let decoded = match &mut self.decoder {
                 Decoder::OpenAi(d) => d.feed(&event),
                 Decoder::Anthropic(d) => d.feed(&event),
-            }
-            .map_err(|e| e.with_provider(self.provider.as_str()))?;
+            };
+            let decoded = match decoded {
+                Ok(decoded) => decoded,
+                Err(error) if openai::is_garbled(&error) && self.skipped < MAX_SKIPPED_EVENTS => {
+                    self.skipped += 1;
+                    if let Some(skips) = &self.skips {
+                        skips.fetch_add(1, Ordering::Relaxed);
+                    }
+                    continue;
+                }
+                Err(error) => return Err(error.with_provider(self.provider.as_str())),
+            };
             self.pending.extend(decoded);
             if self.done() {
                 break;

@@ -20,7 +20,7 @@ mod whole;
 pub(crate) use whole::agreement::check_against_tree as check_reply_against_tree;
 
 pub use reply::{chunk_json, completion_json, error_json, parse_completion, Chunk, StreamDecoder};
-pub(crate) use reply::{garbled_event, unreadable};
+pub(crate) use reply::{garbled_event, is_garbled, unreadable};
 pub use request::{parse_request, render_request, request_body, request_from_value, BadRequest};
 pub use whole::WholeReply;
 

@@ -38,10 +38,16 @@ pub(crate) fn unreadable(text: &str) -> ProviderError {
 /// over, before its terminal event (F-12.12), and worded so that a policy
 /// reads an incomplete stream, a timeout.
 pub(crate) fn garbled_event(text: &str) -> ProviderError {
-    ProviderError::message(format!(
-        "a stream event is unreadable, so the stream ended before a terminal event: {:?}",
-        preview(text)
-    ))
+    ProviderError::message(format!("{GARBLED_EVENT}{:?}", preview(text)))
+}
+
+/// How [`garbled_event`] starts its message.
+const GARBLED_EVENT: &str =
+    "a stream event is unreadable, so the stream ended before a terminal event: ";
+
+/// Whether `error` is one [`garbled_event`] made.
+pub(crate) fn is_garbled(error: &ProviderError) -> bool {
+    error.message.starts_with(GARBLED_EVENT) && error.code.is_none()
 }
 
 /// The start of `text`: enough to recognise it, never a whole reply.
