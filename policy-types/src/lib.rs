@@ -30,8 +30,9 @@ pub use classify::{Classification, Detail, ErrorLevel, ErrorReport, LevelRef, Re
 pub use mirror::Mirror;
 pub use plan::{profile_blocks, CandidateFacts, CandidatePlan};
 pub use profiles::{
-    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, ModelCooldown, OrderRequest,
-    PinDecision, PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
+    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, ModelCooldown,
+    ModelFailureCount, OrderRequest, PinDecision, PinRequest, PinSource, RankedProfile,
+    RecordedReason, StoredProfile, Usage,
 };
 pub use runner::{
     AttemptEnd, AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt,

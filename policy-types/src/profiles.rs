@@ -2,7 +2,7 @@
 //! §6). Times are milliseconds since the Unix epoch.
 
 use crate::classify::Reason;
-pub use crate::usage::{ModelCooldown, Usage};
+pub use crate::usage::{ModelCooldown, ModelFailureCount, Usage};
 
 /// Serde attributes every record here shares.
 macro_rules! record {

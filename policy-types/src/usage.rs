@@ -20,6 +20,20 @@ record! {
 }
 
 record! {
+    /// Failures of one model with one reason inside the failure window,
+    /// where the failure concerned that model only (a model's rate limit).
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+    pub struct ModelFailureCount {
+        /// The model.
+        pub model: String,
+        /// The failures' reason.
+        pub reason: RecordedReason,
+        /// How many.
+        pub count: u32,
+    }
+}
+
+record! {
     /// A profile's routing state: `usageStats["provider:name"]` in
     /// `auth-state.json` (F-6.3).
     #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -46,9 +60,12 @@ record! {
         /// Failures inside the window (F-6.6).
         #[cfg_attr(feature = "serde", serde(default))]
         pub error_count: u32,
-        /// Failures inside the window, by reason.
+        /// Failures inside the window, by reason, of every model.
         #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "BTreeMap::is_empty"))]
         pub failure_counts: BTreeMap<RecordedReason, u32>,
+        /// Of those, the failures that concerned one model only.
+        #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Vec::is_empty"))]
+        pub model_failure_counts: Vec<ModelFailureCount>,
         /// When it last failed.
         #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Option::is_none"))]
         pub last_failure_at: Option<u64>,
@@ -99,6 +116,32 @@ impl Usage {
     pub fn failures_of(&self, reason: RecordedReason) -> u32 {
         self.failure_counts.get(&reason).copied().unwrap_or(0)
     }
+
+    /// Failures inside the window that concerned `model` only.
+    pub fn failures_of_model(&self, model: &str) -> u32 {
+        (self.model_failure_counts.iter())
+            .filter(|c| c.model == model)
+            .fold(0, |sum, c| sum.saturating_add(c.count))
+    }
+
+    /// Failures inside the window that concerned the whole profile: the
+    /// count less those of single models.
+    pub fn profile_failures(&self) -> u32 {
+        let of_models =
+            (self.model_failure_counts.iter()).fold(0u32, |sum, c| sum.saturating_add(c.count));
+        self.error_count.saturating_sub(of_models)
+    }
+
+    /// Failures of each reason that concerned the whole profile, as the
+    /// contract lists them beside [`Usage::model_failure_counts`].
+    pub fn profile_failure_counts(&self) -> impl Iterator<Item = (RecordedReason, u32)> + '_ {
+        self.failure_counts.iter().filter_map(|(reason, count)| {
+            let of_models = (self.model_failure_counts.iter())
+                .filter(|c| c.reason == *reason)
+                .fold(0u32, |sum, c| sum.saturating_add(c.count));
+            Some((*reason, count.saturating_sub(of_models))).filter(|(_, n)| *n > 0)
+        })
+    }
 }
 
 /// The stored form as read: files written before cooldowns were kept per
@@ -106,7 +149,7 @@ impl Usage {
 /// cooldown is the model's own.
 #[cfg(feature = "serde")]
 mod wire {
-    use super::{BTreeMap, ModelCooldown, RecordedReason, Usage};
+    use super::{BTreeMap, ModelCooldown, ModelFailureCount, RecordedReason, Usage};
 
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -129,6 +172,8 @@ mod wire {
         error_count: u32,
         #[serde(default)]
         failure_counts: BTreeMap<RecordedReason, u32>,
+        #[serde(default)]
+        model_failure_counts: Vec<ModelFailureCount>,
         #[serde(default)]
         last_failure_at: Option<u64>,
     }
@@ -159,6 +204,7 @@ mod wire {
                 disabled_reason: fields.disabled_reason,
                 error_count: fields.error_count,
                 failure_counts: fields.failure_counts,
+                model_failure_counts: fields.model_failure_counts,
                 last_failure_at: fields.last_failure_at,
             }
         }

@@ -15,6 +15,7 @@ pub use usage::{
 };
 
 pub use policy_types::{
-    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, ModelCooldown, OrderRequest,
-    PinDecision, PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
+    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, ModelCooldown,
+    ModelFailureCount, OrderRequest, PinDecision, PinRequest, PinSource, RankedProfile,
+    RecordedReason, StoredProfile, Usage,
 };

@@ -1,6 +1,8 @@
 //! How failures and successes change a profile's routing state (spec §6).
 
-use super::{CooldownConfig, FailureEvent, ModelCooldown, RecordedReason, Usage};
+use super::{
+    CooldownConfig, FailureEvent, ModelCooldown, ModelFailureCount, RecordedReason, Usage,
+};
 use crate::retry_after::MAX_RETRY_AFTER_MS;
 
 /// First cooldown step (F-6.2): one minute.
@@ -41,8 +43,10 @@ fn lane(reason: RecordedReason) -> Lane {
 ///
 /// Failures are counted (after a quiet `failure_window_ms` the counts start
 /// over, F-6.6). Outside an active window, a cooldown-lane failure opens one
-/// of `1 min · 5^(errorCount−1)`, capped at 1 h (F-6.2), scoped to the model
-/// for rate limits (F-6.4); a billing failure disables the profile for the
+/// of `1 min · 5^(n−1)`, capped at 1 h (F-6.2), scoped to the model for
+/// rate limits (F-6.4): `n` counts that model's own failures for a model's
+/// window, the profile's other failures for the profile's, so that one
+/// model's rate limits never lengthen another's backoff; a billing failure disables the profile for the
 /// provider's base doubled per billing failure, capped at
 /// `billing_max_ms` (F-6.5); `auth_permanent` likewise from 10 min to 1 h.
 /// The provider's `retry-after` and exact reset time are floors for the new
@@ -64,11 +68,19 @@ pub fn record_failure(usage: &Usage, event: &FailureEvent, config: &CooldownConf
     if quiet {
         next.error_count = 0;
         next.failure_counts.clear();
+        next.model_failure_counts.clear();
     }
     next.error_count = next.error_count.saturating_add(1);
     let count = next.failure_counts.entry(event.reason).or_default();
     *count = count.saturating_add(1);
     next.last_failure_at = Some(now);
+    let of_model = event
+        .model
+        .as_deref()
+        .filter(|_| lane == Lane::Cooldown && event.reason == RecordedReason::RateLimit);
+    if let Some(model) = of_model {
+        count_model_failure(&mut next, model, event.reason);
+    }
 
     // An absurd wait (a year, `u64::MAX`) is a provider's bug: the floor
     // stops at the longest wait a provider is believed.
@@ -79,11 +91,9 @@ pub fn record_failure(usage: &Usage, event: &FailureEvent, config: &CooldownConf
         .max(event.reset_at_ms)
         .map_or(0, |at| at.min(latest));
     match lane {
-        Lane::Cooldown => match event.model.as_deref() {
-            Some(model) if event.reason == RecordedReason::RateLimit => {
-                cool_model(&mut next, model, now, floor);
-            }
-            _ => cool_profile(&mut next, event.reason, now, floor),
+        Lane::Cooldown => match of_model {
+            Some(model) => cool_model(&mut next, model, now, floor),
+            None => cool_profile(&mut next, event.reason, now, floor),
         },
         Lane::Disable => {
             if let Some(until) = next.disabled_until.filter(|until| *until > now) {
@@ -117,15 +127,32 @@ fn cool_profile(usage: &mut Usage, reason: RecordedReason, now: u64, floor: u64)
     if open.is_none() {
         usage.cooldown_reason = Some(reason);
     }
-    let until = open.unwrap_or_else(|| now.saturating_add(cooldown_step(usage.error_count)));
+    let step = cooldown_step(usage.profile_failures());
+    let until = open.unwrap_or_else(|| now.saturating_add(step));
     usage.cooldown_until = Some(until.max(floor));
+}
+
+/// Counts a failure that concerned `model` only.
+fn count_model_failure(usage: &mut Usage, model: &str, reason: RecordedReason) {
+    let counts = &mut usage.model_failure_counts;
+    match counts
+        .iter_mut()
+        .find(|c| c.model == model && c.reason == reason)
+    {
+        Some(entry) => entry.count = entry.count.saturating_add(1),
+        None => counts.push(ModelFailureCount {
+            model: model.to_owned(),
+            reason,
+            count: 1,
+        }),
+    }
 }
 
 /// `model`'s own cooldown after its rate limit, as [`cool_profile`] does
 /// for the whole profile; windows of models that have closed are dropped.
 fn cool_model(usage: &mut Usage, model: &str, now: u64, floor: u64) {
     usage.model_cooldowns.retain(|c| c.until > now);
-    let step = cooldown_step(usage.error_count);
+    let step = cooldown_step(usage.failures_of_model(model));
     match usage.model_cooldowns.iter_mut().find(|c| c.model == model) {
         Some(open) => open.until = open.until.max(floor),
         None => usage.model_cooldowns.push(ModelCooldown {
@@ -164,6 +191,7 @@ pub fn record_success(usage: &Usage, model: Option<&str>, now_ms: u64) -> Usage 
         disabled_reason: None,
         error_count: 0,
         failure_counts: Default::default(),
+        model_failure_counts: Vec::new(),
         last_failure_at: usage.last_failure_at,
     }
 }
@@ -251,8 +279,8 @@ mod tests {
         let both = record_failure(&first, &limited("gpt-b", 2_000), &config);
         assert_eq!(both.cooldown_until, None, "{both:?}");
         assert_eq!(both.model_cooldown("gpt-a").unwrap().until, 61_000);
-        // The profile's second failure: the ladder's second step.
-        assert_eq!(both.model_cooldown("gpt-b").unwrap().until, 302_000);
+        // gpt-b's first failure: the ladder's first step, whatever gpt-a did.
+        assert_eq!(both.model_cooldown("gpt-b").unwrap().until, 62_000);
         assert_eq!(both.blocked_until(Some("gpt-a"), 3_000), Some(61_000));
         assert_eq!(both.blocked_until(Some("gpt-c"), 3_000), None);
 
@@ -266,12 +294,21 @@ mod tests {
         assert_eq!(served.model_cooldown("gpt-a").unwrap().until, 61_000);
         assert_eq!(served.error_count, 0);
 
-        // A failure of no model cools the whole profile beside them.
+        // A failure of no model cools the whole profile beside them, on
+        // the profile's own count: after two models' rate limits an
+        // overload is still the first step.
         let overloaded = FailureEvent {
             reason: RecordedReason::Overloaded,
             model: None,
             ..limited("gpt-a", 5_000)
         };
+        let after_limits = record_failure(&again, &overloaded, &config);
+        assert_eq!(
+            after_limits.cooldown_until,
+            Some(65_000),
+            "{after_limits:?}"
+        );
+        assert_eq!(after_limits.error_count, 4);
         let whole = record_failure(&served, &overloaded, &config);
         assert_eq!(whole.cooldown_until, Some(65_000));
         assert_eq!(whole.model_cooldowns.len(), 1);

@@ -97,16 +97,22 @@ pub(super) fn selection_source_from_core(source: core::SelectionSource) -> Selec
     }
 }
 
-/// A profile's usage in the core's terms. The core counts failures by
-/// reason only: counts of one reason are added together whatever their
-/// model.
+/// A profile's usage in the core's terms: counts by reason of every model,
+/// and apart the counts of failures that concerned one model.
 pub(super) fn usage_to_core(usage: &Usage) -> core::Usage {
     let mut failure_counts = std::collections::BTreeMap::new();
+    let mut model_failure_counts = Vec::new();
     for entry in &usage.failure_counts {
-        let count: &mut u32 = failure_counts
-            .entry(reason_to_core(entry.reason))
-            .or_default();
+        let reason = reason_to_core(entry.reason);
+        let count: &mut u32 = failure_counts.entry(reason).or_default();
         *count = count.saturating_add(entry.count);
+        if let Some(model) = &entry.model {
+            model_failure_counts.push(core::ModelFailureCount {
+                model: model.clone(),
+                reason,
+                count: entry.count,
+            });
+        }
     }
     core::Usage {
         last_used: usage.last_used,
@@ -123,12 +129,25 @@ pub(super) fn usage_to_core(usage: &Usage) -> core::Usage {
         disabled_reason: usage.disabled_reason.map(reason_to_core),
         error_count: usage.error_count,
         failure_counts,
+        model_failure_counts,
         last_failure_at: usage.last_failure_at,
     }
 }
 
 /// The core's usage in the contract's terms.
 pub(super) fn usage_from_core(core: core::Usage) -> Usage {
+    let failure_counts = (core.profile_failure_counts())
+        .map(|(reason, count)| FailureCount {
+            reason: recorded_from_core(reason),
+            model: None,
+            count,
+        })
+        .chain(core.model_failure_counts.iter().map(|c| FailureCount {
+            reason: recorded_from_core(c.reason),
+            model: Some(c.model.clone()),
+            count: c.count,
+        }))
+        .collect();
     Usage {
         last_used: core.last_used,
         cooldown_until: core.cooldown_until,
@@ -143,15 +162,7 @@ pub(super) fn usage_from_core(core: core::Usage) -> Usage {
         disabled_until: core.disabled_until,
         disabled_reason: core.disabled_reason.map(recorded_from_core),
         error_count: core.error_count,
-        failure_counts: core
-            .failure_counts
-            .into_iter()
-            .map(|(reason, count)| FailureCount {
-                reason: recorded_from_core(reason),
-                model: None,
-                count,
-            })
-            .collect(),
+        failure_counts,
         last_failure_at: core.last_failure_at,
     }
 }

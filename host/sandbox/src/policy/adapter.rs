@@ -2,8 +2,9 @@
 //! ways. The host keeps less than the contract can say in two places, and
 //! the conversions here say what it keeps:
 //!
-//! - Usage: the host counts failures by reason only; counts of one reason
-//!   are added together whatever their model.
+//! - Usage: the host counts failures by reason of every model, and apart
+//!   those that concerned one model; the contract lists the rest as the
+//!   profile's.
 //! - A verdict's `reset-at-ms` has no place in the host's classification.
 
 use policy_types::{self as host, RecordedReason};
@@ -121,12 +122,22 @@ pub(crate) fn usage(usage: &host::Usage) -> wit::Usage {
         disabled_until: usage.disabled_until,
         disabled_reason: usage.disabled_reason.map(reason),
         error_count: usage.error_count,
-        failure_counts: (usage.failure_counts.iter())
+        failure_counts: (usage.profile_failure_counts())
             .map(|(r, count)| wit::FailureCount {
-                reason: reason(*r),
+                reason: reason(r),
                 model: None,
-                count: *count,
+                count,
             })
+            .chain(
+                usage
+                    .model_failure_counts
+                    .iter()
+                    .map(|c| wit::FailureCount {
+                        reason: reason(c.reason),
+                        model: Some(c.model.clone()),
+                        count: c.count,
+                    }),
+            )
             .collect(),
         last_failure_at: usage.last_failure_at,
     }
@@ -135,9 +146,18 @@ pub(crate) fn usage(usage: &host::Usage) -> wit::Usage {
 /// A module's usage in the host's terms (see the module docs).
 pub(crate) fn host_usage(usage: wit::Usage) -> host::Usage {
     let mut failure_counts = std::collections::BTreeMap::new();
-    for entry in &usage.failure_counts {
-        let count: &mut u32 = failure_counts.entry(recorded(entry.reason)).or_default();
+    let mut model_failure_counts = Vec::new();
+    for entry in usage.failure_counts {
+        let reason = recorded(entry.reason);
+        let count: &mut u32 = failure_counts.entry(reason).or_default();
         *count = count.saturating_add(entry.count);
+        if let Some(model) = entry.model {
+            model_failure_counts.push(host::ModelFailureCount {
+                model,
+                reason,
+                count: entry.count,
+            });
+        }
     }
     host::Usage {
         last_used: usage.last_used,
@@ -154,6 +174,7 @@ pub(crate) fn host_usage(usage: wit::Usage) -> host::Usage {
         disabled_reason: usage.disabled_reason.map(recorded),
         error_count: usage.error_count,
         failure_counts,
+        model_failure_counts,
         last_failure_at: usage.last_failure_at,
     }
 }

@@ -59,6 +59,14 @@ pub(super) fn merge_usage(remote: &Usage, local: &Usage) -> Usage {
         let entry = merged.failure_counts.entry(*reason).or_default();
         *entry = (*entry).max(*count);
     }
+    for count in &local.model_failure_counts {
+        let theirs = (merged.model_failure_counts.iter_mut())
+            .find(|c| c.model == count.model && c.reason == count.reason);
+        match theirs {
+            Some(theirs) => theirs.count = theirs.count.max(count.count),
+            None => merged.model_failure_counts.push(count.clone()),
+        }
+    }
     merged.last_used = remote.last_used.max(local.last_used);
     merged.last_failure_at = remote.last_failure_at.max(local.last_failure_at);
     merged
