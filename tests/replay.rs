@@ -303,8 +303,9 @@ fn the_reported_failures_do_not_happen_in_their_incidents() {
     }
 
     // F-12.12: a stream the provider cut or stalled after its first content
-    // is the attempt's timeout, never a success: `lastUsed` stays at the
-    // one stream that completed, and the key is not cooled.
+    // was served, then broke: the attempt's timeout, never a success —
+    // `lastUsed` stays at the one stream that completed, and the key is not
+    // cooled.
     let truncated = run("truncated-stream");
     let broken: Vec<u64> = (truncated.decisions.iter())
         .filter_map(|d| match d {
@@ -315,7 +316,15 @@ fn the_reported_failures_do_not_happen_in_their_incidents() {
         })
         .collect();
     assert_eq!(broken, [1, 3]);
-    assert_eq!(served_by(&truncated), [(2, A.into(), "anthropic:a".into())]);
+    let key = || "anthropic:a".to_owned();
+    assert_eq!(
+        served_by(&truncated),
+        [
+            (1, A.into(), key()),
+            (2, A.into(), key()),
+            (3, A.into(), key())
+        ]
+    );
     let key = final_line(&truncated, "profile", "anthropic:a");
     assert_eq!(key["lastUsed"], T0 + 20_380, "{key}");
     assert_eq!(key["state"], "ok", "{key}");
@@ -808,4 +817,67 @@ async fn a_recording_captures_what_another_process_changes_meanwhile() {
         "replay saw what the gateway saw"
     );
     h.stop().await;
+}
+
+#[test]
+fn a_streams_end_is_replayed_when_the_clock_reaches_it() {
+    // F-12.12: request 1's stream breaks with a rate limit 30 s in; request
+    // 2, which arrived 10 s in, met a key nothing had cooled yet. A stream
+    // the client left records nothing: no success, no failure.
+    let header = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/traces/truncated-stream.jsonl"),
+    )
+    .unwrap()
+    .lines()
+    .next()
+    .unwrap()
+    .to_owned();
+    let outcome = |request: u64, at: u64| {
+        format!(
+            r#"{{"type":"outcome","request":{request},"at":{at},"provider":"anthropic","model":"{A}","profile":"anthropic:a","latencyMs":300}}"#
+        )
+    };
+    let limited = r#"{"provider":"anthropic","message":"{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"Rate limited\"}}"}"#;
+    let lines = [
+        header,
+        format!(r#"{{"type":"request","id":1,"at":{T0},"model":"auto","stream":true}}"#),
+        outcome(1, T0),
+        format!(
+            r#"{{"type":"request","id":2,"at":{},"model":"auto","stream":true}}"#,
+            T0 + 10_000
+        ),
+        outcome(2, T0 + 10_000),
+        format!(
+            r#"{{"type":"broken","request":2,"at":{},"provider":"anthropic","model":"{A}","profile":"anthropic:a"}}"#,
+            T0 + 12_000
+        ),
+        format!(
+            r#"{{"type":"broken","request":1,"at":{},"provider":"anthropic","model":"{A}","profile":"anthropic:a","error":{limited}}}"#,
+            T0 + 30_000
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlap.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let replayed = replayed(&path, Unrecorded::Error);
+    let key = || "anthropic:a".to_owned();
+    assert_eq!(
+        served_by(&replayed),
+        [(1, A.into(), key()), (2, A.into(), key())]
+    );
+    let broken: Vec<_> = (replayed.decisions.iter())
+        .filter_map(|d| match d {
+            Decision::Broken {
+                request,
+                at,
+                reason,
+                ..
+            } => Some((*request, *at, reason.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(broken, [(1, T0 + 30_000, "rate_limit".to_owned())]);
+    let state = final_line(&replayed, "profile", "anthropic:a");
+    assert!(state["lastUsed"].is_null(), "{state}");
+    assert_eq!(state["modelCooldowns"][0]["model"], A, "{state}");
 }

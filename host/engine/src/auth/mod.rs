@@ -3,6 +3,7 @@
 pub mod model;
 
 pub use model::{
-    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, ModelCooldown, OrderRequest,
-    PinDecision, PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
+    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, ModelCooldown,
+    ModelFailureCount, OrderRequest, PinDecision, PinRequest, PinSource, RankedProfile,
+    RecordedReason, StoredProfile, Usage,
 };

@@ -3,6 +3,7 @@
 //! contract's, from `policy-types`.
 
 pub use policy_types::{
-    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, ModelCooldown, OrderRequest,
-    PinDecision, PinRequest, PinSource, RankedProfile, RecordedReason, StoredProfile, Usage,
+    ConfiguredProfile, CooldownConfig, CredentialKind, FailureEvent, ModelCooldown,
+    ModelFailureCount, OrderRequest, PinDecision, PinRequest, PinSource, RankedProfile,
+    RecordedReason, StoredProfile, Usage,
 };

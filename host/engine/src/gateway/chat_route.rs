@@ -253,8 +253,8 @@ fn served(
 
 /// What a served stream's end is told to: the request counted by how the
 /// stream ended, the attempt recorded — a success only when complete, a
-/// failure when the provider broke it (F-12.12) — and a break written to
-/// the trace, which cannot derive it.
+/// failure when the provider broke it (F-12.12) — and an early end written
+/// to the trace, which cannot derive it.
 struct StreamEnds {
     gateway: Arc<Gateway>,
     runner: Arc<GatewayRunner>,
@@ -289,22 +289,22 @@ impl StreamEnds {
         };
         let policy = self.policy.as_ref();
         let metrics = self.gateway.metrics();
+        if let (Some(recorder), Some(id), false) = (
+            &self.gateway.recorder,
+            self.record_id,
+            end == StreamEnd::Complete,
+        ) {
+            recorder.broken(id, target, failure.as_ref());
+        }
         match self
             .runner
             .finish_reply(policy, metrics, &self.unfinished, reply_end)
         {
-            Ok(Some(broken)) => {
-                tracing::info!(
-                    profile = %target.profile,
-                    reason = broken.reason.as_str(),
-                    "recorded the stream's failure against its profile"
-                );
-                if let (Some(recorder), Some(id), Some(error)) =
-                    (&self.gateway.recorder, self.record_id, &failure)
-                {
-                    recorder.broken(id, target, error);
-                }
-            }
+            Ok(Some(broken)) => tracing::info!(
+                profile = %target.profile,
+                reason = broken.reason.as_str(),
+                "recorded the stream's failure against its profile"
+            ),
             Ok(None) => {}
             Err(error) => tracing::error!(
                 profile = %target.profile,

@@ -116,6 +116,7 @@ impl Gateway {
         agents.extend(config.agents.list.iter().map(|a| a.id.clone()));
         let mut runners = BTreeMap::new();
         let backend = Backend::from_config(&config)?;
+        let skipped_events = Arc::default();
         for agent in agents {
             if runners.contains_key(&agent) {
                 continue;
@@ -128,7 +129,8 @@ impl Gateway {
                 sessions = sessions.with_watch(recorder.clone());
             }
             let provider = RecordingProvider::new(
-                HttpProvider::new(config.clone(), store.clone())?,
+                HttpProvider::new(config.clone(), store.clone())?
+                    .counting_skips_in(Arc::clone(&skipped_events)),
                 options.recorder.clone(),
             );
             let runner = Runner::new(

@@ -60,7 +60,15 @@ impl HttpProvider {
         })
     }
 
-    /// How many unreadable events its streams skipped so far.
+    /// The same provider, counting its skipped events in `counter` (one
+    /// count for the providers of every agent).
+    pub fn counting_skips_in(mut self, counter: Arc<AtomicU64>) -> Self {
+        self.skipped_events = counter;
+        self
+    }
+
+    /// How many unreadable events its streams skipped so far (with every
+    /// provider sharing its counter).
     pub fn skipped_events(&self) -> u64 {
         self.skipped_events.load(Ordering::Relaxed)
     }

@@ -27,10 +27,12 @@
 //! - **state** (version 2): a change of a profile's routing state or of a
 //!   session that another process made while recording (F-12.4), applied
 //!   when the replay's clock reaches it;
-//! - **broken** (version 3): a served stream that broke after its first
-//!   content — request, time, provider, model, profile, the error —
-//!   written when it broke; the replay records that call's failure at that
-//!   time instead of its success (F-12.12).
+//! - **broken** (version 3): a served stream that ended before its
+//!   terminal event after its first content — request, time, provider,
+//!   model, profile, and the error when the provider broke it (none when
+//!   the client left or a size bound cut it) — written when it ended; the
+//!   replay records that call's failure, or nothing, when its clock
+//!   reaches that time, instead of the call's success (F-12.12).
 //!
 //! A version 2 header also carries the run settings the traffic was
 //! decided under (retry-wait cap, run deadline, rotation caps, primary
@@ -49,6 +51,7 @@ mod replayer;
 mod result;
 mod setup;
 mod state_feed;
+mod stream_ends;
 pub mod trace;
 
 pub use decision::Decision;

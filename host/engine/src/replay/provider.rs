@@ -245,8 +245,13 @@ impl<'t> Provider for ReplayProvider<'t> {
             Some((index, answered)) => {
                 let outcome = &self.outcomes[index];
                 self.clock.advance(outcome.latency_ms);
+                // A break belongs to the call recorded for it, not to a
+                // call another request's outcome stands in for.
+                let broken = self
+                    .broken_after(outcome)
+                    .filter(|_| answered == Answered::Recorded);
                 let result = match outcome.failure() {
-                    None => Ok(self.broken_after(outcome)),
+                    None => Ok(broken),
                     Some(Ok(error)) if outcome.hung => Err(CallError::Hung(Box::new(error))),
                     Some(Ok(error)) => Err(CallError::Failed(Box::new(error))),
                     // Checked when the trace was read.

@@ -155,18 +155,28 @@ impl Recorder {
         self.write(&TraceLine::Outcome(event));
     }
 
-    /// Records that `target`'s served stream for request `request` broke
-    /// with `error` after its first content: the replay derives the
-    /// failure from it (a `state` line would overrule another module's
-    /// decision in `--against`).
-    pub fn broken(&self, request: u64, target: &Target, error: &ProviderError) {
+    /// Records that `target`'s served stream for request `request` ended
+    /// before its terminal event, broken by the provider with `error` or
+    /// stopped by this side (`None`): the replay derives what the live
+    /// gateway recorded from it (a `state` line would overrule another
+    /// module's decision in `--against`).
+    pub fn broken(&self, request: u64, target: &Target, error: Option<&ProviderError>) {
+        let error = error.map(|error| {
+            // An unreadable event's preview is reply text.
+            if !self.content && crate::chat::openai::is_garbled(error) {
+                let garbled = crate::chat::openai::garbled_event("");
+                garbled.with_provider(target.provider.clone()).to_json()
+            } else {
+                error.to_json()
+            }
+        });
         self.write(&TraceLine::Broken(BrokenEvent {
             request,
             at: now_ms(),
             provider: target.provider.clone(),
             model: target.model.clone(),
             profile: target.profile.clone(),
-            error: error.to_json(),
+            error,
         }));
     }
 

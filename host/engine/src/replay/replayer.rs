@@ -12,15 +12,12 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
-use crate::auth::RecordedReason;
 use crate::runner::{
-    Attempt, Clock, FallbackStep, ReplyEnd, RunError, RunObserver, RunOutcome, Runner, Target,
-    VirtualClock,
+    Attempt, Clock, FallbackStep, RunError, RunObserver, RunOutcome, Runner, Target, VirtualClock,
 };
 use crate::state::{AuthStore, SessionStore};
 use crate::status::state_json;
 use failover_sandbox::policy::Decider;
-use failover_sandbox::ProviderError;
 
 use super::decision::Decision;
 use super::provider::{Answered, ReplayProvider, Shapes};
@@ -29,7 +26,8 @@ use super::setup::{
     error_kind, options_for, read_horizons, recorded_config, seed_state, settings_of,
 };
 use super::state_feed::StateFeed;
-use super::trace::{BrokenEvent, Header, RequestEvent, Trace};
+use super::stream_ends::{PendingEnds, Replayed};
+use super::trace::{Header, RequestEvent, Trace};
 
 /// The replay's runner, answering from a trace it borrows.
 type ReplayRunner<'t> = Runner<ReplayProvider<'t>, VirtualClock>;
@@ -82,7 +80,9 @@ pub fn replay(
     requests.sort_by_key(|r| (r.at, r.id));
     let horizons = read_horizons(&requests, &trace.outcomes);
     let mut decisions = Vec::new();
+    let mut ends = PendingEnds::default();
     for (done, request) in requests.iter().enumerate() {
+        decisions.extend(ends.reach(Some(request.at), &runner, &clock)?);
         let now = clock.now_ms();
         if request.at > now {
             clock.advance(request.at - now);
@@ -96,9 +96,10 @@ pub fn replay(
             request,
             run_timeout_ms,
         };
-        decisions.extend(runtime.block_on(replayed.run(&feed))?);
+        decisions.extend(runtime.block_on(replayed.run(&feed, &mut ends))?);
         progress(done + 1, requests.len());
     }
+    decisions.extend(ends.reach(None, &runner, &clock)?);
     finish(
         &runner,
         clock.now_ms(),
@@ -119,9 +120,15 @@ struct ReplayedRequest<'a> {
     run_timeout_ms: Option<u64>,
 }
 
-impl ReplayedRequest<'_> {
-    /// Runs the request; its decisions, in the timeline's order.
-    async fn run(&self, feed: &StateFeed) -> Result<Vec<Decision>, ReplayError> {
+impl<'a> ReplayedRequest<'a> {
+    /// Runs the request; its decisions, in the timeline's order. The end of
+    /// a stream it served that the recording says ended early goes to
+    /// `ends`.
+    async fn run(
+        &self,
+        feed: &StateFeed,
+        ends: &mut PendingEnds<'a>,
+    ) -> Result<Vec<Decision>, ReplayError> {
         let request = self.request;
         let started = self.clock.now_ms();
         let mut decisions = vec![Decision::Request {
@@ -138,26 +145,17 @@ impl ReplayedRequest<'_> {
             .runner
             .run_observed(policy.as_ref(), &run_options, &request.id, &timeline)
             .await;
-        // A served stream that broke: its failure, told to the timeline.
-        let broken = match &mut result {
-            Ok(outcome) => self.break_stream(policy.as_ref(), &timeline, outcome)?,
-            Err(_) => None,
-        };
+        // A served stream the recording says ended early: its end waits
+        // for the clock.
+        if let Ok(outcome) = &mut result {
+            ends.keep(request.id, outcome);
+        }
         let at = self.clock.now_ms();
         // Changes another process made while this request ran.
         decisions.extend(feed.take_applied().into_iter().map(Decision::from));
         decisions.extend(timeline.decisions(request.id, &result));
         match result {
-            Ok(outcome) => decisions.push(match broken {
-                Some(reason) => Decision::Broken {
-                    request: request.id,
-                    at,
-                    model: outcome.model,
-                    profile: outcome.profile,
-                    reason: reason.as_str().into(),
-                },
-                None => served(request.id, at, outcome),
-            }),
+            Ok(outcome) => decisions.push(served(request.id, at, outcome)),
             Err(RunError::State(source)) => {
                 return Err(ReplayError::Run {
                     request: request.id,
@@ -174,42 +172,6 @@ impl ReplayedRequest<'_> {
         Ok(decisions)
     }
 }
-
-impl ReplayedRequest<'_> {
-    /// When the recording says the stream `outcome` served broke later:
-    /// the clock moved to the break and the failure recorded as the live
-    /// gateway recorded it (F-12.12). Its reason, if it broke.
-    fn break_stream(
-        &self,
-        policy: &dyn Decider,
-        timeline: &Timeline<'_>,
-        outcome: &mut RunOutcome<Replayed<'_>>,
-    ) -> Result<Option<RecordedReason>, ReplayError> {
-        let (Some(unfinished), Some(broken)) = (outcome.unfinished.take(), outcome.reply) else {
-            return Ok(None);
-        };
-        let now = self.clock.now_ms();
-        if broken.at > now {
-            self.clock.advance(broken.at - now);
-        }
-        // Checked when the trace was read.
-        let error = broken
-            .failure()
-            .unwrap_or_else(|e| ProviderError::message(e.to_string()));
-        let end = ReplyEnd::Broken(&error);
-        let recorded = (self.runner)
-            .finish_reply(policy, timeline, &unfinished, end)
-            .map_err(|cause| ReplayError::Run {
-                request: self.request.id,
-                cause,
-            })?;
-        Ok(recorded.map(|r| r.reason))
-    }
-}
-
-/// What a replayed call answers: the break of the stream it served, if the
-/// recording has one.
-type Replayed<'t> = Option<&'t BrokenEvent>;
 
 /// The served decision of a run.
 fn served(request: u64, at: u64, outcome: RunOutcome<Replayed<'_>>) -> Decision {

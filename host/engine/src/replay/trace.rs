@@ -211,10 +211,11 @@ impl OutcomeEvent {
     }
 }
 
-/// A served stream that the provider broke after its first content reached
-/// the client: a failure of the call its `outcome` line answered (F-12.12).
-/// Written when the stream ends, so after that line and maybe after other
-/// requests' lines.
+/// A served stream that ended before its terminal event, after its first
+/// content reached the client (F-12.12): the provider broke it (`error`: a
+/// failure of the call its `outcome` line answered), or this side stopped
+/// it (no `error`: the client left, a size bound). Written when the stream
+/// ended, so after that line and maybe after other requests' lines.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BrokenEvent {
@@ -228,15 +229,16 @@ pub struct BrokenEvent {
     pub model: String,
     /// The profile that served.
     pub profile: String,
-    /// The failure as captured (a cut, a stall, an unreadable event, an
-    /// error event, the run's deadline).
-    pub error: Value,
+    /// The failure as captured (a cut, a stall, unreadable events, an
+    /// error event, the run's deadline); absent when this side stopped it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Value>,
 }
 
 impl BrokenEvent {
-    /// The recorded failure.
-    pub fn failure(&self) -> Result<ProviderError, failover_sandbox::InputError> {
-        ProviderError::from_json(&self.error)
+    /// The recorded failure, if the provider broke the stream.
+    pub fn failure(&self) -> Option<Result<ProviderError, failover_sandbox::InputError>> {
+        self.error.as_ref().map(ProviderError::from_json)
     }
 }
 
@@ -409,7 +411,7 @@ impl Reading {
                         b.request
                     )));
                 }
-                if let Err(e) = b.failure() {
+                if let Some(Err(e)) = b.failure() {
                     return Err(LineError::Bad(format!("broken stream error: {e}")));
                 }
                 self.broken.push(b);

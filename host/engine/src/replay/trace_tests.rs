@@ -93,10 +93,8 @@ fn a_broken_stream_belongs_to_an_earlier_request_and_carries_a_readable_error() 
     let request = r#"{"type":"request","id":1,"at":1500,"model":"auto"}"#;
     let trace = parse(&format!("{HEADER}\n{request}\n{broken}\n"), false).unwrap();
     assert_eq!(trace.broken.len(), 1);
-    assert_eq!(
-        trace.broken[0].failure().unwrap().code.as_deref(),
-        Some("ECONNRESET")
-    );
+    let error = trace.broken[0].failure().unwrap().unwrap();
+    assert_eq!(error.code.as_deref(), Some("ECONNRESET"));
     let orphan = parse(&format!("{HEADER}\n{broken}\n"), false)
         .unwrap_err()
         .to_string();

@@ -10,7 +10,7 @@ use crate::auth::{RecordedReason, Usage};
 
 use super::bookkeeping::failed_attempt;
 use super::clock::Clock;
-use super::driver::Runner;
+use super::driver::{Runner, LAST_USED_WRITE_INTERVAL_MS};
 use super::observer::RunObserver;
 use super::outcome::RunError;
 use super::provider::{Provider, Target};
@@ -55,9 +55,10 @@ pub struct BrokenReply {
 
 impl<P: Provider, C: Clock> Runner<P, C> {
     /// Records how `unfinished` ended, and tells `observer` the call's end:
-    /// a complete reply is the attempt's success (F-6.9), a broken one its
-    /// failure, recorded against the profile as any failure is (a cut or
-    /// stalled stream is a timeout, which by F-6.1 leaves the profile's
+    /// a complete reply is the attempt's success (F-6.9; bookkeeping that
+    /// fails is logged and counted, as after a whole reply), a broken one
+    /// its failure, recorded against the profile as any failure is (a cut
+    /// or stalled stream is a timeout, which by F-6.1 leaves the profile's
     /// state as it is). Returns the failure's record for a broken reply.
     pub fn finish_reply(
         &self,
@@ -73,8 +74,12 @@ impl<P: Provider, C: Clock> Runner<P, C> {
                 observer.reply_ended(target, unfinished.started_at, unfinished.answered_ms, None);
                 let now = self.clock.now_ms();
                 let cooldowns = self.config.cooldown_config();
-                let seen = unfinished.seen.as_ref();
-                self.record_success(policy, target, now, seen, &cooldowns)?;
+                // State read before a long stream is stale: read it again.
+                let fresh = now.saturating_sub(unfinished.started_at) < LAST_USED_WRITE_INTERVAL_MS;
+                let seen = unfinished.seen.as_ref().filter(|_| fresh);
+                if let Err(error) = self.record_success(policy, target, now, seen, &cooldowns) {
+                    self.bookkeeping_failed(target, &error);
+                }
                 return Ok(None);
             }
             ReplyEnd::Broken(error) => error,

@@ -67,6 +67,17 @@ pub(super) fn merge_usage(remote: &Usage, local: &Usage) -> Usage {
             None => merged.model_failure_counts.push(count.clone()),
         }
     }
+    // Counts merged one by one by their maximum may disagree: a reason
+    // counts at least its models', the whole at least its reasons.
+    for count in &merged.model_failure_counts.clone() {
+        let of_reason: u32 = (merged.model_failure_counts.iter())
+            .filter(|c| c.reason == count.reason)
+            .fold(0, |sum, c| sum.saturating_add(c.count));
+        let entry = merged.failure_counts.entry(count.reason).or_default();
+        *entry = (*entry).max(of_reason);
+    }
+    let of_reasons = (merged.failure_counts.values()).fold(0u32, |sum, n| sum.saturating_add(*n));
+    merged.error_count = merged.error_count.max(of_reasons);
     merged.last_used = remote.last_used.max(local.last_used);
     merged.last_failure_at = remote.last_failure_at.max(local.last_failure_at);
     merged
@@ -153,7 +164,8 @@ mod tests {
         assert_eq!(merged.cooldown_until, Some(2_000));
         assert_eq!(merged.disabled_until, Some(9_000));
         assert_eq!(merged.disabled_reason, Some(RecordedReason::Billing));
-        assert_eq!(merged.error_count, 5);
+        // The whole counts at least its reasons: 5 rate limits and a billing.
+        assert_eq!(merged.error_count, 6);
         assert_eq!(merged.failure_counts[&RecordedReason::RateLimit], 5);
         assert_eq!(merged.failure_counts[&RecordedReason::Billing], 1);
         assert_eq!(merged.last_used, Some(20));
@@ -181,5 +193,26 @@ mod tests {
             ..Usage::default()
         };
         assert_eq!(usage_ttl_ms(&absurd, 24 * hour, hour, 1_000), MAX_TTL_MS);
+    }
+
+    #[test]
+    fn counts_of_models_merged_apart_stay_within_their_reason() {
+        use crate::auth::ModelFailureCount;
+        let of = |model: &str| Usage {
+            error_count: 2,
+            failure_counts: [(RecordedReason::RateLimit, 2)].into_iter().collect(),
+            model_failure_counts: vec![ModelFailureCount {
+                model: model.into(),
+                reason: RecordedReason::RateLimit,
+                count: 2,
+            }],
+            ..Usage::default()
+        };
+        let merged = merge_usage(&of("a"), &of("b"));
+        assert_eq!(merged.model_failure_counts.len(), 2);
+        assert_eq!(merged.failure_counts[&RecordedReason::RateLimit], 4);
+        assert_eq!(merged.error_count, 4);
+        assert_eq!(merged.profile_failures(), 0);
+        assert_eq!(merge_usage(&merged, &of("b")), merged);
     }
 }
