@@ -43,12 +43,7 @@ pub struct Metrics {
     skips: IntCounterVec,
     steps: IntCounterVec,
     swaps: IntCounter,
-    profiles: IntGaugeVec,
-    policy: IntGaugeVec,
-    after_success: IntGaugeVec,
-    state_store: IntGaugeVec,
-    state_pending: IntGaugeVec,
-    skipped_events: IntGauge,
+    gauges: ScrapeGauges,
     /// The series the last served request counted: the next one usually
     /// counts the same, and finding a series by its labels (hashing them,
     /// a lock, a map) cost ~0.6k instructions a request (issue 16).
@@ -68,6 +63,67 @@ struct LastSeries {
 /// Whether `kept` are `labels`.
 fn same_labels<const N: usize>(kept: &[String; N], labels: [&str; N]) -> bool {
     kept.iter().zip(labels).all(|(kept, label)| kept == label)
+}
+
+/// The gauges a scrape sets from its [`Snapshot`].
+struct ScrapeGauges {
+    profiles: IntGaugeVec,
+    policy: IntGaugeVec,
+    after_success: IntGaugeVec,
+    state_store: IntGaugeVec,
+    state_pending: IntGaugeVec,
+    skipped_events: IntGauge,
+}
+
+impl ScrapeGauges {
+    fn register(registry: &Registry) -> ScrapeGauges {
+        let profiles = gauge(
+            registry,
+            "failover_profiles",
+            "Auth profiles of the default agent by provider and routing state (ok, cooldown, disabled).",
+            &["provider", "state"],
+        );
+        let policy = gauge(
+            registry,
+            "failover_policy_module",
+            "The active policy module's counters since it was loaded (calls, traps, instantiations).",
+            &["counter"],
+        );
+        let after_success = gauge(
+            registry,
+            "failover_served_with_errors",
+            "Served answers whose bookkeeping failed, or whose stream broke after content.",
+            &["what"],
+        );
+        let state_store = gauge(
+            registry,
+            "failover_state_store_healthy",
+            "1 while the default agent's state store answers, 0 while this replica serves from its local copy.",
+            &["backend"],
+        );
+        let state_pending = gauge(
+            registry,
+            "failover_state_store_pending_changes",
+            "Local state changes made while the state store was unreachable, not yet merged into it.",
+            &["backend"],
+        );
+        let skipped_events = IntGauge::new(
+            "failover_stream_events_skipped",
+            "Unreadable events skipped in served streams since start (a stream breaks past three).",
+        )
+        .expect("valid metric");
+        registry
+            .register(Box::new(skipped_events.clone()))
+            .expect("unique metric");
+        ScrapeGauges {
+            profiles,
+            policy,
+            after_success,
+            state_store,
+            state_pending,
+            skipped_events,
+        }
+    }
 }
 
 /// What one scrape reads besides the counters.
@@ -151,49 +207,10 @@ impl Metrics {
         registry
             .register(Box::new(swaps.clone()))
             .expect("unique metric");
-        let profiles = gauge(
-            &registry,
-            "failover_profiles",
-            "Auth profiles of the default agent by provider and routing state (ok, cooldown, disabled).",
-            &["provider", "state"],
-        );
-        let policy = gauge(
-            &registry,
-            "failover_policy_module",
-            "The active policy module's counters since it was loaded (calls, traps, instantiations).",
-            &["counter"],
-        );
-        let after_success = gauge(
-            &registry,
-            "failover_served_with_errors",
-            "Served answers whose bookkeeping failed, or whose stream broke after content.",
-            &["what"],
-        );
-        let state_store = gauge(
-            &registry,
-            "failover_state_store_healthy",
-            "1 while the default agent's state store answers, 0 while this replica serves from its local copy.",
-            &["backend"],
-        );
-        let state_pending = gauge(
-            &registry,
-            "failover_state_store_pending_changes",
-            "Local state changes made while the state store was unreachable, not yet merged into it.",
-            &["backend"],
-        );
-        let skipped_events = IntGauge::new(
-            "failover_stream_events_skipped",
-            "Unreadable events skipped in served streams since start (a stream breaks past three).",
-        )
-        .expect("valid metric");
-        registry
-            .register(Box::new(skipped_events.clone()))
-            .expect("unique metric");
+        let gauges = ScrapeGauges::register(&registry);
         Metrics {
             registry,
-            skipped_events,
-            state_store,
-            state_pending,
+            gauges,
             named: named_models(config),
             requests,
             calls,
@@ -201,9 +218,6 @@ impl Metrics {
             skips,
             steps,
             swaps,
-            profiles,
-            policy,
-            after_success,
             last: Mutex::default(),
         }
     }
@@ -242,28 +256,34 @@ impl Metrics {
 
     /// The text exposition, with `snapshot`'s gauges set first.
     pub fn render(&self, snapshot: &Snapshot) -> String {
-        self.profiles.reset();
+        self.gauges.profiles.reset();
         for (provider, state, count) in &snapshot.profiles {
-            self.profiles
+            self.gauges
+                .profiles
                 .with_label_values(&[provider.as_str(), state])
                 .set(*count);
         }
         for (name, value) in &snapshot.policy {
-            self.policy
+            self.gauges
+                .policy
                 .with_label_values(&[name])
                 .set(i64::try_from(*value).unwrap_or(i64::MAX));
         }
         for (what, value) in &snapshot.after_success {
-            self.after_success
+            self.gauges
+                .after_success
                 .with_label_values(&[what])
                 .set(i64::try_from(*value).unwrap_or(i64::MAX));
         }
-        (self.skipped_events).set(i64::try_from(snapshot.skipped_events).unwrap_or(i64::MAX));
+        (self.gauges.skipped_events)
+            .set(i64::try_from(snapshot.skipped_events).unwrap_or(i64::MAX));
         let (backend, healthy, pending) = snapshot.state_store;
-        self.state_store
+        self.gauges
+            .state_store
             .with_label_values(&[backend])
             .set(i64::from(healthy));
-        self.state_pending
+        self.gauges
+            .state_pending
             .with_label_values(&[backend])
             .set(i64::try_from(pending).unwrap_or(i64::MAX));
         let mut out = Vec::new();

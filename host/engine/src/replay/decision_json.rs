@@ -127,6 +127,20 @@ impl Decision {
                 line.string("reason", reason);
                 line.string("finalOutcome", final_outcome);
             }
+            Decision::Served { .. } | Decision::Broken { .. } | Decision::Failed { .. } => {
+                self.end_fields(&mut line);
+            }
+            Decision::State { .. } => {
+                // Rare, and it holds a JSON tree: serde_json writes it.
+                return serde_json::to_string(self).unwrap_or_default();
+            }
+        }
+        line.finish()
+    }
+
+    /// The fields of a request's end: served, broken or failed.
+    fn end_fields(&self, line: &mut Line) {
+        match self {
             Decision::Served {
                 request,
                 at,
@@ -164,12 +178,8 @@ impl Decision {
                 line.string("error", error);
                 line.string("message", message);
             }
-            Decision::State { .. } => {
-                // Rare, and it holds a JSON tree: serde_json writes it.
-                return serde_json::to_string(self).unwrap_or_default();
-            }
+            _ => {}
         }
-        line.finish()
     }
 }
 
