@@ -1,5 +1,7 @@
 //! Faults after a request started, against the fault-injecting upstream: a
-//! provider that goes silent is the provider's fault, not its key's.
+//! provider that goes silent is the provider's fault, not its key's; a few
+//! unreadable events do not break a stream; one model's rate limits do not
+//! lengthen another's backoff.
 
 use std::time::Duration;
 
@@ -111,5 +113,46 @@ async fn a_few_unreadable_events_are_skipped_and_counted_and_more_break_the_stre
     let streamed = read_stream(&b.text);
     assert!(!streamed.done, "{}", b.text);
     assert_eq!(streamed.error.unwrap()["code"], "stream_interrupted");
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_models_rate_limits_never_lengthen_another_models_or_the_keys_backoff() {
+    let h = start("", failover::gateway::ClientKeys::default()).await;
+    let limited = || {
+        Behaviour::Status(
+            429,
+            vec![],
+            r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#
+                .into(),
+        )
+    };
+    h.up.then("gpt-a", limited());
+    h.up.then("gpt-b", limited());
+    h.up.then(
+        "gpt-c",
+        Behaviour::Status(
+            503,
+            vec![],
+            r#"{"error":{"message":"The engine is currently overloaded","type":"server_error"}}"#
+                .into(),
+        ),
+    );
+    for model in ["openai/gpt-a", "openai/gpt-b", "openai/gpt-c"] {
+        let answer = h.chat(model, false, None).await;
+        assert!(answer.status >= 400, "{model}: {}", answer.text);
+    }
+    let usage = h.usage("openai:a");
+    let failed_at = usage.last_failure_at.unwrap();
+    // Each window is the first step of the ladder, a minute: gpt-b's is
+    // not lengthened by gpt-a's, nor the key's overload by either.
+    let step = |until: u64| until.saturating_sub(failed_at);
+    for model in ["openai/gpt-a", "openai/gpt-b"] {
+        let window = usage.model_cooldown(model).expect(model).until;
+        assert!(step(window) <= 60_000, "{model}: {usage:?}");
+    }
+    assert_eq!(step(usage.cooldown_until.unwrap()), 60_000, "{usage:?}");
+    assert_eq!(usage.error_count, 3);
+    assert_eq!(usage.profile_failures(), 1);
     h.stop().await;
 }
