@@ -8,24 +8,13 @@ use std::time::Duration;
 use crate::harness;
 use crate::upstream;
 
-use failover::auth::CredentialKind;
 use harness::*;
 use serde_json::json;
 use upstream::Behaviour;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_provider_moves_to_the_next_model_not_its_next_key() {
-    let h = start_setup(Setup {
-        providers: r#"slow: { baseUrl: "BASE/slow/v1", timeoutSeconds: 1 },"#,
-        ..Setup::default()
-    })
-    .await;
-    h.store
-        .update_profiles(|file| {
-            file.put_static("slow:a", "slow", CredentialKind::ApiKey, "slow-a")?;
-            file.put_static("slow:b", "slow", CredentialKind::ApiKey, "slow-b")
-        })
-        .unwrap();
+    let h = start_with_slow_provider(1, None, &["a", "b"]).await;
     // Either key would be answered as late: past the attempt's deadline.
     for _ in 0..2 {
         h.up.then("m", Behaviour::Slow(Duration::from_secs(5)));

@@ -294,22 +294,7 @@ async fn a_late_error_event_is_recorded_against_the_profile_that_served() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_run_deadline_bounds_the_whole_stream() {
-    let h = start_setup(Setup {
-        providers: r#"slow: { baseUrl: "BASE/slow/v1", timeoutSeconds: 60 },"#,
-        timeout_seconds: Some(1.0),
-        ..Setup::default()
-    })
-    .await;
-    h.store
-        .update_profiles(|file| {
-            file.put_static(
-                "slow:a",
-                "slow",
-                failover::auth::CredentialKind::ApiKey,
-                "slow-a",
-            )
-        })
-        .unwrap();
+    let h = start_with_slow_provider(60, Some(1.0), &["a"]).await;
     h.up.then(
         "m",
         Behaviour::Sse {
@@ -337,21 +322,7 @@ async fn the_run_deadline_bounds_the_whole_stream() {
 /// (send and read share it) ends the read within the attempt's timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_whole_reply_that_stalls_after_its_head_times_out_within_the_attempt() {
-    let h = start_setup(Setup {
-        providers: r#"slow: { baseUrl: "BASE/slow/v1", timeoutSeconds: 1 },"#,
-        ..Setup::default()
-    })
-    .await;
-    h.store
-        .update_profiles(|file| {
-            file.put_static(
-                "slow:a",
-                "slow",
-                failover::auth::CredentialKind::ApiKey,
-                "slow-a",
-            )
-        })
-        .unwrap();
+    let h = start_with_slow_provider(1, None, &["a"]).await;
     h.up.then(
         "m",
         Behaviour::Sse {

@@ -9,7 +9,7 @@ use crate::harness;
 use crate::upstream;
 
 use failover::gateway::ClientKeys;
-use failover::replay::{replay, Decision, ReplayOptions, Trace};
+use failover::replay::{Decision, Trace};
 use harness::*;
 use serde_json::{json, Value};
 use upstream::{Behaviour, End};
@@ -31,6 +31,13 @@ fn openai_finished(pieces: &[&str]) -> Vec<String> {
     chunks.push(data(
         json!({"id": "chatcmpl-c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
     ));
+    chunks
+}
+
+/// A whole OpenAI stream: text pieces, a finish reason, `[DONE]`.
+fn openai_whole(pieces: &[&str]) -> Vec<String> {
+    let mut chunks = openai_finished(pieces);
+    chunks.push("data: [DONE]".into());
     chunks
 }
 
@@ -115,12 +122,10 @@ async fn an_openai_stream_with_a_finish_reason_but_no_done_is_a_failure() {
     assert_eq!(counted(&h, "failover_upstream_calls_total", &ok).await, 0);
 
     // The same stream with its `[DONE]`: complete, and only then a success.
-    let mut whole = openai_finished(&["whole"]);
-    whole.push("data: [DONE]".into());
     h.up.then(
         "gpt-x",
         Behaviour::Sse {
-            pieces: whole,
+            pieces: openai_whole(&["whole"]),
             end: End::Close,
         },
     );
@@ -184,12 +189,10 @@ async fn a_stream_cut_before_any_output_moves_on_to_the_fallback() {
             },
         );
     }
-    let mut whole = openai_finished(&["from the fallback"]);
-    whole.push("data: [DONE]".into());
     h.up.then(
         "gpt-x",
         Behaviour::Sse {
-            pieces: whole,
+            pieces: openai_whole(&["from the fallback"]),
             end: End::Close,
         },
     );
@@ -220,17 +223,7 @@ async fn a_recorded_trace_carries_the_break_and_its_replay_sees_it() {
     let trace = Trace::read(&path, false).unwrap();
     assert_eq!(trace.broken.len(), 1, "{trace:?}");
     assert_eq!(trace.broken[0].profile, "openai:a");
-    // The replay runs its own runtime.
-    let replayed = tokio::task::block_in_place(|| {
-        replay(
-            &trace,
-            &path,
-            policy(),
-            &ReplayOptions::default(),
-            |_, _| {},
-        )
-    })
-    .unwrap();
+    let replayed = crate::replay::replay_off_the_runtime(trace, path).await;
     let last = replayed.decisions.last().unwrap();
     assert!(
         matches!(last, Decision::Broken { reason, model, .. } if reason == "timeout" && model == FALLBACK),
@@ -252,21 +245,7 @@ async fn a_recorded_trace_carries_the_break_and_its_replay_sees_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_that_stalls_past_the_idle_deadline_is_interrupted_and_never_served() {
-    let h = start_setup(Setup {
-        providers: r#"slow: { baseUrl: "BASE/slow/v1", timeoutSeconds: 1 },"#,
-        ..Setup::default()
-    })
-    .await;
-    h.store
-        .update_profiles(|file| {
-            file.put_static(
-                "slow:a",
-                "slow",
-                failover::auth::CredentialKind::ApiKey,
-                "slow-a",
-            )
-        })
-        .unwrap();
+    let h = start_with_slow_provider(1, None, &["a"]).await;
     h.up.then(
         "m",
         Behaviour::Sse {

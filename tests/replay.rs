@@ -405,7 +405,10 @@ fn a_replay_sees_other_processes_changes_and_the_recorded_settings() {
 
 /// Replays `trace` with default options on a blocking thread (replay runs
 /// its own runtime, which may not start inside a test's).
-async fn replay_off_the_runtime(trace: Trace, path: PathBuf) -> failover::replay::Replay {
+pub(crate) async fn replay_off_the_runtime(
+    trace: Trace,
+    path: PathBuf,
+) -> failover::replay::Replay {
     tokio::task::spawn_blocking(move || {
         replay(
             &trace,

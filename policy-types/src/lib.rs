@@ -26,6 +26,8 @@ pub mod profiles;
 pub mod runner;
 mod usage;
 
+pub use usage::counts_from_listed;
+
 pub use classify::{Classification, Detail, ErrorLevel, ErrorReport, LevelRef, Reason};
 pub use mirror::Mirror;
 pub use plan::{profile_blocks, CandidateFacts, CandidatePlan};

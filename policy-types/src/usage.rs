@@ -132,6 +132,16 @@ impl Usage {
         self.error_count.saturating_sub(of_models)
     }
 
+    /// The failure counts as the contract lists them: the profile's per
+    /// reason, then each model's with its model (the inverse of
+    /// [`counts_from_listed`]).
+    pub fn listed_counts(&self) -> impl Iterator<Item = (RecordedReason, Option<&str>, u32)> + '_ {
+        let of_profile = self.profile_failure_counts().map(|(r, n)| (r, None, n));
+        let of_models =
+            (self.model_failure_counts.iter()).map(|c| (c.reason, Some(c.model.as_str()), c.count));
+        of_profile.chain(of_models)
+    }
+
     /// Failures of each reason that concerned the whole profile, as the
     /// contract lists them beside [`Usage::model_failure_counts`].
     pub fn profile_failure_counts(&self) -> impl Iterator<Item = (RecordedReason, u32)> + '_ {
@@ -142,6 +152,29 @@ impl Usage {
             Some((*reason, count.saturating_sub(of_models))).filter(|(_, n)| *n > 0)
         })
     }
+}
+
+/// Failure counts as the contract lists them — `(reason, model, count)`,
+/// the model set when the failures concerned that model only — as a
+/// [`Usage`] keeps them: per reason of every model, and apart the counts of
+/// single models.
+pub fn counts_from_listed(
+    listed: impl IntoIterator<Item = (RecordedReason, Option<String>, u32)>,
+) -> (BTreeMap<RecordedReason, u32>, Vec<ModelFailureCount>) {
+    let mut by_reason = BTreeMap::new();
+    let mut of_models = Vec::new();
+    for (reason, model, count) in listed {
+        let total: &mut u32 = by_reason.entry(reason).or_default();
+        *total = total.saturating_add(count);
+        if let Some(model) = model {
+            of_models.push(ModelFailureCount {
+                model,
+                reason,
+                count,
+            });
+        }
+    }
+    (by_reason, of_models)
 }
 
 /// The stored form as read: files written before cooldowns were kept per

@@ -112,6 +112,35 @@ pub async fn start_with(extra: &str, keys: ClientKeys, record: Option<bool>) -> 
     .await
 }
 
+/// A harness with a provider `slow` (its model `slow/m` on the upstream's
+/// `/slow/v1`) whose attempts end after `attempt_seconds`, one static key
+/// `slow:<name>` (secret `slow-<name>`) per name of `keys`, and the run's
+/// deadline `run_seconds` when given.
+pub async fn start_with_slow_provider(
+    attempt_seconds: u32,
+    run_seconds: Option<f64>,
+    keys: &[&str],
+) -> Harness {
+    let providers =
+        format!(r#"slow: {{ baseUrl: "BASE/slow/v1", timeoutSeconds: {attempt_seconds} }},"#);
+    let h = start_setup(Setup {
+        providers: &providers,
+        timeout_seconds: run_seconds,
+        ..Setup::default()
+    })
+    .await;
+    h.store
+        .update_profiles(|file| {
+            for key in keys {
+                let (id, secret) = (format!("slow:{key}"), format!("slow-{key}"));
+                file.put_static(&id, "slow", CredentialKind::ApiKey, &secret)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    h
+}
+
 /// A harness as `setup` says.
 pub async fn start_setup(setup: Setup<'_>) -> Harness {
     let Setup {

@@ -100,20 +100,14 @@ pub(super) fn selection_source_from_core(source: core::SelectionSource) -> Selec
 /// A profile's usage in the core's terms: counts by reason of every model,
 /// and apart the counts of failures that concerned one model.
 pub(super) fn usage_to_core(usage: &Usage) -> core::Usage {
-    let mut failure_counts = std::collections::BTreeMap::new();
-    let mut model_failure_counts = Vec::new();
-    for entry in &usage.failure_counts {
-        let reason = reason_to_core(entry.reason);
-        let count: &mut u32 = failure_counts.entry(reason).or_default();
-        *count = count.saturating_add(entry.count);
-        if let Some(model) = &entry.model {
-            model_failure_counts.push(core::ModelFailureCount {
-                model: model.clone(),
-                reason,
-                count: entry.count,
-            });
-        }
-    }
+    let (failure_counts, model_failure_counts) =
+        core::counts_from_listed((usage.failure_counts.iter()).map(|entry| {
+            (
+                reason_to_core(entry.reason),
+                entry.model.clone(),
+                entry.count,
+            )
+        }));
     core::Usage {
         last_used: usage.last_used,
         cooldown_until: usage.cooldown_until,
@@ -136,17 +130,12 @@ pub(super) fn usage_to_core(usage: &Usage) -> core::Usage {
 
 /// The core's usage in the contract's terms.
 pub(super) fn usage_from_core(core: core::Usage) -> Usage {
-    let failure_counts = (core.profile_failure_counts())
-        .map(|(reason, count)| FailureCount {
+    let failure_counts = (core.listed_counts())
+        .map(|(reason, model, count)| FailureCount {
             reason: recorded_from_core(reason),
-            model: None,
+            model: model.map(str::to_owned),
             count,
         })
-        .chain(core.model_failure_counts.iter().map(|c| FailureCount {
-            reason: recorded_from_core(c.reason),
-            model: Some(c.model.clone()),
-            count: c.count,
-        }))
         .collect();
     Usage {
         last_used: core.last_used,

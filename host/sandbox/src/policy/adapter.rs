@@ -122,22 +122,12 @@ pub(crate) fn usage(usage: &host::Usage) -> wit::Usage {
         disabled_until: usage.disabled_until,
         disabled_reason: usage.disabled_reason.map(reason),
         error_count: usage.error_count,
-        failure_counts: (usage.profile_failure_counts())
-            .map(|(r, count)| wit::FailureCount {
+        failure_counts: (usage.listed_counts())
+            .map(|(r, model, count)| wit::FailureCount {
                 reason: reason(r),
-                model: None,
+                model: model.map(str::to_owned),
                 count,
             })
-            .chain(
-                usage
-                    .model_failure_counts
-                    .iter()
-                    .map(|c| wit::FailureCount {
-                        reason: reason(c.reason),
-                        model: Some(c.model.clone()),
-                        count: c.count,
-                    }),
-            )
             .collect(),
         last_failure_at: usage.last_failure_at,
     }
@@ -145,20 +135,10 @@ pub(crate) fn usage(usage: &host::Usage) -> wit::Usage {
 
 /// A module's usage in the host's terms (see the module docs).
 pub(crate) fn host_usage(usage: wit::Usage) -> host::Usage {
-    let mut failure_counts = std::collections::BTreeMap::new();
-    let mut model_failure_counts = Vec::new();
-    for entry in usage.failure_counts {
-        let reason = recorded(entry.reason);
-        let count: &mut u32 = failure_counts.entry(reason).or_default();
-        *count = count.saturating_add(entry.count);
-        if let Some(model) = entry.model {
-            model_failure_counts.push(host::ModelFailureCount {
-                model,
-                reason,
-                count: entry.count,
-            });
-        }
-    }
+    let (failure_counts, model_failure_counts) = host::counts_from_listed(
+        (usage.failure_counts.into_iter())
+            .map(|entry| (recorded(entry.reason), entry.model, entry.count)),
+    );
     host::Usage {
         last_used: usage.last_used,
         cooldown_until: usage.cooldown_until,
