@@ -145,3 +145,49 @@ async fn one_models_rate_limits_never_lengthen_another_models_or_the_keys_backof
     assert_eq!(usage.profile_failures(), 1);
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_retry_after_on_the_last_key_is_waited_out_a_long_one_falls_back() {
+    let h = start("", failover::gateway::ClientKeys::default()).await;
+    let limited = |seconds: &str| {
+        Behaviour::Status(
+            429,
+            vec![("retry-after", seconds.to_owned())],
+            r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#
+                .into(),
+        )
+    };
+    let ask = |model: &str| {
+        json!({"model": model, "models": [PRIMARY],
+               "messages": [{"role": "user", "content": "hi"}]})
+        .to_string()
+    };
+    let calls_of = |model: &str| {
+        (h.up.chat_calls().into_iter())
+            .filter(|(m, _)| m == model)
+            .count()
+    };
+    // openai has one key: a second's wait is cheaper than another model.
+    h.up.then("gpt-w", limited("1"));
+    let began = std::time::Instant::now();
+    let a = h
+        .post("/v1/chat/completions", &ask("openai/gpt-w"), None)
+        .await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.header("x-failover-model"), "openai/gpt-w");
+    assert_eq!(calls_of("gpt-w"), 2, "waited out and retried once");
+    assert!(began.elapsed() >= Duration::from_secs(1));
+    assert_eq!(calls_of(PRIMARY.split_once('/').unwrap().1), 0);
+
+    // Past the short wait (2 s by default): the fallback answers at once.
+    h.up.then("gpt-v", limited("5"));
+    let began = std::time::Instant::now();
+    let b = h
+        .post("/v1/chat/completions", &ask("openai/gpt-v"), None)
+        .await;
+    assert_eq!(b.status, 200, "{}", b.text);
+    assert_eq!(b.header("x-failover-model"), PRIMARY);
+    assert_eq!(calls_of("gpt-v"), 1);
+    assert!(began.elapsed() < Duration::from_secs(5), "never held 5 s");
+    h.stop().await;
+}

@@ -8,7 +8,7 @@
 //!     cooldowns: { billingBackoffHours: 5, billingBackoffHoursByProvider: { openrouter: 2 },
 //!                  billingMaxHours: 24, failureWindowHours: 24,
 //!                  overloadedProfileRotations: 1, overloadedBackoffMs: 0,
-//!                  rateLimitedProfileRotations: 1 },
+//!                  rateLimitedProfileRotations: 1, shortWaitMs: 2000 },
 //!   },
 //!   agents: {
 //!     defaults: { model: { primary: "anthropic/claude-sonnet-4", fallbacks: ["openai/gpt-4o"] },
@@ -35,6 +35,7 @@ mod aliases;
 pub mod gateway;
 pub mod providers;
 pub mod state;
+pub mod timeouts;
 mod unknown_keys;
 mod validate;
 
@@ -45,11 +46,20 @@ use serde::{Deserialize, Serialize};
 
 pub use aliases::AliasTarget;
 pub use gateway::{GatewayConfig, ServerLimits};
-pub use providers::{Api, Endpoint, ModelEntry, OAuthEndpoint, ProviderEndpoint};
+pub use providers::{Api, Endpoint, ModelEntry, ModelSettings, OAuthEndpoint, ProviderEndpoint};
 pub use state::{BackendKind, RedisConfig, StateConfig};
+pub use timeouts::{Deadlines, Timeouts};
 
 use crate::auth::{ConfiguredProfile, CooldownConfig, CredentialKind};
 use crate::state::{canonical_provider, StateError};
+
+/// `auth.cooldowns.shortWaitMs` default: a `Retry-After` of a second or two
+/// costs less waited out than a fallback to another model.
+pub const DEFAULT_SHORT_WAIT_MS: u64 = 2_000;
+
+/// The longest `auth.cooldowns.shortWaitMs` accepted: a longer wait holds
+/// an interactive request past what a fallback would take.
+pub const MAX_SHORT_WAIT_MS: u64 = 10_000;
 
 /// Environment variable naming the config file.
 pub const CONFIG_ENV: &str = "FAILOVER_CONFIG";
@@ -92,6 +102,10 @@ pub struct Config {
     /// is read (the `api` parsed, defaults filled): not part of the file.
     #[serde(skip)]
     endpoints: BTreeMap<String, Endpoint>,
+    /// Each `provider/model` with an `overflowTo`, and that larger model:
+    /// resolved with the endpoints.
+    #[serde(skip)]
+    overflows: Vec<(String, String)>,
 }
 
 /// `policy.*`: the sandbox limits every policy call runs under, overriding
@@ -163,6 +177,10 @@ pub struct Cooldowns {
     /// `rateLimitedProfileRotations`: same-provider rotations on rate limits
     /// before model fallback (F-6.7).
     pub rate_limited_profile_rotations: u32,
+    /// `shortWaitMs`: the longest explicit wait (`Retry-After`) a run waits
+    /// out on a candidate it would otherwise leave, once, before moving on;
+    /// 0 never waits mid-run (F-12.10).
+    pub short_wait_ms: u64,
 }
 
 impl Default for Cooldowns {
@@ -175,6 +193,7 @@ impl Default for Cooldowns {
             overloaded_profile_rotations: DEFAULT_OVERLOADED_PROFILE_ROTATIONS,
             overloaded_backoff_ms: 0,
             rate_limited_profile_rotations: DEFAULT_RATE_LIMITED_PROFILE_ROTATIONS,
+            short_wait_ms: DEFAULT_SHORT_WAIT_MS,
         }
     }
 }
@@ -246,6 +265,9 @@ pub struct ModelsConfig {
     pub providers: BTreeMap<String, ProviderEndpoint>,
     /// `models.aliases`: names for a model or a chain.
     pub aliases: BTreeMap<String, AliasTarget>,
+    /// `models.timeouts`: every provider's deadlines, unless its own or a
+    /// model's say otherwise.
+    pub timeouts: Timeouts,
 }
 
 /// Per-attempt deadline: a long completion takes a minute or two; past
@@ -289,6 +311,7 @@ impl Config {
         .map_err(parse_error)?;
         let mut unknown = unknown_keys::errors(&ignored);
         unknown.extend(unknown_keys::model_choice_errors(&raw));
+        unknown.extend(unknown_keys::model_entry_errors(&raw));
         if let Some(unknown) = unknown.first() {
             let line = unknown_keys::line_of(text, &unknown.path)
                 .map_or_else(String::new, |l| format!("line {l}: "));

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use super::{
-    providers, Config, MAX_HOURS, MAX_PROBE_INTERVAL_SECONDS, MAX_TIMEOUT_SECONDS,
-    POLICY_LIMIT_RANGES,
+    providers, Config, MAX_HOURS, MAX_PROBE_INTERVAL_SECONDS, MAX_SHORT_WAIT_MS,
+    MAX_TIMEOUT_SECONDS, POLICY_LIMIT_RANGES,
 };
 use crate::state::StateError;
 
@@ -28,6 +28,7 @@ impl Config {
                 .map_err(|e| invalid(format!("auth.profiles: {e}")))?;
         }
         self.check_aliases().map_err(invalid)?;
+        self.check_overflows().map_err(invalid)?;
         self.gateway.validate(path)?;
         self.state.validate(path)
     }
@@ -68,6 +69,12 @@ impl Config {
 
     /// Deadlines and the primary's re-probe interval, in seconds.
     fn check_seconds(&self) -> Result<(), String> {
+        let short_wait = self.auth.cooldowns.short_wait_ms;
+        if short_wait > MAX_SHORT_WAIT_MS {
+            return Err(format!(
+                "auth.cooldowns.shortWaitMs must be from 0 (never wait) to {MAX_SHORT_WAIT_MS} ms, not {short_wait}; a longer Retry-After moves the run to the next candidate"
+            ));
+        }
         if let Some(value) = self.agents.defaults.model.primary_probe_interval_seconds {
             if !(value.is_finite() && (0.0..=MAX_PROBE_INTERVAL_SECONDS).contains(&value)) {
                 return Err(format!(
@@ -75,26 +82,47 @@ impl Config {
                 ));
             }
         }
-        let timeouts = self
-            .models
-            .providers
-            .iter()
-            .map(|(p, e)| {
-                (
-                    format!("models.providers.{p}.timeoutSeconds"),
-                    e.timeout_seconds,
-                )
-            })
-            .chain([(
-                "agents.defaults.timeoutSeconds".to_owned(),
-                self.agents.defaults.timeout_seconds,
-            )]);
+        let mut timeouts = vec![(
+            "agents.defaults.timeoutSeconds".to_owned(),
+            self.agents.defaults.timeout_seconds,
+        )];
+        timeouts.extend(self.models.timeouts.fields("models.timeouts"));
+        for (p, e) in &self.models.providers {
+            let prefix = format!("models.providers.{p}");
+            timeouts.push((format!("{prefix}.timeoutSeconds"), e.timeout_seconds));
+            timeouts.extend(e.timeouts.fields(&format!("{prefix}.timeouts")));
+            let entries = e.models.iter().flatten().enumerate();
+            for (i, entry) in entries.filter_map(|(i, m)| Some((i, m.settings()?))) {
+                let prefix = format!("{prefix}.models[{i}].timeouts");
+                timeouts.extend(entry.timeouts.fields(&prefix));
+            }
+        }
         for (key, value) in timeouts {
             let Some(value) = value else { continue };
             if !(value.is_finite() && value > 0.0 && value <= MAX_TIMEOUT_SECONDS) {
                 return Err(format!(
                     "{key} must be a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS}, not {value}"
                 ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Each `overflowTo` names a model a provider serves, other than the
+    /// model itself.
+    fn check_overflows(&self) -> Result<(), String> {
+        for (p, e) in &self.models.providers {
+            let entries = e.models.iter().flatten().enumerate();
+            for (i, entry) in entries.filter_map(|(i, m)| Some((i, m.settings()?))) {
+                let Some(to) = &entry.overflow_to else {
+                    continue;
+                };
+                let key = format!("models.providers.{p}.models[{i}].overflowTo");
+                let own = format!("{}/{}", crate::state::canonical_provider(p), entry.id);
+                if *to == own {
+                    return Err(format!("{key} names the model itself ({to:?})"));
+                }
+                self.known_model(to).map_err(|e| format!("{key}: {e}"))?;
             }
         }
         Ok(())

@@ -57,6 +57,7 @@ pub fn settings_for(config: &Config, retry_wait_cap_ms: u64) -> RunSettings {
         rate_limited_profile_rotations: cooldowns.rate_limited_profile_rotations,
         overloaded_profile_rotations: cooldowns.overloaded_profile_rotations,
         overloaded_backoff_ms: cooldowns.overloaded_backoff_ms,
+        short_wait_ms: cooldowns.short_wait_ms,
         primary_probe_interval_ms: config.primary_probe_interval_ms(),
     }
 }

@@ -47,6 +47,7 @@ fn apply(config: &mut Config, settings: &RunSettings) {
     cooldowns.rate_limited_profile_rotations = settings.rate_limited_profile_rotations;
     cooldowns.overloaded_profile_rotations = settings.overloaded_profile_rotations;
     cooldowns.overloaded_backoff_ms = settings.overloaded_backoff_ms;
+    cooldowns.short_wait_ms = settings.short_wait_ms;
     config.agents.defaults.model.primary_probe_interval_seconds =
         Some(settings.primary_probe_interval_ms as f64 / 1000.0);
 }

@@ -79,6 +79,10 @@ pub struct RunSettings {
     pub overloaded_profile_rotations: u32,
     /// `auth.cooldowns.overloadedBackoffMs`.
     pub overloaded_backoff_ms: u64,
+    /// `auth.cooldowns.shortWaitMs`; absent in traces recorded before runs
+    /// waited mid-way, which replay without such waits.
+    #[serde(default)]
+    pub short_wait_ms: u64,
     /// `agents.defaults.model.primaryProbeIntervalSeconds`, in ms.
     pub primary_probe_interval_ms: u64,
 }

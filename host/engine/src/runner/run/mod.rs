@@ -113,9 +113,12 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
                 rate_limited_profile_rotations: cooldowns.rate_limited_profile_rotations,
                 overloaded_profile_rotations: cooldowns.overloaded_profile_rotations,
                 overloaded_backoff_ms: cooldowns.overloaded_backoff_ms,
-                // The configured overload backoff is an explicit wait too.
+                // A run waits mid-way only on short waits (F-12.10), never
+                // longer than the environment lets any wait be (F-6.8); the
+                // configured overload backoff is an explicit wait too.
                 wait_cap_ms: runner
                     .retry_wait_cap_ms
+                    .min(cooldowns.short_wait_ms)
                     .max(cooldowns.overloaded_backoff_ms),
             },
             cooldowns: runner.config.cooldown_config(),
