@@ -24,6 +24,7 @@ mod upstream;
 mod cli;
 mod gateway;
 mod gateway_blocking;
+mod gateway_deadlines;
 mod gateway_faults;
 mod gateway_limits;
 mod gateway_metrics;

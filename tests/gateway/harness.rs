@@ -129,15 +129,7 @@ pub async fn start_with_slow_provider(
         ..Setup::default()
     })
     .await;
-    h.store
-        .update_profiles(|file| {
-            for key in keys {
-                let (id, secret) = (format!("slow:{key}"), format!("slow-{key}"));
-                file.put_static(&id, "slow", CredentialKind::ApiKey, &secret)?;
-            }
-            Ok(())
-        })
-        .unwrap();
+    h.add_keys("slow", keys);
     h
 }
 
@@ -248,6 +240,20 @@ impl Answer {
 }
 
 impl Harness {
+    /// Adds one static key `<provider>:<name>` (secret `<provider>-<name>`)
+    /// per name of `names`.
+    pub fn add_keys(&self, provider: &str, names: &[&str]) {
+        self.store
+            .update_profiles(|file| {
+                for name in names {
+                    let (id, secret) = (format!("{provider}:{name}"), format!("{provider}-{name}"));
+                    file.put_static(&id, provider, CredentialKind::ApiKey, &secret)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+
     pub async fn chat(&self, model: &str, stream: bool, session: Option<&str>) -> Answer {
         let body = json!({"model": model, "stream": stream,
                           "messages": [{"role": "system", "content": "be brief"},

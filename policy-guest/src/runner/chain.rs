@@ -9,8 +9,11 @@ use policy_types::{
 /// Where a run starts and may go: a model the caller named is the user's
 /// and strict unless the caller gave fallbacks with it (F-7.6); otherwise
 /// [`resolve_selection`] picks the start, and [`candidate_chain`] follows
-/// from it. Context overflow never falls back here (F-5.9), so
-/// `overflow-to` is not read.
+/// from it. A chain that may fall back ends with the larger models its
+/// candidates' context overflows go to (`overflow-to`), for
+/// [`super::advance::next_step`] to reach on an overflow; the host passes
+/// them over on any other step. A strict chain has none: an overflow of a
+/// model the user chose ends the run (F-5.9).
 pub fn plan_run(request: &RunRequest) -> RunPlan {
     let selection = match &request.requested {
         Some(model) => Selection {
@@ -46,12 +49,35 @@ pub fn plan_run(request: &RunRequest) -> RunPlan {
         source_fallbacks,
         fallbacks_override: request.fallbacks_override.clone(),
     });
+    let mut candidates = chain.candidates;
+    if !chain.strict {
+        add_overflow_targets(&mut candidates, &request.overflow_to);
+    }
     RunPlan {
-        candidates: chain.candidates,
+        candidates,
         source: selection.source,
         strict: chain.strict,
         clear_override: selection.clear_override,
         probe_primary: selection.probe_primary,
+    }
+}
+
+/// The most candidates a plan may hold (the contract's bound).
+const MAX_CANDIDATES: usize = 64;
+
+/// Appends the larger model of each candidate's context overflows, and of
+/// theirs, that the chain does not hold yet.
+fn add_overflow_targets(candidates: &mut Vec<String>, overflow_to: &[(String, String)]) {
+    let mut index = 0;
+    while index < candidates.len() && candidates.len() < MAX_CANDIDATES {
+        let larger = overflow_to
+            .iter()
+            .find(|(from, _)| *from == candidates[index])
+            .map(|(_, to)| to);
+        if let Some(to) = larger.filter(|to| !candidates.contains(to)) {
+            candidates.push(to.clone());
+        }
+        index += 1;
     }
 }
 
@@ -236,5 +262,39 @@ mod tests {
         let chain = candidate_chain(&request(SelectionSource::UserOverride));
         assert_eq!(chain.candidates, ["openai/gpt-4o"]);
         assert!(chain.strict);
+    }
+
+    /// A chain that may fall back ends with its candidates' larger models
+    /// for context overflows (theirs too, each once); a strict one does
+    /// not.
+    #[test]
+    fn overflow_targets_end_a_chain_that_may_fall_back() {
+        let pair = |from: &str, to: &str| (from.to_owned(), to.to_owned());
+        let request = RunRequest {
+            configured_primary: Some("openai/small".into()),
+            configured_fallbacks: vec!["anthropic/haiku".into()],
+            overflow_to: vec![
+                pair("openai/small", "openai/big"),
+                pair("openai/big", "openai/huge"),
+                pair("anthropic/haiku", "openai/big"),
+            ],
+            ..RunRequest::default()
+        };
+        assert_eq!(
+            plan_run(&request).candidates,
+            [
+                "openai/small",
+                "anthropic/haiku",
+                "openai/big",
+                "openai/huge"
+            ]
+        );
+        let pinned = RunRequest {
+            requested: Some("openai/small".into()),
+            ..request
+        };
+        let plan = plan_run(&pinned);
+        assert!(plan.strict);
+        assert_eq!(plan.candidates, ["openai/small"]);
     }
 }

@@ -16,8 +16,9 @@ use crate::types::{
 /// The default plan: a model the caller named is the user's and strict
 /// unless the caller gave fallbacks with it (F-7.6); otherwise the session's
 /// override, the agent's, a cron job's or the configured model, in the
-/// order of §3. The chain follows from the selection (F-7.3). Context
-/// overflow never falls back here (F-5.9), so `overflow-to` is not read.
+/// order of §3. The chain follows from the selection (F-7.3), and one that
+/// may fall back ends with the larger models configured for its
+/// candidates' context overflows (`overflow-to`).
 pub fn plan_run(request: RunRequest) -> RunPlan {
     let session = request.session_override;
     let plan = policy_guest::runner::plan_run(&core::RunRequest {

@@ -6,7 +6,8 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Config, DEFAULT_ATTEMPT_TIMEOUT_SECONDS};
+use super::timeouts::{Deadlines, Timeouts};
+use super::Config;
 
 /// `models.providers.<provider>`: how to reach a provider.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -23,9 +24,24 @@ pub struct ProviderEndpoint {
     /// model of this provider is refused as unknown; when absent, any model
     /// name is passed through.
     pub models: Option<Vec<ModelEntry>>,
-    /// Per-attempt deadline in seconds (default
-    /// [`DEFAULT_ATTEMPT_TIMEOUT_SECONDS`]).
+    /// Per-attempt deadline in seconds: `timeouts.attemptSeconds`, kept
+    /// under the reference's name (default
+    /// [`super::DEFAULT_ATTEMPT_TIMEOUT_SECONDS`]).
     pub timeout_seconds: Option<f64>,
+    /// This provider's deadlines (`models.timeouts` fills what it leaves
+    /// out).
+    pub timeouts: Timeouts,
+}
+
+impl ProviderEndpoint {
+    /// Its deadlines as written, `timeoutSeconds` as the attempt's when
+    /// `timeouts` does not set one.
+    fn own_timeouts(&self) -> Timeouts {
+        Timeouts {
+            attempt_seconds: self.timeouts.attempt_seconds.or(self.timeout_seconds),
+            ..self.timeouts
+        }
+    }
 }
 
 /// `models.providers.<provider>.oauth`.
@@ -39,24 +55,46 @@ pub struct OAuthEndpoint {
     pub client_id: Option<String>,
 }
 
-/// A `models.providers.<provider>.models[]` entry: a name or `{id}`.
+/// A `models.providers.<provider>.models[]` entry: a name, or an object
+/// naming the model by `id` with its own settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ModelEntry {
     /// The model's name.
     Name(String),
-    /// An object naming the model by `id`.
-    Described {
-        /// The model's name.
-        id: String,
-    },
+    /// The model's name and settings.
+    Described(ModelSettings),
+}
+
+/// A model's own settings, beside its `id`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelSettings {
+    /// The model's name at the provider.
+    pub id: String,
+    /// `overflowTo`: the larger `provider/model` a run moves to when this
+    /// model's context overflows; absent, an overflow ends the run (F-5.9).
+    #[serde(default)]
+    pub overflow_to: Option<String>,
+    /// This model's deadlines (its provider's fill what it leaves out).
+    #[serde(default)]
+    pub timeouts: Timeouts,
 }
 
 impl ModelEntry {
     /// The model's name at the provider.
     pub fn id(&self) -> &str {
         match self {
-            ModelEntry::Name(id) | ModelEntry::Described { id } => id,
+            ModelEntry::Name(id) => id,
+            ModelEntry::Described(settings) => &settings.id,
+        }
+    }
+
+    /// Its settings, when it has any.
+    pub fn settings(&self) -> Option<&ModelSettings> {
+        match self {
+            ModelEntry::Name(_) => None,
+            ModelEntry::Described(settings) => Some(settings),
         }
     }
 }
@@ -118,8 +156,10 @@ pub struct Endpoint {
     pub base_url: String,
     /// The API shape it speaks.
     pub api: Api,
-    /// Per-attempt deadline, in ms.
-    pub attempt_timeout_ms: u64,
+    /// The provider's deadlines.
+    pub deadlines: Deadlines,
+    /// The deadlines of models whose entries set their own.
+    pub model_deadlines: Vec<(String, Deadlines)>,
     /// `(tokenUrl, clientId)` when OAuth refresh is configured.
     pub oauth: Option<(String, String)>,
     /// The configured model list, when there is one.
@@ -132,6 +172,14 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// The deadlines of an attempt on `model` (the part after
+    /// `provider/`).
+    pub fn deadlines_for(&self, model: &str) -> Deadlines {
+        (self.model_deadlines.iter())
+            .find(|(name, _)| name == model)
+            .map_or(self.deadlines, |(_, deadlines)| *deadlines)
+    }
+
     /// Whether this endpoint serves `model` (the part after `provider/`).
     pub fn serves(&self, model: &str) -> bool {
         self.models
@@ -179,6 +227,30 @@ impl Config {
             .filter_map(|provider| Some((provider.clone(), resolve(self, &provider)?)))
             .collect();
         self.endpoints = endpoints;
+        self.overflows = (self.models.providers.iter())
+            .flat_map(|(provider, endpoint)| {
+                let provider = crate::state::canonical_provider(provider);
+                (endpoint.models.iter().flatten())
+                    .filter_map(ModelEntry::settings)
+                    .filter_map(move |m| {
+                        let to = m.overflow_to.clone()?;
+                        Some((format!("{provider}/{}", m.id), to))
+                    })
+            })
+            .collect();
+    }
+
+    /// Each model with a larger model for its context overflows
+    /// (`overflowTo`), as `(provider/model, provider/model)`.
+    pub fn overflows(&self) -> &[(String, String)] {
+        &self.overflows
+    }
+
+    /// The larger model `model`'s context overflows move to, if any.
+    pub fn overflow_of(&self, model: &str) -> Option<&str> {
+        (self.overflows.iter())
+            .find(|(from, _)| from == model)
+            .map(|(_, to)| to.as_str())
     }
 }
 
@@ -212,6 +284,17 @@ fn resolve(config: &Config, provider: &str) -> Option<Endpoint> {
             o.client_id.clone().unwrap_or_default(),
         ))
     });
+    let provider_timeouts = configured
+        .map_or(Timeouts::default(), ProviderEndpoint::own_timeouts)
+        .within(config.models.timeouts);
+    let model_deadlines = (configured
+        .and_then(|e| e.models.as_ref())
+        .into_iter()
+        .flatten())
+    .filter_map(ModelEntry::settings)
+    .filter(|m| m.timeouts != Timeouts::default())
+    .map(|m| (m.id.clone(), m.timeouts.within(provider_timeouts).resolve()))
+    .collect();
     let base_url = base_url.trim_end_matches('/').to_owned();
     let call_url = reqwest::Url::parse(&call_address(&base_url, api)).ok();
     Some(Endpoint {
@@ -219,11 +302,8 @@ fn resolve(config: &Config, provider: &str) -> Option<Endpoint> {
         base_url,
         call_url,
         api,
-        attempt_timeout_ms: super::seconds_to_ms(
-            configured
-                .and_then(|e| e.timeout_seconds)
-                .unwrap_or(DEFAULT_ATTEMPT_TIMEOUT_SECONDS),
-        ),
+        deadlines: provider_timeouts.resolve(),
+        model_deadlines,
         oauth,
         models: configured
             .and_then(|e| e.models.as_ref())
@@ -305,7 +385,7 @@ mod tests {
         let config = Config::default();
         let openai = config.endpoint("openai").unwrap();
         assert_eq!(openai.api, Api::OpenAiChat);
-        assert_eq!(openai.attempt_timeout_ms, 120_000);
+        assert_eq!(openai.deadlines.attempt_ms, 120_000);
         assert!(config.endpoint("acme").is_none());
     }
 

@@ -120,6 +120,42 @@ pub fn model_choice_errors(raw: &Value) -> Vec<UnknownKey> {
         .collect()
 }
 
+/// Typos in `models.providers.<p>.models[]` objects, which serde reads
+/// untagged and so does not report: a key near one of a model's settings
+/// (`overflowTo`, `timeouts` and theirs) is an error; others are the agent
+/// runtime's (`contextWindow`, `cost`) and left alone.
+pub fn model_entry_errors(raw: &Value) -> Vec<UnknownKey> {
+    let entry_keys = keys_of(&super::ModelSettings::default());
+    let timeout_keys = keys_of(&super::Timeouts::default());
+    let providers = raw.pointer("/models/providers").and_then(Value::as_object);
+    let mut errors = Vec::new();
+    for (provider, endpoint) in providers.into_iter().flatten() {
+        let entries = endpoint.get("models").and_then(Value::as_array);
+        for (i, entry) in entries.into_iter().flatten().enumerate() {
+            let place = format!("models.providers.{provider}.models.{i}");
+            errors.extend(typos(&place, entry, &entry_keys));
+            if let Some(timeouts) = entry.get("timeouts") {
+                errors.extend(typos(&format!("{place}.timeouts"), timeouts, &timeout_keys));
+            }
+        }
+    }
+    errors
+}
+
+/// The keys of `value` (an object) near but not among `known`.
+fn typos(place: &str, value: &Value, known: &[String]) -> Vec<UnknownKey> {
+    let keys = value.as_object().into_iter().flat_map(|o| o.keys());
+    keys.filter(|key| !known.contains(key))
+        .filter_map(|key| {
+            let suggestion = nearest(key, known)?;
+            Some(UnknownKey {
+                path: format!("{place}.{key}"),
+                suggestion: Some(suggestion),
+            })
+        })
+        .collect()
+}
+
 /// The known key nearest to `key`, if within [`TYPO_DISTANCE`] (case
 /// ignored).
 fn nearest(key: &str, known: &[String]) -> Option<String> {
@@ -150,6 +186,9 @@ fn known_keys(parent: &str) -> Vec<String> {
         ["models"] => keys_of(&ModelsConfig::default()),
         ["models", "providers", _] => keys_of(&ProviderEndpoint::default()),
         ["models", "providers", _, "oauth"] => keys_of(&OAuthEndpoint::default()),
+        ["models", "timeouts"] | ["models", "providers", _, "timeouts"] => {
+            keys_of(&super::Timeouts::default())
+        }
         ["gateway"] => keys_of(&GatewayConfig::default()),
         ["policy"] => keys_of(&PolicyConfig::default()),
         ["state"] => keys_of(&super::StateConfig::default()),

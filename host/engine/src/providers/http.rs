@@ -17,7 +17,7 @@ use crate::auth::CredentialKind;
 use crate::chat::{anthropic, openai, tools, ChatReply, ChatRequest, StreamEvent, StreamReply};
 use crate::config::providers::call_address;
 use crate::config::Config;
-use crate::config::{Api, Endpoint};
+use crate::config::{Api, Deadlines, Endpoint, Timeouts};
 use crate::runner::{clock::now_ms, CallError, Provider, Target};
 use crate::state::{canonical_provider, split_model, AuthStore, Credential};
 use failover_sandbox::provider_error::ProviderError;
@@ -31,7 +31,9 @@ pub const MAX_REPLY_BYTES: usize = 32 << 20;
 pub struct HttpProvider {
     config: Arc<Config>,
     store: AuthStore,
-    client: reqwest::Client,
+    /// One client per connect deadline the config sets, the default's
+    /// first (a connect deadline is a client's, not a request's).
+    clients: Arc<[(u64, reqwest::Client)]>,
     /// One OAuth refresh per profile at a time (shared by clones).
     refresher: Arc<oauth::Refresher>,
     /// Unreadable events skipped in streams so far (shared by clones).
@@ -42,19 +44,14 @@ impl HttpProvider {
     /// A provider calling the endpoints of `config` with the credentials in
     /// `store`.
     pub fn new(config: Arc<Config>, store: AuthStore) -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("failover/", env!("CARGO_PKG_VERSION")))
-            // Deadlines are the caller's (per attempt, per run).
-            .connect_timeout(Duration::from_secs(10))
-            // A credential is never sent to another origin, and no call
-            // says where the previous one went.
-            .redirect(redirects::same_origin_only())
-            .referer(false)
-            .build()?;
+        let clients = connect_deadlines(&config)
+            .into_iter()
+            .map(|ms| Ok((ms, client(Duration::from_millis(ms))?)))
+            .collect::<Result<Vec<_>, reqwest::Error>>()?;
         Ok(HttpProvider {
             config,
             store,
-            client,
+            clients: clients.into(),
             refresher: Arc::default(),
             skipped_events: Arc::default(),
         })
@@ -76,6 +73,13 @@ impl HttpProvider {
     /// The config it calls with.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The client connecting within `connect_ms` (every deadline the config
+    /// sets has one).
+    fn client(&self, connect_ms: u64) -> &reqwest::Client {
+        let client = self.clients.iter().find(|(ms, _)| *ms == connect_ms);
+        &client.unwrap_or(&self.clients[0]).1
     }
 
     /// The profile's credential, refreshed first when it is an expired
@@ -103,7 +107,7 @@ impl HttpProvider {
             return self
                 .refresher
                 .refresh(
-                    &self.client,
+                    self.client(endpoint.deadlines.connect_ms),
                     &self.store,
                     endpoint,
                     &target.profile,
@@ -142,7 +146,8 @@ impl HttpProvider {
         .map_err(|e| {
             ProviderError::message(format!("cannot write the request: {e}")).with_provider(provider)
         })?;
-        let budget = attempt_budget(&endpoint, request.deadline_ms);
+        let deadlines = endpoint.deadlines_for(model);
+        let budget = attempt_budget(&deadlines, request.stream, request.deadline_ms);
         let started = tokio::time::Instant::now();
         let credential = self.credential(target, &endpoint, redactor).await?;
         self.exchange(
@@ -151,13 +156,15 @@ impl HttpProvider {
             &endpoint,
             &credential,
             body,
-            budget,
+            (&deadlines, budget),
             started,
         )
         .await
     }
 
-    /// Sends the request and reads the reply within `budget`.
+    /// Sends the request and reads the reply — a stream up to its first
+    /// token — within `budget`; a stream's events then wait at most the
+    /// idle deadline of `deadlines`.
     #[allow(clippy::too_many_arguments)]
     async fn exchange(
         &self,
@@ -166,14 +173,14 @@ impl HttpProvider {
         endpoint: &Endpoint,
         credential: &Credential,
         body: Vec<u8>,
-        budget: Duration,
+        (deadlines, budget): (&Deadlines, Duration),
         started: tokio::time::Instant,
     ) -> Result<ChatReply, ProviderError> {
         let provider = target.provider.as_str();
         // One timer for the whole exchange, the send and the read: each
-        // `tokio::time::timeout` registers and removes a timer of its own
-        // (BENCHMARKS.md, issue 16, twentieth part). Polled after the work,
-        // as `timeout` polls it.
+        // `tokio::time::timeout` registers and removes a timer of its own,
+        // a measurable cost per call. Polled after the work, as `timeout`
+        // polls it.
         let deadline = started
             .checked_add(budget)
             .unwrap_or_else(|| started + FAR_FUTURE);
@@ -181,7 +188,7 @@ impl HttpProvider {
         tokio::pin!(timer);
         let response = tokio::select! {
             biased;
-            sent = self.send(endpoint, credential, body) => match sent {
+            sent = self.send(endpoint, deadlines, credential, body) => match sent {
                 Ok(response) => response,
                 Err(error) => return Err(capture::transport_error(provider, error)),
             },
@@ -197,13 +204,8 @@ impl HttpProvider {
             .is_some_and(|t| t.starts_with("text/event-stream"));
         if request.stream && is_sse {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let upstream = Upstream::new(
-                provider,
-                endpoint.api,
-                response,
-                endpoint.attempt_timeout_ms,
-            )
-            .counting_skips(self.skipped_events.clone());
+            let upstream = Upstream::new(provider, endpoint.api, response, deadlines.idle_ms)
+                .counting_skips(self.skipped_events.clone());
             return upstream.start(left).await.map(ChatReply::Stream);
         }
         let text = tokio::select! {
@@ -258,16 +260,16 @@ impl HttpProvider {
     async fn send(
         &self,
         endpoint: &Endpoint,
+        deadlines: &Deadlines,
         credential: &Credential,
         body: Vec<u8>,
     ) -> Result<reqwest::Response, reqwest::Error> {
         let secret = credential.secret.expose();
+        let client = self.client(deadlines.connect_ms);
         let post = match &endpoint.call_url {
-            Some(url) => self.client.post(url.clone()),
+            Some(url) => client.post(url.clone()),
             // Unparsable: reqwest reports why.
-            None => self
-                .client
-                .post(call_address(&endpoint.base_url, endpoint.api)),
+            None => client.post(call_address(&endpoint.base_url, endpoint.api)),
         };
         let with_bearer = |builder: reqwest::RequestBuilder| match auth_header::bearer(secret) {
             Some(value) => builder.header(reqwest::header::AUTHORIZATION, value),
@@ -340,9 +342,47 @@ impl Provider for HttpProvider {
 /// treat one.
 const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 
-/// The attempt's deadline: the endpoint's, cut to what is left of the run.
-fn attempt_budget(endpoint: &Endpoint, deadline_ms: Option<u64>) -> Duration {
-    let mut ms = endpoint.attempt_timeout_ms;
+/// A client that connects within `connect`, sending no credential to
+/// another origin.
+fn client(connect: Duration) -> Result<reqwest::Client, reqwest::Error> {
+    reqwest::Client::builder()
+        .user_agent(concat!("failover/", env!("CARGO_PKG_VERSION")))
+        // The other deadlines are the caller's (per attempt, per run).
+        .connect_timeout(connect)
+        // A credential is never sent to another origin, and no call
+        // says where the previous one went.
+        .redirect(redirects::same_origin_only())
+        .referer(false)
+        .build()
+}
+
+/// Every connect deadline `config` sets, the one of a provider it does not
+/// configure first.
+fn connect_deadlines(config: &Config) -> Vec<u64> {
+    let mut deadlines = vec![Timeouts::default().within(config.models.timeouts).resolve()];
+    for provider in config.models.providers.keys() {
+        if let Some(endpoint) = config.endpoint(canonical_provider(provider)) {
+            deadlines.push(endpoint.deadlines);
+            deadlines.extend(endpoint.model_deadlines.iter().map(|(_, d)| *d));
+        }
+    }
+    let mut connect: Vec<u64> = Vec::new();
+    for ms in deadlines.into_iter().map(|d| d.connect_ms) {
+        if !connect.contains(&ms) {
+            connect.push(ms);
+        }
+    }
+    connect
+}
+
+/// The attempt's deadline — for a stream, to its first token — cut to what
+/// is left of the run.
+fn attempt_budget(deadlines: &Deadlines, stream: bool, deadline_ms: Option<u64>) -> Duration {
+    let mut ms = if stream {
+        deadlines.first_token_ms
+    } else {
+        deadlines.attempt_ms
+    };
     if let Some(deadline) = deadline_ms {
         ms = ms.min(deadline.saturating_sub(now_ms()));
     }

@@ -30,6 +30,9 @@ pub(super) struct Plan {
     /// The chain's first candidate is the configured primary, tried once
     /// with one profile before the auto override (F-12.2).
     pub(super) probing_primary: bool,
+    /// Candidates the plan holds only as larger models for context
+    /// overflows: a run enters them on an overflow's step alone.
+    pub(super) overflow_only: Vec<String>,
 }
 
 /// An agent's own model: its primary and, when it lists them, fallbacks.
@@ -61,12 +64,17 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         }
         let requested = plan.candidates.first().cloned().ok_or(RunError::NoModel)?;
         let probing_primary = self.probe_first(options, &mut plan, &defaults)?;
+        let overflow_only = (plan.candidates.iter())
+            .filter(|model| !failover_sandbox::policy::routes_to(&request, model))
+            .cloned()
+            .collect();
         Ok(Plan {
             session,
             requested,
             source: plan.source,
             chain: plan.candidates,
             probing_primary,
+            overflow_only,
         })
     }
 
@@ -113,7 +121,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
                 .filter(|_| session_override.is_some()),
             session_override,
             fallbacks_override,
-            overflow_to: Vec::new(),
+            overflow_to: self.config.overflows().to_vec(),
             primary_probe_interval_ms: self.config.primary_probe_interval_ms(),
         }
     }

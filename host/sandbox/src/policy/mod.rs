@@ -34,7 +34,7 @@ pub use module::{Policy, PolicyVersion, MAX_RETRY_AFTER_MS};
 pub use plan::plan_by_two_calls;
 pub use pool::PolicyStats;
 pub use profiles::{Narrow, Success, MAX_WINDOW_MS};
-pub use runner::MAX_CHAIN;
+pub use runner::{routes_to, MAX_CHAIN};
 
 /// The default policy component (`policy-sdk/default-policy`: the policy
 /// SDK's defaults, which are `policy-guest`'s core), built by the build

@@ -177,6 +177,13 @@ fn checked_plan(request: &RunRequest, plan: &RunPlan) -> Result<(), PolicyError>
 
 /// Whether some field of `request` names `model`.
 fn offered(request: &RunRequest, model: &str) -> bool {
+    routes_to(request, model) || request.overflow_to.iter().any(|(_, to)| to == model)
+}
+
+/// Whether a routing field of `request` names `model` — one that makes it
+/// a model to start from or fall back to, as opposed to a larger model
+/// configured only for context overflows.
+pub fn routes_to(request: &RunRequest, model: &str) -> bool {
     let single = [
         &request.requested,
         &request.configured_primary,
@@ -193,7 +200,6 @@ fn offered(request: &RunRequest, model: &str) -> bool {
         || request.configured_fallbacks.iter().any(|m| m == model)
         || lists.iter().any(|l| l.iter().flatten().any(|m| m == model))
         || (request.session_override.as_ref()).is_some_and(|o| o.model == model)
-        || request.overflow_to.iter().any(|(_, to)| to == model)
 }
 
 /// A step, refused as `next-step`'s documentation says.

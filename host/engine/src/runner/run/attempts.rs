@@ -61,7 +61,7 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
         }
         // Every profile was tried without the policy moving on: next model.
         self.runner.roll_back(&mut self.written)?;
-        Ok(Flow::MoveTo(self.position + 1))
+        Ok(self.move_on_from(self.position + 1))
     }
 
     /// One call of `target`, told to the observer; a failure is recorded as
@@ -130,7 +130,7 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
                 profiles_left: u32::try_from(left).unwrap_or(u32::MAX),
                 chain: self.plan.chain.clone(),
                 position: u32::try_from(self.position).unwrap_or(u32::MAX),
-                overflow_to: None,
+                overflow_to: (self.runner.config.overflow_of(&profiles.model)).map(str::to_owned),
             },
             &self.rotation,
         )?)
@@ -159,7 +159,13 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
             }
             RunStep::Candidate(to) => {
                 self.runner.roll_back(&mut self.written)?;
-                let to = to as usize;
+                let to = match attempt.reason {
+                    RecordedReason::ContextOverflow => to as usize,
+                    _ => match self.routed_from(to as usize) {
+                        Some(to) => to,
+                        None => return Ok(Some(Flow::Exhausted)),
+                    },
+                };
                 let next_model = self.plan.chain[to].clone();
                 self.record_step(
                     &attempt.model,
@@ -212,11 +218,26 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
             summary,
         };
         self.observer.skipped(&attempt);
-        if let Some(next) = self.plan.chain.get(self.position + 1).cloned() {
+        let next = self.routed_from(self.position + 1);
+        if let Some(next) = next.map(|n| self.plan.chain[n].clone()) {
             self.record_step(&model, Some(next), &attempt, self.position, "next_fallback");
         }
         self.attempts.push(attempt);
-        Flow::MoveTo(self.position + 1)
+        self.move_on_from(self.position + 1)
+    }
+
+    /// The first chain position from `from` on that a step other than a
+    /// context overflow's may enter: candidates held only for overflows
+    /// are passed over.
+    fn routed_from(&self, from: usize) -> Option<usize> {
+        (from..self.plan.chain.len())
+            .find(|&n| !self.plan.overflow_only.contains(&self.plan.chain[n]))
+    }
+
+    /// On to the first candidate from `from` on that [`Self::routed_from`]
+    /// allows, or the chain is spent.
+    fn move_on_from(&self, from: usize) -> Flow<P::Reply> {
+        self.routed_from(from).map_or(Flow::Exhausted, Flow::MoveTo)
     }
 
     /// Records a fallback step (F-10.2): logged, observed, kept.
