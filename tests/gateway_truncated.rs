@@ -19,7 +19,7 @@ fn data(value: Value) -> String {
 }
 
 /// An OpenAI stream's chunks: text pieces, then a finish reason.
-fn openai_finished(pieces: &[&str]) -> Vec<String> {
+pub(crate) fn openai_finished(pieces: &[&str]) -> Vec<String> {
     let mut chunks: Vec<String> = (pieces.iter())
         .map(|p| {
             data(
@@ -43,7 +43,7 @@ fn openai_whole(pieces: &[&str]) -> Vec<String> {
 
 /// An Anthropic stream up to its text, without `message_delta` and
 /// `message_stop`.
-fn anthropic_unfinished(text: &str) -> Vec<String> {
+pub(crate) fn anthropic_unfinished(text: &str) -> Vec<String> {
     [
         json!({"type": "message_start", "message": {"id": "msg_t", "usage": {"input_tokens": 3}}}),
         json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
@@ -56,7 +56,7 @@ fn anthropic_unfinished(text: &str) -> Vec<String> {
 }
 
 /// `text`'s server-sent events as (event name, data).
-fn events(text: &str) -> Vec<(String, Value)> {
+pub(crate) fn events(text: &str) -> Vec<(String, Value)> {
     let mut events = Vec::new();
     let mut name = String::new();
     for line in text.lines() {

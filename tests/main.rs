@@ -28,6 +28,7 @@ mod gateway_deadlines;
 mod gateway_faults;
 mod gateway_limits;
 mod gateway_metrics;
+mod gateway_recovery;
 mod gateway_redirects;
 mod gateway_shapes;
 mod gateway_streams;

@@ -114,7 +114,7 @@ pub fn guard(reply: StreamReply, deadline_ms: Option<u64>, max_bytes: u64) -> Gu
             };
             let item = match next? {
                 Ok(event) => {
-                    state.bytes = state.bytes.saturating_add(content_bytes(&event));
+                    state.bytes = state.bytes.saturating_add(event.content_bytes());
                     if state.bytes > state.max_bytes {
                         Err(Broken::TooLarge {
                             limit: state.max_bytes,
@@ -145,23 +145,6 @@ impl State {
         };
         next.map(|item| item.map_err(Broken::Upstream))
     }
-}
-
-fn content_bytes(event: &StreamEvent) -> u64 {
-    let len = match event {
-        StreamEvent::Text(text) => text.len(),
-        StreamEvent::ToolCall(call) => {
-            call.arguments.len()
-                + call.name.as_ref().map_or(0, String::len)
-                + call.id.as_ref().map_or(0, String::len)
-        }
-        StreamEvent::Finish { .. } => 0,
-        StreamEvent::Extra(fields) => fields
-            .iter()
-            .map(|(k, v)| k.len() + v.to_string().len())
-            .sum(),
-    };
-    u64::try_from(len).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

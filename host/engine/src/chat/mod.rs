@@ -108,6 +108,10 @@ pub struct ChatRequest {
     /// The request's id in a trace being recorded; its calls' outcomes are
     /// recorded under it.
     pub record_id: Option<u64>,
+    /// Hold a streamed reply until the provider's terminal event, so that
+    /// a break is a failed attempt the run fails over from
+    /// (`gateway.streamRecovery: "buffered"`).
+    pub buffered: bool,
 }
 
 /// What a candidate speaking `api` cannot express of a request whose
@@ -238,6 +242,24 @@ pub enum StreamEvent {
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
 
 impl StreamEvent {
+    /// The bytes of content it carries, for the bounds on a reply's size.
+    pub fn content_bytes(&self) -> u64 {
+        let len = match self {
+            StreamEvent::Text(text) => text.len(),
+            StreamEvent::ToolCall(call) => {
+                call.arguments.len()
+                    + call.name.as_ref().map_or(0, String::len)
+                    + call.id.as_ref().map_or(0, String::len)
+            }
+            StreamEvent::Finish { .. } => 0,
+            StreamEvent::Extra(fields) => fields
+                .iter()
+                .map(|(k, v)| k.len() + v.to_string().len())
+                .sum(),
+        };
+        u64::try_from(len).unwrap_or(u64::MAX)
+    }
+
     /// Whether it is content (text or a tool call): the first content is
     /// the point of no return for failing over.
     pub fn is_content(&self) -> bool {

@@ -8,6 +8,9 @@
 //!   maxConnections: 1024,          // open client connections; idle ones make room
 //!   maxRequestBytes: 16777216,     // a chat request body
 //!   maxStreamBytes: 33554432,      // the content of one streamed reply
+//!   // A stream that breaks after output: "off" (the client is told),
+//!   // "buffered" or "continue"; one mode, or one per route.
+//!   streamRecovery: { "/v1/chat/completions": "buffered", "/v1/messages": "off" },
 //! }
 //! ```
 
@@ -62,6 +65,52 @@ pub struct GatewayConfig {
     pub max_request_bytes: Option<u64>,
     /// `maxStreamBytes`: the largest content of one streamed reply.
     pub max_stream_bytes: Option<u64>,
+    /// `streamRecovery`: what a stream that breaks after output does, for
+    /// every route or per route.
+    pub stream_recovery: Option<StreamRecoveryConfig>,
+}
+
+/// What a streamed reply that breaks after its first output does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StreamRecovery {
+    /// The client gets the output so far and a terminal error event.
+    #[default]
+    Off,
+    /// The reply is held until the provider's terminal event, so a break
+    /// fails over like any failed attempt and the client sees nothing of
+    /// it; the reply reaches the client whole, at its end.
+    Buffered,
+    /// The reply streams as it comes; a break restarts it on the next
+    /// candidate, the client told in its protocol's shape.
+    Continue,
+}
+
+/// `streamRecovery` as written: one mode, or a mode per route path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum StreamRecoveryConfig {
+    /// The mode of every route.
+    Every(StreamRecovery),
+    /// A mode per route (`/v1/chat/completions`, `/v1/messages`); a route
+    /// not named is `off`.
+    PerRoute(std::collections::BTreeMap<String, StreamRecovery>),
+}
+
+/// The routes a stream recovery mode may be set for.
+pub const STREAM_ROUTES: &[&str] = &["/v1/chat/completions", "/v1/messages"];
+
+impl GatewayConfig {
+    /// The stream recovery mode of the route at `path`.
+    pub fn stream_recovery(&self, path: &str) -> StreamRecovery {
+        match &self.stream_recovery {
+            None => StreamRecovery::Off,
+            Some(StreamRecoveryConfig::Every(mode)) => *mode,
+            Some(StreamRecoveryConfig::PerRoute(modes)) => {
+                modes.get(path).copied().unwrap_or_default()
+            }
+        }
+    }
 }
 
 /// The limits in force.
@@ -139,6 +188,14 @@ impl GatewayConfig {
                         "gateway.{key} must be a number of seconds from {low} to {high}, not {value}"
                     )));
                 }
+            }
+        }
+        if let Some(StreamRecoveryConfig::PerRoute(modes)) = &self.stream_recovery {
+            if let Some(route) = modes.keys().find(|r| !STREAM_ROUTES.contains(&r.as_str())) {
+                return Err(invalid(format!(
+                    "gateway.streamRecovery: {route:?} is not a streaming route (one of {})",
+                    STREAM_ROUTES.join(", ")
+                )));
             }
         }
         for (key, value, (low, high)) in [

@@ -19,6 +19,7 @@ use super::routes::{set_policy_header, with_policy_header, CHAT_PATH, MESSAGES_P
 use super::server::{Answering, DirectRoute};
 use super::{Gateway, GatewayRunner};
 use crate::chat::{messages, openai, ChatReply, ChatRequest};
+use crate::config::{gateway::StreamRecovery, Config};
 use crate::replay::record::Recorder;
 use crate::replay::trace::RequestEvent;
 use crate::runner::{clock::now_ms, ReplyEnd, RunOptions, RunOutcome, Unfinished};
@@ -197,12 +198,23 @@ async fn admit(gateway: &Gateway, request: Request, face: Face) -> Result<Admitt
     let deadline = now_ms().saturating_add(runner.config().run_timeout_ms());
     options.deadline_ms = Some(deadline);
     request.deadline_ms = Some(deadline);
+    request.buffered =
+        request.stream && recovery_of(runner.config(), face) == StreamRecovery::Buffered;
     Ok(Admitted {
         runner,
         options,
         request,
         deadline,
     })
+}
+
+/// The stream recovery mode of `face`'s route.
+fn recovery_of(config: &Config, face: Face) -> StreamRecovery {
+    let path = match face {
+        Face::OpenAi => CHAT_PATH,
+        Face::Anthropic => MESSAGES_PATH,
+    };
+    config.gateway.stream_recovery(path)
 }
 
 /// Records the request in the trace; its id there.

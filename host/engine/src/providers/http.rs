@@ -8,6 +8,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 
 use super::auth_header;
+use super::buffer;
 use super::capture;
 use super::oauth;
 use super::redact::Redactor;
@@ -206,7 +207,12 @@ impl HttpProvider {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             let upstream = Upstream::new(provider, endpoint.api, response, deadlines.idle_ms)
                 .counting_skips(self.skipped_events.clone());
-            return upstream.start(left).await.map(ChatReply::Stream);
+            let stream = upstream.start(left).await?;
+            if request.buffered {
+                let whole = buffer::hold(stream, provider, request.deadline_ms).await?;
+                return Ok(ChatReply::Stream(whole));
+            }
+            return Ok(ChatReply::Stream(stream));
         }
         let text = tokio::select! {
             biased;

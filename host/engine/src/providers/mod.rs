@@ -7,6 +7,7 @@
 //! - [`redact`] — the one choke point secrets never pass.
 
 mod auth_header;
+mod buffer;
 pub mod capture;
 mod http;
 pub mod oauth;

@@ -1,0 +1,52 @@
+//! A streamed reply held until the provider's terminal event
+//! (`gateway.streamRecovery: "buffered"`): a cut, a stall or garbage on
+//! the way is then a failed attempt, before anything reached the client,
+//! and the run fails over from it as from any other failure.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+
+use super::capture;
+use super::http::MAX_REPLY_BYTES;
+use crate::chat::StreamReply;
+use crate::runner::clock::now_ms;
+use failover_sandbox::provider_error::ProviderError;
+
+/// The most content held: as much as a whole reply may carry. A longer
+/// reply streams on from there as it comes, unbuffered.
+const MAX_HELD_BYTES: u64 = MAX_REPLY_BYTES as u64;
+
+/// `stream` read to its end, every event in its first part; its first
+/// failure, or the run's deadline (`deadline_ms`, ms since the epoch)
+/// passing, is the attempt's.
+pub(super) async fn hold(
+    mut stream: StreamReply,
+    provider: &str,
+    deadline_ms: Option<u64>,
+) -> Result<StreamReply, ProviderError> {
+    let mut held: u64 = stream.first.iter().map(|e| e.content_bytes()).sum();
+    while held <= MAX_HELD_BYTES {
+        let next = match deadline_ms {
+            None => stream.rest.next().await,
+            Some(deadline) => {
+                let left = Duration::from_millis(deadline.saturating_sub(now_ms()));
+                tokio::time::timeout(left, stream.rest.next())
+                    .await
+                    .map_err(|_| capture::stream_deadline_error(provider))?
+            }
+        };
+        match next {
+            Some(Ok(event)) => {
+                held = held.saturating_add(event.content_bytes());
+                stream.first.push(event);
+            }
+            Some(Err(error)) => return Err(error),
+            None => {
+                stream.rest = Box::pin(futures_util::stream::empty());
+                return Ok(stream);
+            }
+        }
+    }
+    Ok(stream)
+}
