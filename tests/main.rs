@@ -15,6 +15,8 @@ mod support {
 }
 #[path = "gateway/emulation.rs"]
 mod emulation;
+#[path = "gateway/faults.rs"]
+mod faults;
 #[path = "gateway/harness.rs"]
 mod harness;
 mod native;
@@ -25,6 +27,7 @@ mod cli;
 mod gateway;
 mod gateway_blocking;
 mod gateway_deadlines;
+mod gateway_fault_scenarios;
 mod gateway_faults;
 mod gateway_limits;
 mod gateway_metrics;

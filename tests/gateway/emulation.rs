@@ -2,7 +2,8 @@
 //! read from the request itself — so that a client outside the test (the
 //! official SDKs) can ask for an outage or a tool call:
 //!
-//! - `down:<model>` anywhere in the body: that model answers 503;
+//! - a fault named as `<fault>:<model>` anywhere in the body (`down`,
+//!   `hang`, `cut` … see `faults.rs`): that model fails so;
 //! - tools offered and no tool result yet: a call of the first tool with
 //!   `{"city": "Oslo"}`, whole or streamed, in the caller's shape;
 //! - a JSON response format: `{"ok": true}` as the text;
@@ -23,13 +24,8 @@ pub const TOOL_ARGUMENTS: &str = r#"{"city": "Oslo"}"#;
 pub fn behaviour(body: &str, model: &str, anthropic: bool) -> Option<Behaviour> {
     let request: Value = serde_json::from_str(body).ok()?;
     let stream = request["stream"].as_bool().unwrap_or(false);
-    if body.contains(&format!("down:{model}")) {
-        let error = if anthropic {
-            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
-        } else {
-            r#"{"error":{"message":"The server is overloaded","type":"server_error"}}"#
-        };
-        return Some(Behaviour::Status(503, Vec::new(), error.to_owned()));
+    if let Some(fault) = crate::faults::behaviour(body, model, anthropic, stream) {
+        return Some(fault);
     }
     let answered = body.contains("tool_result") || body.contains(r#""role":"tool""#);
     let tool = request["tools"][0]

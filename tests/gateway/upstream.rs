@@ -82,8 +82,13 @@ pub struct Upstream {
 
 impl Upstream {
     pub async fn start() -> Upstream {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
+        Upstream::start_on("127.0.0.1:0").await.unwrap()
+    }
+
+    /// An upstream listening on `address` (`host:port`).
+    pub async fn start_on(address: &str) -> std::io::Result<Upstream> {
+        let listener = TcpListener::bind(address).await?;
+        let base = format!("http://{}", listener.local_addr()?);
         let shared = Arc::new(Mutex::new(Shared::default()));
         let faulted = Arc::new(tokio::sync::watch::Sender::new(0));
         let upstream = Upstream {
@@ -101,7 +106,7 @@ impl Upstream {
                 tokio::spawn(async move { upstream.handle(socket).await });
             }
         });
-        upstream
+        Ok(upstream)
     }
 
     /// Queues `behaviour` for the next call of `model` (its name at the

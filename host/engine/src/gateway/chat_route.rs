@@ -13,8 +13,9 @@ use axum::response::{IntoResponse, Response};
 
 use super::admission::{authorize, read_body, refuse, route, session_id};
 use super::anthropic_errors::reshape_response;
-use super::relay::{self, Face, StreamContext, StreamEnd};
+use super::relay::{self, Face, Restarter, StreamContext, StreamEnd};
 use super::reply::{self, error_response};
+use super::restart::Restarting;
 use super::routes::{set_policy_header, with_policy_header, CHAT_PATH, MESSAGES_PATH};
 use super::server::{Answering, DirectRoute};
 use super::{Gateway, GatewayRunner};
@@ -135,18 +136,17 @@ async fn serve_chat(gateway: Arc<Gateway>, request: Request, face: Face) -> Resp
             );
             // A stream is counted, and its attempt recorded, when it ends.
             if let Some(unfinished) = outcome.unfinished.take() {
-                let ends = StreamEnds {
-                    gateway: gateway.clone(),
-                    runner: runner.clone(),
-                    policy: policy.clone(),
-                    unfinished,
+                let serving = Serving {
+                    gateway: &gateway,
+                    runner: &runner,
+                    policy: &policy,
+                    face,
                     route,
-                    model,
-                    record_id: request.record_id,
+                    deadline,
                 };
-                return served(&gateway, &policy, outcome, deadline, face, Some(ends));
+                return serving.stream(outcome, unfinished, &request, &options, model);
             }
-            served(&gateway, &policy, outcome, deadline, face, None)
+            served(&gateway, &policy, outcome, deadline, face, None, None)
         }
         Err(error) => {
             tracing::warn!(requested = %request.model, error = %error, "run failed");
@@ -162,6 +162,67 @@ async fn serve_chat(gateway: Arc<Gateway>, request: Request, face: Face) -> Resp
     };
     gateway.metrics().request(route, &model, outcome);
     response
+}
+
+/// What serving a stream needs of its request's run.
+struct Serving<'a> {
+    gateway: &'a Arc<Gateway>,
+    runner: &'a Arc<GatewayRunner>,
+    policy: &'a Arc<dyn Decider>,
+    face: Face,
+    route: &'static str,
+    /// The run's deadline (ms since the epoch).
+    deadline: u64,
+}
+
+impl Serving<'_> {
+    /// The served stream, its end told to a [`StreamEnds`] and, on a route
+    /// that continues streams, its restart ready.
+    fn stream(
+        &self,
+        outcome: RunOutcome<ChatReply>,
+        unfinished: Box<Unfinished>,
+        request: &ChatRequest,
+        options: &RunOptions,
+        model: String,
+    ) -> Response {
+        let continues = recovery_of(self.runner.config(), self.face) == StreamRecovery::Continue;
+        let restart = continues
+            .then(|| Restarting {
+                gateway: self.gateway.clone(),
+                runner: self.runner.clone(),
+                policy: self.policy.clone(),
+                request: ChatRequest {
+                    record_id: None,
+                    ..request.clone()
+                },
+                agent: (options.agent.clone())
+                    .unwrap_or_else(|| self.gateway.default_agent.clone()),
+                route: self.route,
+                model: model.clone(),
+                deadline: self.deadline,
+            })
+            .and_then(|restarting| restarting.restarter(unfinished.later.clone()));
+        let ends = StreamEnds {
+            gateway: self.gateway.clone(),
+            runner: self.runner.clone(),
+            policy: self.policy.clone(),
+            unfinished,
+            route: self.route,
+            model,
+            record_id: request.record_id,
+        };
+        let (gateway, policy) = (self.gateway, self.policy);
+        served(
+            gateway,
+            policy,
+            outcome,
+            self.deadline,
+            self.face,
+            Some(ends),
+            restart,
+        )
+    }
 }
 
 /// Reads, parses and routes a request; the response refusing it otherwise.
@@ -249,6 +310,7 @@ fn served(
     deadline: u64,
     face: Face,
     ends: Option<StreamEnds>,
+    restart: Option<Restarter>,
 ) -> Response {
     // Made for a stream only: a whole reply has ended already.
     let context = || StreamContext {
@@ -259,6 +321,7 @@ fn served(
                 ends.ended(end);
             }
         }),
+        restart,
     };
     relay::success(outcome, context, face, &policy.version().sha256)
 }
@@ -267,28 +330,33 @@ fn served(
 /// stream ended, the attempt recorded — a success only when complete, a
 /// failure when the provider broke it (F-12.12) — and an early end written
 /// to the trace, which cannot derive it.
-struct StreamEnds {
-    gateway: Arc<Gateway>,
-    runner: Arc<GatewayRunner>,
-    policy: Arc<dyn Decider>,
-    unfinished: Box<Unfinished>,
+pub(super) struct StreamEnds {
+    pub(super) gateway: Arc<Gateway>,
+    pub(super) runner: Arc<GatewayRunner>,
+    pub(super) policy: Arc<dyn Decider>,
+    pub(super) unfinished: Box<Unfinished>,
     /// The request's route and model labels.
-    route: &'static str,
-    model: String,
+    pub(super) route: &'static str,
+    pub(super) model: String,
     /// The request's id in the trace, when recording.
-    record_id: Option<u64>,
+    pub(super) record_id: Option<u64>,
 }
 
 /// The request outcome of a stream the client left: nginx's "client
 /// closed request", as no HTTP status says it.
 const CLIENT_CLOSED: &str = "499";
 
+/// The request outcome of a stream broken and restarted elsewhere.
+const RESTARTED: &str = "restarted";
+
 impl StreamEnds {
-    fn ended(self, end: StreamEnd) {
+    pub(super) fn ended(self, end: StreamEnd) {
         let target = &self.unfinished.target;
         let (outcome, failure) = match &end {
             StreamEnd::Complete => ("served", None),
             StreamEnd::Broken(broken) => (broken.code(), broken.provider_failure(&target.provider)),
+            // Counted apart: the request goes on, counted again at its end.
+            StreamEnd::Restarted(broken) => (RESTARTED, broken.provider_failure(&target.provider)),
             StreamEnd::ClientLeft => (CLIENT_CLOSED, None),
         };
         self.gateway

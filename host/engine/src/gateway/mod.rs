@@ -26,6 +26,7 @@ pub mod metrics;
 mod readiness;
 mod relay;
 mod reply;
+mod restart;
 mod routes;
 mod server;
 

@@ -1,12 +1,14 @@
 //! Served replies in the client's shape: a whole completion, or a stream
 //! relayed piece by piece within the run's deadline and a size bound — and,
-//! when it breaks past the first content (no failing over then), ended with
-//! an error event so a client never takes a cut reply for whole.
+//! when it breaks past the first content, either restarted on the run's
+//! later candidates (`gateway.streamRecovery: "continue"`) or ended with an
+//! error event so a client never takes a cut reply for whole.
 
 use axum::body::{Body, Bytes, HttpBody as _};
 use axum::http::{header, HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 
 use super::header_values;
@@ -36,6 +38,24 @@ pub struct StreamContext {
     /// Told once how the stream ended, to record it: only a complete
     /// stream is the attempt's success (F-12.12).
     pub on_end: Box<dyn FnOnce(StreamEnd) + Send>,
+    /// Restarts the reply elsewhere when the provider breaks it, if the
+    /// route recovers streams by continuing.
+    pub restart: Option<Restarter>,
+}
+
+/// Runs the reply again on the run's later candidates; `None` when none
+/// serves it.
+pub type Restarter = Box<dyn FnOnce() -> BoxFuture<'static, Option<Restart>> + Send>;
+
+/// A reply restarted on another candidate: its stream, who serves it, and
+/// how to relay it.
+pub struct Restart {
+    /// The new reply.
+    pub stream: StreamReply,
+    /// Who serves it.
+    pub target: Target,
+    /// Its own end and restart.
+    pub context: StreamContext,
 }
 
 /// How a relayed stream ended.
@@ -45,6 +65,8 @@ pub enum StreamEnd {
     Complete,
     /// It stopped early, and the client was told so.
     Broken(Broken),
+    /// The provider broke it and it went on from another candidate.
+    Restarted(Broken),
     /// The client went away before the end.
     ClientLeft,
 }
@@ -157,6 +179,8 @@ trait StreamWriter: Send {
     fn event(&mut self, event: &StreamEvent) -> String;
     /// The end of a stream cut past its first content.
     fn broken(&mut self, message: &str, code: &str) -> String;
+    /// The reply starting over from `to`, after a break coded `code`.
+    fn restart(&mut self, to: &Target, code: &str) -> String;
     /// The end of a whole stream.
     fn done(&mut self) -> String;
 }
@@ -195,6 +219,23 @@ impl StreamWriter for OpenAiWriter {
     fn broken(&mut self, message: &str, code: &str) -> String {
         sse(&openai::error_json(message, "upstream_error", Some(code)))
     }
+    /// A chunk that opens the assistant's message again, naming the model
+    /// that goes on (every chunk after names it too) and why, in a
+    /// `failover` field SDKs keep beside the chunk's own.
+    fn restart(&mut self, to: &Target, code: &str) -> String {
+        let from = std::mem::replace(&mut self.model, to.model.clone());
+        self.fingerprint = None;
+        let mut json = openai::chunk_json(
+            &self.id,
+            &self.model,
+            self.created,
+            Chunk::Role { tool_first: false },
+        );
+        json["failover"] = serde_json::json!({
+            "restarted": true, "from": from, "model": self.model, "reason": code,
+        });
+        sse(&json)
+    }
     fn done(&mut self) -> String {
         "data: [DONE]\n\n".to_owned()
     }
@@ -226,6 +267,10 @@ impl StreamWriter for AnthropicWriter {
         // A cut upstream is the gateway's upstream failing: a 502's kind.
         self.encoder.error(502, message)
     }
+    /// The cut block closed: the answer starts over in a block of its own.
+    fn restart(&mut self, _to: &Target, _code: &str) -> String {
+        self.encoder.restart()
+    }
     fn done(&mut self) -> String {
         // `message_stop` came with the finish event.
         String::new()
@@ -233,7 +278,8 @@ impl StreamWriter for AnthropicWriter {
 }
 
 /// A stream in the writer's shape: its head, each piece, then its end — or,
-/// when it breaks, the writer's error and the failure recorded.
+/// when it breaks, a restart elsewhere or the writer's error, the failure
+/// recorded.
 fn relay(
     stream: StreamReply,
     target: Target,
@@ -246,36 +292,18 @@ fn relay(
         .find(|e| e.is_content())
         .is_some_and(|e| matches!(e, StreamEvent::ToolCall(_)));
     let head = Bytes::from(writer.head(tool_first));
-    let events = guard::guard(stream, context.deadline_ms, context.max_bytes);
-    let state = Some((events, writer, EndReport(Some(context.on_end))));
-    let tail = futures_util::stream::unfold(state, move |state| {
-        let target = target.clone();
-        async move {
-            let (mut events, mut writer, mut end) = state?;
-            Some(match events.next().await {
-                Some(Ok(event)) => {
-                    let text = writer.event(&event);
-                    (Bytes::from(text), Some((events, writer, end)))
-                }
-                Some(Err(broken)) => {
-                    tracing::warn!(
-                        provider = %target.provider,
-                        model = %target.model,
-                        profile = %target.profile,
-                        code = broken.code(),
-                        error = %broken.message(),
-                        "stream ended early"
-                    );
-                    let text = writer.broken(&broken.message(), broken.code());
-                    end.report(StreamEnd::Broken(broken));
-                    (Bytes::from(text), None)
-                }
-                None => {
-                    end.report(StreamEnd::Complete);
-                    (Bytes::from(writer.done()), None)
-                }
-            })
-        }
+    let relaying = Relaying {
+        events: guard::guard(stream, context.deadline_ms, context.max_bytes),
+        writer,
+        end: EndReport(Some(context.on_end)),
+        restart: context.restart,
+        target,
+        tools_sent: false,
+    };
+    let tail = futures_util::stream::unfold(Some(relaying), |state| async move {
+        let mut relaying = state?;
+        let (text, more) = relaying.next().await;
+        Some((Bytes::from(text), more.then_some(relaying)))
     });
     let body = futures_util::stream::once(async move { head })
         .chain(tail)
@@ -289,6 +317,71 @@ fn relay(
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
+}
+
+/// A stream being relayed: its events, the writer, its end's report, and
+/// where it may restart.
+struct Relaying {
+    events: guard::GuardedStream,
+    writer: Box<dyn StreamWriter>,
+    end: EndReport,
+    restart: Option<Restarter>,
+    target: Target,
+    /// A tool call reached the client: a restart would repeat its index
+    /// with other arguments, so there is none.
+    tools_sent: bool,
+}
+
+impl Relaying {
+    /// The text of the next event, and whether more follows.
+    async fn next(&mut self) -> (String, bool) {
+        match self.events.next().await {
+            Some(Ok(event)) => {
+                self.tools_sent |= matches!(event, StreamEvent::ToolCall(_));
+                (self.writer.event(&event), true)
+            }
+            Some(Err(broken)) => self.broke(broken).await,
+            None => {
+                self.end.report(StreamEnd::Complete);
+                (self.writer.done(), false)
+            }
+        }
+    }
+
+    /// After a break: the reply restarted on another candidate when the
+    /// route continues, the provider broke it and only text was sent;
+    /// otherwise the client's error event.
+    async fn broke(&mut self, broken: guard::Broken) -> (String, bool) {
+        let target = &self.target;
+        tracing::warn!(
+            provider = %target.provider,
+            model = %target.model,
+            profile = %target.profile,
+            code = broken.code(),
+            error = %broken.message(),
+            "stream ended early"
+        );
+        let restart = self.restart.take();
+        let restartable = matches!(broken, guard::Broken::Upstream(_)) && !self.tools_sent;
+        let restarted = match restart {
+            Some(restart) if restartable => restart().await,
+            _ => None,
+        };
+        let Some(next) = restarted else {
+            let text = self.writer.broken(&broken.message(), broken.code());
+            self.end.report(StreamEnd::Broken(broken));
+            return (text, false);
+        };
+        tracing::info!(from = %target.model, to = %next.target.model, "stream restarted");
+        let text = self.writer.restart(&next.target, broken.code());
+        self.end.report(StreamEnd::Restarted(broken));
+        let context = next.context;
+        self.events = guard::guard(next.stream, context.deadline_ms, context.max_bytes);
+        self.end = EndReport(Some(context.on_end));
+        self.restart = context.restart;
+        self.target = next.target;
+        (text, true)
+    }
 }
 
 fn sse(value: &serde_json::Value) -> String {

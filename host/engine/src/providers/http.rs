@@ -229,38 +229,7 @@ impl HttpProvider {
         if !request.stream {
             return Ok(ChatReply::Complete(Box::new(completion)));
         }
-        // Asked to stream, answered whole: a stream of one piece (its text,
-        // its tool calls).
-        let mut first = Vec::new();
-        if !completion.text.is_empty() {
-            first.push(StreamEvent::Text(completion.text));
-        }
-        if let Some(calls) = completion.message_extra.get("tool_calls") {
-            first.extend(
-                tools::deltas_of(calls)
-                    .into_iter()
-                    .map(StreamEvent::ToolCall),
-            );
-        }
-        if let Some(refusal) = completion.message_extra.get("refusal") {
-            let delta = serde_json::json!([{"index": 0, "delta": {"refusal": refusal}}]);
-            first.push(StreamEvent::Extra(serde_json::Map::from_iter([(
-                "choices".to_owned(),
-                delta,
-            )])));
-        }
-        if first.is_empty() {
-            return Err(ProviderError::default().with_provider(provider));
-        }
-        first.push(StreamEvent::Finish {
-            reason: completion.finish,
-            usage: completion.usage,
-        });
-        Ok(ChatReply::Stream(StreamReply {
-            id: completion.id.clone(),
-            first,
-            rest: Box::pin(futures_util::stream::empty()),
-        }))
+        whole_as_stream(completion, provider).map(ChatReply::Stream)
     }
 
     async fn send(
@@ -393,6 +362,44 @@ fn attempt_budget(deadlines: &Deadlines, stream: bool, deadline_ms: Option<u64>)
         ms = ms.min(deadline.saturating_sub(now_ms()));
     }
     Duration::from_millis(ms)
+}
+
+/// A reply asked to stream and answered whole: a stream of one piece (its
+/// text, its tool calls, its refusal), then its end.
+fn whole_as_stream(
+    completion: crate::chat::Completion,
+    provider: &str,
+) -> Result<StreamReply, ProviderError> {
+    let mut first = Vec::new();
+    if !completion.text.is_empty() {
+        first.push(StreamEvent::Text(completion.text));
+    }
+    if let Some(calls) = completion.message_extra.get("tool_calls") {
+        first.extend(
+            tools::deltas_of(calls)
+                .into_iter()
+                .map(StreamEvent::ToolCall),
+        );
+    }
+    if let Some(refusal) = completion.message_extra.get("refusal") {
+        let delta = serde_json::json!([{"index": 0, "delta": {"refusal": refusal}}]);
+        first.push(StreamEvent::Extra(serde_json::Map::from_iter([(
+            "choices".to_owned(),
+            delta,
+        )])));
+    }
+    if first.is_empty() {
+        return Err(ProviderError::default().with_provider(provider));
+    }
+    first.push(StreamEvent::Finish {
+        reason: completion.finish,
+        usage: completion.usage,
+    });
+    Ok(StreamReply {
+        id: completion.id.clone(),
+        first,
+        rest: Box::pin(futures_util::stream::empty()),
+    })
 }
 
 /// `stream` with every later error passed through `redactor`.

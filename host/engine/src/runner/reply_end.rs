@@ -27,6 +27,9 @@ pub struct Unfinished {
     pub started_at: u64,
     /// How long the call took to start answering (ms).
     pub answered_ms: u64,
+    /// The run's candidates after the one answering that a fallback may
+    /// enter, in order: where a broken reply may restart.
+    pub later: Vec<String>,
 }
 
 /// How a reply that ends after its run ended.

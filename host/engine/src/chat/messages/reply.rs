@@ -205,6 +205,14 @@ impl StreamEncoder {
         }
     }
 
+    /// The open block closed, so that what follows — the answer started
+    /// over on another model — begins a block of its own.
+    pub fn restart(&mut self) -> String {
+        let mut out = String::new();
+        self.close(&mut out);
+        out
+    }
+
     /// An `error` event ending a broken stream (no `message_stop`, so a
     /// client never takes a cut reply for whole).
     pub fn error(&mut self, status: u16, message: &str) -> String {

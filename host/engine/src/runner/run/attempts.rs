@@ -230,8 +230,21 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
     /// context overflow's may enter: candidates held only for overflows
     /// are passed over.
     fn routed_from(&self, from: usize) -> Option<usize> {
-        (from..self.plan.chain.len())
-            .find(|&n| !self.plan.overflow_only.contains(&self.plan.chain[n]))
+        (from..self.plan.chain.len()).find(|&n| self.routed(n))
+    }
+
+    /// Whether a fallback may enter chain position `n`: it is not held only
+    /// for context overflows.
+    fn routed(&self, n: usize) -> bool {
+        !self.plan.overflow_only.contains(&self.plan.chain[n])
+    }
+
+    /// The candidates after the current one that a fallback may enter.
+    pub(super) fn later_candidates(&self) -> Vec<String> {
+        (self.position + 1..self.plan.chain.len())
+            .filter(|&n| self.routed(n))
+            .map(|n| self.plan.chain[n].clone())
+            .collect()
     }
 
     /// On to the first candidate from `from` on that [`Self::routed_from`]

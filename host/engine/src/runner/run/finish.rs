@@ -38,6 +38,7 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
                 seen: seen.clone(),
                 started_at: self.reply_started_at,
                 answered_ms: now.saturating_sub(self.reply_started_at),
+                later: self.later_candidates(),
             })
         });
         if unfinished.is_none() {
