@@ -1,7 +1,8 @@
 //! The official OpenAI and Anthropic Python SDKs against the gateway:
 //! chat, streams, tools (whole and streamed, through both upstream shapes),
-//! JSON mode, the models list, an outage with fallback and everything
-//! failing, through both `/v1/chat/completions` and `/v1/messages`.
+//! JSON mode, the models list, an outage with fallback, everything
+//! failing and a broken stream continued on the fallback, through both
+//! `/v1/chat/completions` and `/v1/messages`.
 //!
 //! The SDKs live in a venv made by `tests/sdk/setup.sh` (which `.ci/run`
 //! and the README's test command run first; this test runs it too when
@@ -35,7 +36,12 @@ const CHECKS: &[&str] = &[
     "anthropic outage with fallback",
     "anthropic everything failing",
     "anthropic unknown model",
+    "openai stream continued",
+    "anthropic stream continued",
 ];
+
+/// The groups of checks that run on a gateway whose streams continue.
+const RECOVERY_GROUPS: &[&str] = &["openai-recovery", "anthropic-recovery"];
 
 fn sdk_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk")
@@ -63,7 +69,16 @@ pub(crate) fn python() -> PathBuf {
 /// Runs one group of the script's checks on a fresh gateway (outages leave
 /// profiles cooling down); its standard output.
 async fn run_group(python: PathBuf, group: &'static str) -> String {
-    let h = harness::start("", ClientKeys::default()).await;
+    let top = match RECOVERY_GROUPS.contains(&group) {
+        true => r#"gateway: { streamRecovery: "continue" },"#,
+        false => "",
+    };
+    let h = harness::start_setup(harness::Setup {
+        top,
+        keys: ClientKeys::default(),
+        ..harness::Setup::default()
+    })
+    .await;
     let base = h.base.clone();
     let output = tokio::task::spawn_blocking(move || {
         Command::new(python)
@@ -89,8 +104,9 @@ async fn run_group(python: PathBuf, group: &'static str) -> String {
 async fn the_official_python_sdks_work_through_both_endpoints() {
     let python = python();
     let mut stdout = String::new();
-    for group in ["openai", "anthropic", "openai-outages", "anthropic-outages"] {
-        stdout.push_str(&run_group(python.clone(), group).await);
+    let groups = ["openai", "anthropic", "openai-outages", "anthropic-outages"];
+    for group in groups.iter().chain(RECOVERY_GROUPS) {
+        stdout.push_str(&run_group(python.clone(), *group).await);
     }
     for check in CHECKS {
         assert!(

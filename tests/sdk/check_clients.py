@@ -2,8 +2,10 @@
 
 Run by tests/sdk.rs with the gateway's address in FAILOVER_BASE. The
 gateway's upstream is the tests' fault-injecting one (tests/gateway/
-emulation.rs): `down:<model>` in a prompt makes that model answer 503, and
-a request offering tools gets a call of the first one with {"city": "Oslo"}.
+emulation.rs): a fault named in a prompt as `<fault>:<model>` makes that
+model fail so (`down:claude-x` answers 503, `cut:claude-x` cuts its stream;
+tests/gateway/faults.rs), and a request offering tools gets a call of the
+first one with {"city": "Oslo"}.
 The chain is anthropic/claude-x, then openai/gpt-x; the alias `gpt` is
 openai/gpt-x alone.
 
@@ -195,12 +197,39 @@ def anthropic_outages():
     ok("anthropic everything failing")
 
 
+def openai_recovery():
+    """On a gateway whose streams continue (`gateway.streamRecovery`)."""
+    client = openai.OpenAI(base_url=f"{BASE}/v1", api_key="unused", max_retries=0)
+    chunks = list(client.chat.completions.create(
+        model="auto", stream=True, messages=[{"role": "user", "content": "hi cut:claude-x"}]))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text.startswith("The answer ") and text.endswith("hello from gpt-x with oai-a"), text
+    restarts = [c for c in chunks if (c.model_extra or {}).get("failover")]
+    assert len(restarts) == 1 and restarts[0].failover["model"] == FALLBACK, chunks
+    assert chunks[-1].model == FALLBACK, chunks[-1]
+    ok("openai stream continued")
+
+
+def anthropic_recovery():
+    """On a gateway whose streams continue (`gateway.streamRecovery`)."""
+    client = anthropic.Anthropic(base_url=BASE, api_key="unused", max_retries=0)
+    with client.messages.stream(model="auto", max_tokens=100,
+                                messages=[{"role": "user", "content": "hi cut:claude-x"}]) as stream:
+        message = stream.get_final_message()
+    texts = [block.text for block in message.content]
+    assert texts == ["The answer ", "hello from gpt-x with oai-a"], texts
+    assert message.stop_reason == "end_turn", message
+    ok("anthropic stream continued")
+
+
 # Outages leave profiles cooling down: each group runs on a fresh gateway.
 GROUPS = {
     "openai": openai_checks,
     "anthropic": anthropic_checks,
     "openai-outages": openai_outages,
     "anthropic-outages": anthropic_outages,
+    "openai-recovery": openai_recovery,
+    "anthropic-recovery": anthropic_recovery,
 }
 
 if __name__ == "__main__":
