@@ -106,7 +106,7 @@ async fn the_official_python_sdks_work_through_both_endpoints() {
     let mut stdout = String::new();
     let groups = ["openai", "anthropic", "openai-outages", "anthropic-outages"];
     for group in groups.iter().chain(RECOVERY_GROUPS) {
-        stdout.push_str(&run_group(python.clone(), *group).await);
+        stdout.push_str(&run_group(python.clone(), group).await);
     }
     for check in CHECKS {
         assert!(
