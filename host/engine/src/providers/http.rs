@@ -426,3 +426,28 @@ async fn read_bounded(mut response: reqwest::Response) -> Result<String, reqwest
     Ok(String::from_utf8(body)
         .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One client per connect deadline the config sets, at any level, the
+    /// default's first; a provider's other deadlines share its client.
+    #[test]
+    fn every_connect_deadline_the_config_sets_gets_a_client() {
+        let config = serde_json::json!({"models": {
+        "timeouts": {"connectSeconds": 4},
+        "providers": {
+            "openai": {"timeouts": {"connectSeconds": 2, "idleSeconds": 9}},
+            "anthropic": {"models": [{"id": "claude-x", "timeouts": {"connectSeconds": 1}}]},
+            "groq": {"timeouts": {"firstTokenSeconds": 5}},
+        }}});
+        let config = Config::from_value(config, std::path::Path::new("c.json5")).unwrap();
+        assert_eq!(connect_deadlines(&config), [4_000, 1_000, 2_000]);
+        let openai = config.endpoint("openai").unwrap();
+        assert_eq!(openai.deadlines_for("gpt-4o").connect_ms, 2_000);
+        let anthropic = config.endpoint("anthropic").unwrap();
+        assert_eq!(anthropic.deadlines_for("claude-x").connect_ms, 1_000);
+        assert_eq!(anthropic.deadlines.connect_ms, 4_000);
+    }
+}
