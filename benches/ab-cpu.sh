@@ -3,7 +3,7 @@
 # measured in close alternation: on a shared machine whose speed drifts
 # within seconds, runs far apart see different machines, and a change of
 # a few per cent only shows when each sample of A sits next to one of B
-# (BENCHMARKS.md, issue 16, fifteenth part).
+# (docs/performance.md).
 #
 #   benches/ab-cpu.sh BINARY_A BINARY_B [CONCURRENCY] [ROUNDS]
 #

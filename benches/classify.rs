@@ -3,7 +3,7 @@
 //! core called natively on the already flattened input. Measured on one
 //! typical short error and on the case corpus at its own message lengths and
 //! padded to 1 KiB and 4 KiB. Run with `cargo bench --bench classify`; the
-//! summary at the end prints the ratios of this one run (see BENCHMARKS.md).
+//! summary at the end prints the ratios of this one run (see docs/performance.md).
 //!
 //! With `FAILOVER_BENCH_ONLY=component` (or `batch`, or `native`) it
 //! classifies the reference corpus [`ONLY_REPEATS`] times that way only,

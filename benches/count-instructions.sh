@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # User-space instructions per request of `failover serve` and of the floor
 # proxy, counted by callgrind: a figure machine noise does not move, for
-# before/after comparisons on a shared, noisy machine (BENCHMARKS.md, issue
-# 16, fifth part). Kernel time is not counted.
+# before/after comparisons on a shared, noisy machine (docs/performance.md).
+# Kernel time is not counted.
 #
 #   benches/count-instructions.sh [FAILOVER_BINARY]
 #

@@ -3,8 +3,7 @@
 # real concurrency: what callgrind cannot show. It counts user space only
 # and runs threads one at a time, so work a gateway does only when two
 # workers meet (a check falling back to `statx` while another thread reads
-# the same queue) never appears in its counts (BENCHMARKS.md, issue 16,
-# sixteenth part).
+# the same queue) never appears in its counts (docs/performance.md).
 #
 #   benches/count-syscalls.sh [FAILOVER_BINARY] [CONCURRENCY]
 #

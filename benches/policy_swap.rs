@@ -1,4 +1,4 @@
-//! Hot-swap and sandbox costs (issue 6), printed from one run:
+//! Hot-swap and sandbox costs, printed from one run:
 //!
 //! 1. swap latency — module bytes to active: compile, import and contract
 //!    checks, the conformance corpus, the swap;

@@ -507,7 +507,7 @@ async fn client_keys_are_required_when_configured() {
     h.stop().await;
 }
 
-/// The chat routes are served outside the router's layers (issue 16): what
+/// The chat routes are served outside the router's layers: what
 /// those layers did — the key check, the policy header on every answer,
 /// the Anthropic face's error shape, the router's 405 — they still get.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

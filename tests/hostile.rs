@@ -51,7 +51,7 @@ fn assert_healthy(policy: &Policy) {
 fn the_default_policy_passes_the_gate() {
     let (policy, report) = gate::check(engine(), DEFAULT_POLICY, Limits::default());
     assert!(policy.is_some(), "{}", report.render());
-    // The count the README and BENCHMARKS.md quote.
+    // The count docs/performance.md quotes.
     assert_eq!(report.cases.len(), 122);
     assert!(report.render().ends_with("verdict: accepted\n"));
 }

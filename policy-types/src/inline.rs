@@ -5,7 +5,7 @@
 //! `Result` whose error is formatted with `Debug`, and that brought the
 //! formatting machinery for layouts, alignments and hexadecimal numbers
 //! into the policy module, ~1,000 lines of wasm that Cranelift compiles on
-//! every module admitted (BENCHMARKS.md, issue 16, eighteenth part). This
+//! every module admitted (docs/performance.md). This
 //! list holds `Copy` items only, so it never drops one, and it grows through
 //! `Vec`, whose failure paths the module already has.
 

@@ -3,7 +3,7 @@
 //!
 //! A request allocates and frees over a hundred small blocks; mimalloc's
 //! per-thread free lists take a fraction of the instructions glibc's
-//! malloc does for each (BENCHMARKS.md, issue 16, eleventh part). But
+//! malloc does for each (docs/performance.md). But
 //! mimalloc keeps the memory of large blocks once freed: twenty 4 MiB
 //! request bodies left a gateway at 180 MiB where glibc's returned to
 //! 60 MiB. So a block of more than [`SMALL`] bytes is the system's, and

@@ -5,7 +5,7 @@
 //!
 //! The general reader parses a line into a `serde_json::Value` tree and
 //! then walks it, an allocation per key and value; on a file of errors
-//! that was most of the reading thread's time. This one reads the fields
+//! that is most of the reading thread's time. This one reads the fields
 //! straight into their types, borrowing from the line. It answers only
 //! when its answer is the one the general reader gives: anything else
 //! (a nested error, a message given as an object, a status out of range,

@@ -302,8 +302,8 @@ impl std::fmt::Debug for StreamReply {
 #[derive(Debug)]
 pub enum ChatReply {
     /// A whole reply. Boxed: a completion is a few hundred bytes, and a
-    /// reply is moved a few dozen times on its way out of a run (a tenth
-    /// of the gateway's own instructions were those copies, issue 16).
+    /// reply is moved a few dozen times on its way out of a run (unboxed,
+    /// those copies are a tenth of the gateway's own instructions).
     Complete(Box<Completion>),
     /// A streamed reply, its start arrived.
     Stream(StreamReply),

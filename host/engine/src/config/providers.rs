@@ -165,7 +165,7 @@ pub struct Endpoint {
     /// The configured model list, when there is one.
     pub models: Option<Vec<String>>,
     /// The URL chat calls go to, parsed once here rather than on every
-    /// call (parsing, with its IDNA pass, was a sixth of the gateway's
+    /// call (parsing, with its IDNA pass, costs a sixth of the gateway's
     /// instructions per request); `None` when it does not parse (the call
     /// then reports why).
     pub call_url: Option<reqwest::Url>,
@@ -193,7 +193,7 @@ impl Config {
     /// built-ins; `None` when neither knows it. Configured ones were resolved
     /// once, when the config was read.
     /// A configured one is lent, not copied: a copy cost three strings
-    /// allocated and freed on every attempt (issue 16).
+    /// allocated and freed on every attempt.
     pub fn endpoint(&self, provider: &str) -> Option<Cow<'_, Endpoint>> {
         match self.endpoints.get(provider) {
             Some(endpoint) => Some(Cow::Borrowed(endpoint)),

@@ -3,11 +3,11 @@
 //!
 //! A connection's task is woken several times a request (the request's
 //! bytes, the upstream's reply, each write). Its watchdog — the idle and
-//! header-read timer, an eviction at the cap, the drain at shutdown — used
-//! to be polled on each of those wakes, and every poll of a waiting
-//! `Notify` takes that `Notify`'s lock. The drain's was one for all
-//! connections, so the worker threads passed its lock between them on
-//! every wake (BENCHMARKS.md, issue 16, fifteenth part). With an alarm,
+//! header-read timer, an eviction at the cap, the drain at shutdown — would
+//! be polled on each of those wakes as `Notify`s, and every poll of a
+//! waiting `Notify` takes that `Notify`'s lock. The drain's is one for all
+//! connections, so the worker threads would pass its lock between them on
+//! every wake (docs/performance.md). With an alarm,
 //! the watchdog's timer wakes the task through the alarm's own waker, and
 //! eviction and drain set their flag and ring it; the connection polls its
 //! watchdog only when the alarm has rung since it last looked.

@@ -1,9 +1,9 @@
 //! Header values the gateway sets on every answer — who served it, which
 //! policy decided — kept per thread for the text they were made from.
-//! Made afresh, each was checked byte by byte and copied into a new
+//! Made afresh, each would be checked byte by byte and copied into a new
 //! allocation, twice for nothing on the usual run where the same profile
 //! and the same module answer request after request (~1k instructions a
-//! request, BENCHMARKS.md, issue 16). A kept value is handed out as a
+//! request, docs/performance.md). A kept value is handed out as a
 //! clone, which shares its bytes.
 
 use std::cell::RefCell;
@@ -67,7 +67,7 @@ thread_local! {
 /// cannot be a header value. Kept per thread for the next answer by the
 /// same profile and module: a clone of the kept map shares its values,
 /// where inserting five headers hashed each name again (~1.2k instructions
-/// a request, BENCHMARKS.md, issue 16, twentieth part). The kept map holds
+/// a request, docs/performance.md). The kept map holds
 /// a `content-length` to overwrite: a clone's entries have no room to
 /// spare, so the router adding one grew them (~0.6k instructions).
 pub(super) fn served_json(

@@ -35,8 +35,7 @@ pub(super) const MESSAGES_PATH: &str = "/v1/messages";
 /// Anthropic face's error shape; a chat body is bounded by its own read,
 /// not by [`DefaultBodyLimit`]): a router's layer wraps each of its routes
 /// in one more boxed route, cloned and polled on every request, two layers
-/// ~2k instructions of a chat request (BENCHMARKS.md, issue 16, twentieth
-/// part). [`super::serve`] answers a `POST` to them before the router
+/// ~2k instructions of a chat request (docs/performance.md). [`super::serve`] answers a `POST` to them before the router
 /// (`chat_route::ChatRoutes`); the router's copies answer what else reaches
 /// them.
 pub fn router(gateway: Arc<Gateway>) -> Router {
@@ -158,7 +157,7 @@ pub(super) fn set_policy_hash(response: &mut Response, policy_hash: &str) {
 /// Responses that ran no policy carry the active module's hash. A plain
 /// response map, not a `from_fn` middleware: that one boxes the rest of
 /// the router and its future on every request (~3k instructions of the
-/// gateway's own work, BENCHMARKS.md, issue 16).
+/// gateway's own work, docs/performance.md).
 fn policy_header(gateway: Arc<Gateway>) -> impl FnOnce(Response) -> Response + Clone {
     move |response: Response| with_policy_header(&gateway, response)
 }

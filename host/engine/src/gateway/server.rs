@@ -62,7 +62,7 @@ pub trait DirectRoute: Send + Sync {
 /// What a server serves: a router, and a route taken before it. The
 /// busiest routes skip the router's matching, its URL parameters in the
 /// request's extensions, its boxed route and method dispatch (~2.5k
-/// instructions a request, BENCHMARKS.md, issue 16, twenty-first part).
+/// instructions a request, docs/performance.md).
 #[derive(Clone)]
 pub struct Routes {
     router: Router,

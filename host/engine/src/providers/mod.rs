@@ -1,4 +1,4 @@
-//! Real provider I/O (issue 5): the HTTP client that implements
+//! Real provider I/O: the HTTP client that implements
 //! [`crate::runner::Provider`] for OpenAI-compatible and Anthropic APIs.
 //!
 //! - [`HttpProvider`] — the client: auth, deadlines, streaming.

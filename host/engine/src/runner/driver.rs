@@ -22,7 +22,7 @@ use super::run::Run;
 
 /// A success that changes nothing but a profile's `lastUsed` is written at
 /// most this often per profile. One fsync'd write per request capped a
-/// gateway near 1,800 requests/s on the project's machine (BENCHMARKS.md);
+/// gateway near 1,800 requests/s on the project's machine (docs/performance.md);
 /// this process keeps the exact time in memory for its own ordering, other
 /// processes see it to the second.
 pub const LAST_USED_WRITE_INTERVAL_MS: u64 = 1_000;
@@ -174,8 +174,8 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         // The run's future is boxed, and so is the outcome it leaves the
         // scope with: the scope's future is moved as it starts, and hands
         // its output up through every poll. The run's state is ~4.7 KB and
-        // an outcome ~200 bytes; their copies were a twentieth of the
-        // gateway's own instructions (issue 16).
+        // an outcome ~200 bytes; copied by value they would cost a
+        // twentieth of the gateway's own instructions.
         let outcome = crate::state::read_scope::reads_of_one_run(Box::pin(async {
             let plan = self.plan(policy, options)?;
             Run::new(self, policy, options, request, observer, plan)

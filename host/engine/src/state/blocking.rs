@@ -11,7 +11,7 @@
 //! Reads stay where they are: they take no lock (atomic renames keep them
 //! whole), read a few KiB the page cache holds, and happen several times a
 //! request — handing the worker over for each cost a third of the
-//! gateway's throughput (BENCHMARKS.md), for waits of microseconds. An
+//! gateway's throughput (docs/performance.md), for waits of microseconds. An
 //! uncontended lock is taken in place too: only a held one is waited for
 //! off the workers.
 

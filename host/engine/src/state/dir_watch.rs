@@ -4,7 +4,7 @@
 //! A gateway checks `auth-profiles.json` and `auth-state.json` once per
 //! run each (see [`super::read_scope`]). Each check was a `statx` with a
 //! walk of the whole path: 6.5 % of the gateway's CPU per request
-//! (BENCHMARKS.md, issue 16, fifteenth part). With an inotify watch on the
+//! (docs/performance.md). With an inotify watch on the
 //! directory, the kernel queues an event in the same system call that
 //! changes a file there (a write, a rename over it, a removal) — before
 //! that call returns. So a look at the watch's queue that finds it empty
@@ -103,8 +103,7 @@ impl DirWatch {
     /// drain them or to wait for the drain under way. Before, every reader
     /// drained, and two reads side by side had to move the generation in
     /// case the other had taken events: with two workers that sent a third
-    /// of a gateway's requests back to `statx` (BENCHMARKS.md, issue 16,
-    /// sixteenth part).
+    /// of a gateway's requests back to `statx` (docs/performance.md).
     pub(crate) fn generation(&self) -> Option<Generation> {
         if self.blind.load(Ordering::Acquire) {
             return None;

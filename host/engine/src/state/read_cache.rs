@@ -167,8 +167,7 @@ impl<T: Clone> ReadCache<T> {
         // The lock is held only to look at the slot, never while the value
         // is inspected: the gateway's workers read the same files for every
         // request, and a worker preempted while inspecting under the lock
-        // left the other waiting in the kernel (BENCHMARKS.md, issue 16,
-        // fifteenth part).
+        // left the other waiting in the kernel (docs/performance.md).
         let recent =
             self.confirm(|kept| answers_for_this_read(kept.checked, self.recheck).then_some(None));
         if let Some(value) = recent {

@@ -5,7 +5,7 @@
 //! times (the routing state and the summaries per candidate, the
 //! credential per call), and each read checked the file's stamp again:
 //! a `statx` with a walk of the whole path, which was the largest cost of
-//! the state on a gateway's request (BENCHMARKS.md). Inside
+//! the state on a gateway's request (docs/performance.md). Inside
 //! [`reads_of_one_run`], a read may rely on a check that started after the
 //! run began — by this run or by another one — instead of making its own.
 //! A change that completes while the run is going on is concurrent with it:

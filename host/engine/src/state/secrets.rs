@@ -38,7 +38,7 @@ pub fn canonical_provider(provider: &str) -> &str {
 
 /// The typed view of one credential, for validation and summaries: its
 /// strings borrowed from the file's tree, not copied (a copy was four
-/// strings allocated and freed on every credential read, issue 16).
+/// strings allocated and freed on every credential read).
 #[derive(Deserialize)]
 struct Fields<'a> {
     #[serde(rename = "type")]

@@ -2,7 +2,7 @@
 //!
 //! Compiling the default policy with Cranelift takes ~0.35 s of CPU, and
 //! every `failover` command that decides anything pays it: for
-//! `failover classify` over a file of 100,000 errors it was a third of the
+//! `failover classify` over a file of 100,000 errors it is a third of the
 //! run. Compiled code depends only on the module's bytes and on the engine
 //! (wasmtime's version and configuration, the CPU features), so it is kept
 //! in a cache directory under a name made of both, and loaded instead of

@@ -3,7 +3,7 @@
 //! Each default is a named constant with the reason for its number. The
 //! input bounds are applied by the host *before* anything crosses into the
 //! guest, and the fuel budget is sized so that the largest input those bounds
-//! allow classifies with a wide margin (see `BENCHMARKS.md` for the measured
+//! allow classifies with a wide margin (see `docs/performance.md` for the measured
 //! fuel of the worst case).
 
 use std::time::Duration;

@@ -108,7 +108,7 @@ struct PoolState {
     /// dropped instead of reused.
     generation: u64,
     /// Boxed: a store and its bindings are several hundred bytes, which
-    /// moved in and out of the list by value were five copies a call.
+    /// moved in and out of the list by value would be five copies a call.
     #[allow(clippy::vec_box)]
     idle: Vec<Box<Warm>>,
     stats: PolicyStats,

@@ -3,7 +3,7 @@
 //! `top_p` — read in one pass from its text with the cursor of
 //! [`super::scan`], without the JSON tree the general reader builds first
 //! (more than half of reading a short request) or a `serde` visitor's
-//! calls (most of the rest: BENCHMARKS.md, issue 16, nineteenth part).
+//! calls (most of the rest: docs/performance.md).
 //!
 //! Anything else — another field, a message with more than a role and a
 //! string, a name written with escapes, a value the general reader would

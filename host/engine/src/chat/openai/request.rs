@@ -239,7 +239,7 @@ pub fn render_request(request: &ChatRequest, model: &str) -> Value {
 
 /// The upstream request body for `model`, written straight from the
 /// request: no JSON tree is built (it cost a fifth of the gateway's own
-/// work per request, issue 16).
+/// work per request).
 pub fn request_body(request: &ChatRequest, model: &str) -> Result<Vec<u8>, serde_json::Error> {
     serde_json::to_vec(&Upstream { request, model })
 }

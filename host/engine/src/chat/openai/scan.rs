@@ -57,7 +57,7 @@ fn specials(word: u64) -> u64 {
 /// The index of the first quote, backslash or control character at or
 /// after `at`, or the length of `bytes` when there is none: a string's
 /// plain text is passed eight bytes a turn (a byte a turn took ten
-/// instructions a byte, BENCHMARKS.md, issue 16, nineteenth part).
+/// instructions a byte, docs/performance.md).
 fn next_special(bytes: &[u8], mut at: usize) -> usize {
     while let Some(word) = bytes.get(at..at + 8) {
         // Byte `i` of the text is byte `i` from the low end.

@@ -170,7 +170,7 @@ impl AuthStore {
     pub fn usage_of(&self, ids: &[&str]) -> Result<BTreeMap<String, Usage>, StateError> {
         // Inserted one by one: collecting sorts through a vector first,
         // which for the one or two profiles of a candidate cost more than
-        // the map (issue 16).
+        // the map.
         let pick = |all: &BTreeMap<String, Usage>| -> BTreeMap<String, Usage> {
             let mut picked = BTreeMap::new();
             for id in ids {

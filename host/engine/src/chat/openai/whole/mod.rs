@@ -11,8 +11,7 @@
 //! `id`, `model` and `object` replaced. Building a `serde_json::Value` of
 //! it and writing it out again was a seventh of the gateway's own work per
 //! request; names and values copied out of the text, and the small trees
-//! of `message` and `usage`, were most of what remained (BENCHMARKS.md,
-//! issue 16).
+//! of `message` and `usage`, were most of what remained (docs/performance.md).
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod agreement;

@@ -1,9 +1,9 @@
 //! A reply read in one pass: the members the gateway needs (`error`,
 //! `choices`, `id`, `usage`) read where they stand and every member's
 //! span noted on the way, by a cursor over the text instead of a `serde`
-//! visitor (reading the reply was the largest part of the gateway's own
-//! work per request, a visitor's calls most of it: BENCHMARKS.md, issue
-//! 16, nineteenth part).
+//! visitor (reading the reply is the largest part of the gateway's own
+//! work per request, and a visitor's calls would be most of it:
+//! docs/performance.md).
 //!
 //! It answers only for the usual reply: every name it reads written
 //! without escapes (so a member's name is a slice of the text), every value
