@@ -59,80 +59,12 @@ const NONE: u32 = u32::MAX;
 
 impl Dfa {
     fn build(patterns: &[Vec<u8>]) -> Dfa {
-        // Raw classes: one per distinct byte of the phrases, 0 for the rest.
-        let mut raw_class = [0usize; 256];
-        let mut raw_count = 1;
-        for byte in patterns.iter().flatten() {
-            if raw_class[usize::from(*byte)] == 0 {
-                raw_class[usize::from(*byte)] = raw_count;
-                raw_count += 1;
-            }
-        }
-        // Trie.
-        let mut goto: Vec<Vec<u32>> = vec![vec![NONE; raw_count]];
-        let mut outputs: Vec<Vec<u16>> = vec![Vec::new()];
-        for (id, pattern) in patterns.iter().enumerate() {
-            assert!(!pattern.is_empty(), "empty phrase");
-            let mut state = 0usize;
-            for byte in pattern {
-                let class = raw_class[usize::from(*byte)];
-                if goto[state][class] == NONE {
-                    goto.push(vec![NONE; raw_count]);
-                    outputs.push(Vec::new());
-                    goto[state][class] = (goto.len() - 1) as u32;
-                }
-                state = goto[state][class] as usize;
-            }
-            outputs[state].push(u16::try_from(id).expect("fewer than 65536 phrases"));
-        }
-        // Failure links and the full transition function, breadth first.
+        let (raw_class, raw_count) = raw_classes(patterns);
+        let (goto, mut outputs) = trie(patterns, &raw_class, raw_count);
+        let (delta, breadth_first) = complete(&goto, &mut outputs, raw_count);
         let states = goto.len();
-        let mut delta = vec![vec![0u32; raw_count]; states];
-        let mut fail = vec![0usize; states];
-        let mut queue = VecDeque::new();
-        let mut breadth_first = vec![0usize];
-        for class in 0..raw_count {
-            let child = goto[0][class];
-            if child != NONE {
-                delta[0][class] = child;
-                queue.push_back(child as usize);
-            }
-        }
-        while let Some(state) = queue.pop_front() {
-            breadth_first.push(state);
-            let own = outputs[fail[state]].clone();
-            outputs[state].extend(own);
-            for class in 0..raw_count {
-                let child = goto[state][class];
-                if child == NONE {
-                    delta[state][class] = delta[fail[state]][class];
-                } else {
-                    fail[child as usize] = delta[fail[state]][class] as usize;
-                    delta[state][class] = child;
-                    queue.push_back(child as usize);
-                }
-            }
-        }
-        // Merge byte classes whose columns are identical.
-        let mut merged_of_raw = vec![0usize; raw_count];
-        let mut columns: HashMap<Vec<u32>, usize> = HashMap::new();
-        let mut kept_raw = Vec::new();
-        for raw in 0..raw_count {
-            let column: Vec<u32> = delta.iter().map(|row| row[raw]).collect();
-            let next = columns.len();
-            let merged = *columns.entry(column).or_insert(next);
-            if merged == next {
-                kept_raw.push(raw);
-            }
-            merged_of_raw[raw] = merged;
-        }
+        let (classes, kept_raw) = merge_classes(&delta, &raw_class, raw_count);
         let class_count = kept_raw.len();
-        let mut classes = [0u8; 256];
-        for byte in 0..=255u8 {
-            let raw = raw_class[usize::from(byte.to_ascii_lowercase())];
-            classes[usize::from(byte)] =
-                u8::try_from(merged_of_raw[raw]).expect("at most 256 classes");
-        }
         // Number states without output first (the root stays 0: no phrase is
         // empty), each group shallowest first: a scan spends nearly all its
         // steps in the few shallow states, and numbering them together keeps
@@ -282,4 +214,109 @@ fn write_array<T: std::fmt::Display>(
         }
     }
     writeln!(out, "];").unwrap();
+}
+
+/// Raw byte classes: one per distinct byte of the phrases, 0 for the rest;
+/// and how many there are.
+fn raw_classes(patterns: &[Vec<u8>]) -> ([usize; 256], usize) {
+    let mut raw_class = [0usize; 256];
+    let mut raw_count = 1;
+    for byte in patterns.iter().flatten() {
+        if raw_class[usize::from(*byte)] == 0 {
+            raw_class[usize::from(*byte)] = raw_count;
+            raw_count += 1;
+        }
+    }
+    (raw_class, raw_count)
+}
+
+/// The phrases' trie over raw classes: each state's children, and the
+/// phrases ending at each state.
+fn trie(
+    patterns: &[Vec<u8>],
+    raw_class: &[usize; 256],
+    raw_count: usize,
+) -> (Vec<Vec<u32>>, Vec<Vec<u16>>) {
+    let mut goto: Vec<Vec<u32>> = vec![vec![NONE; raw_count]];
+    let mut outputs: Vec<Vec<u16>> = vec![Vec::new()];
+    for (id, pattern) in patterns.iter().enumerate() {
+        assert!(!pattern.is_empty(), "empty phrase");
+        let mut state = 0usize;
+        for byte in pattern {
+            let class = raw_class[usize::from(*byte)];
+            if goto[state][class] == NONE {
+                goto.push(vec![NONE; raw_count]);
+                outputs.push(Vec::new());
+                goto[state][class] = (goto.len() - 1) as u32;
+            }
+            state = goto[state][class] as usize;
+        }
+        outputs[state].push(u16::try_from(id).expect("fewer than 65536 phrases"));
+    }
+    (goto, outputs)
+}
+
+/// Failure links and the full transition function, breadth first: the
+/// transitions, and the states in breadth-first order. Each state's
+/// outputs gain its failure state's.
+fn complete(
+    goto: &[Vec<u32>],
+    outputs: &mut [Vec<u16>],
+    raw_count: usize,
+) -> (Vec<Vec<u32>>, Vec<usize>) {
+    let states = goto.len();
+    let mut delta = vec![vec![0u32; raw_count]; states];
+    let mut fail = vec![0usize; states];
+    let mut queue = VecDeque::new();
+    let mut breadth_first = vec![0usize];
+    for class in 0..raw_count {
+        let child = goto[0][class];
+        if child != NONE {
+            delta[0][class] = child;
+            queue.push_back(child as usize);
+        }
+    }
+    while let Some(state) = queue.pop_front() {
+        breadth_first.push(state);
+        let own = outputs[fail[state]].clone();
+        outputs[state].extend(own);
+        for class in 0..raw_count {
+            let child = goto[state][class];
+            if child == NONE {
+                delta[state][class] = delta[fail[state]][class];
+            } else {
+                fail[child as usize] = delta[fail[state]][class] as usize;
+                delta[state][class] = child;
+                queue.push_back(child as usize);
+            }
+        }
+    }
+    (delta, breadth_first)
+}
+
+/// Byte classes whose columns are identical, merged: each byte's class
+/// (ASCII case folded), and the raw class kept for each merged one.
+fn merge_classes(
+    delta: &[Vec<u32>],
+    raw_class: &[usize; 256],
+    raw_count: usize,
+) -> ([u8; 256], Vec<usize>) {
+    let mut merged_of_raw = vec![0usize; raw_count];
+    let mut columns: HashMap<Vec<u32>, usize> = HashMap::new();
+    let mut kept_raw = Vec::new();
+    for raw in 0..raw_count {
+        let column: Vec<u32> = delta.iter().map(|row| row[raw]).collect();
+        let next = columns.len();
+        let merged = *columns.entry(column).or_insert(next);
+        if merged == next {
+            kept_raw.push(raw);
+        }
+        merged_of_raw[raw] = merged;
+    }
+    let mut classes = [0u8; 256];
+    for byte in 0..=255u8 {
+        let raw = raw_class[usize::from(byte.to_ascii_lowercase())];
+        classes[usize::from(byte)] = u8::try_from(merged_of_raw[raw]).expect("at most 256 classes");
+    }
+    (classes, kept_raw)
 }

@@ -73,17 +73,7 @@ pub fn order_profiles(request: &OrderRequest) -> Vec<RankedProfile> {
             .or_insert(configured.mode);
     }
     profiles.retain(|p| usable(request, &modes, p));
-    if profiles.len() > SMALL {
-        let mut seen = BTreeSet::new();
-        profiles.retain(|p| seen.insert(p.id.as_str()));
-    } else {
-        let mut seen: Vec<&str> = Vec::with_capacity(profiles.len());
-        profiles.retain(|p| {
-            let first = !seen.contains(&p.id.as_str());
-            seen.push(p.id.as_str());
-            first
-        });
-    }
+    keep_first_of_each_id(&mut profiles);
     if explicit.is_none() {
         profiles.sort_by_key(|p| (p.kind, p.usage.last_used.unwrap_or(0)));
     }
@@ -104,6 +94,22 @@ pub fn order_profiles(request: &OrderRequest) -> Vec<RankedProfile> {
     // Stable: available ones keep their order; blocked ones follow by expiry.
     ranked.sort_by_key(|r| r.blocked_until.map_or((false, 0), |until| (true, until)));
     ranked
+}
+
+/// Keeps each id's first profile: through an ordered set past [`SMALL`]
+/// profiles, a linear search below (cheaper than building the set).
+fn keep_first_of_each_id(profiles: &mut Vec<&StoredProfile>) {
+    if profiles.len() > SMALL {
+        let mut seen = BTreeSet::new();
+        profiles.retain(|p| seen.insert(p.id.as_str()));
+    } else {
+        let mut seen: Vec<&str> = Vec::with_capacity(profiles.len());
+        profiles.retain(|p| {
+            let first = !seen.contains(&p.id.as_str());
+            seen.push(p.id.as_str());
+            first
+        });
+    }
 }
 
 /// Whether a stored profile may serve this provider at all; `modes` are

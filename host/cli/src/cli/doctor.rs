@@ -15,7 +15,9 @@ use anyhow::Context as _;
 
 use super::timefmt::now_ms;
 use super::Context;
-use crate::readiness::chain_readiness;
+use crate::config::Config;
+use crate::readiness::{chain_readiness, CandidateReadiness};
+use crate::state::AuthStore;
 
 /// How long a provider's address gets to answer: a healthy API answers a
 /// bare GET in well under a second; five allows a slow network.
@@ -65,21 +67,7 @@ pub fn run(context: &Context, args: DoctorArgs) -> anyhow::Result<ExitCode> {
         Err(error) => check(false, format!("policy: {error:#}")),
     }
     let candidates = chain_readiness(context.policy()?, config, &store, now_ms())?;
-    // After a read: the shared store's health is what that read found. A
-    // Redis down is a warning: gateways go on from their local copies.
-    if let Some(shared) = &store.backend_status().shared {
-        match &shared.health.error {
-            None => check(
-                true,
-                format!("routing state and sessions: redis {} answers", shared.url),
-            ),
-            Some(error) => println!(
-                "warn routing state and sessions: redis {} does not answer ({error}); \
-                 gateways would serve from their local copies",
-                shared.url
-            ),
-        }
-    }
+    check_shared_state(&store, &mut check);
     if candidates.is_empty() {
         check(
             false,
@@ -91,10 +79,52 @@ pub fn run(context: &Context, args: DoctorArgs) -> anyhow::Result<ExitCode> {
     } else {
         Some(Prober::new()?)
     };
+    let serving = report_candidates(config, &candidates, prober.as_ref());
+    match &serving {
+        Some(model) => println!("=> {model} would serve the default chain now"),
+        None if !candidates.is_empty() => check(
+            false,
+            "=> nothing in the default chain can serve now".into(),
+        ),
+        None => {}
+    }
+    Ok(if healthy && serving.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_UNHEALTHY)
+    })
+}
+
+/// The shared store's health, after a read: what that read found. A Redis
+/// down is a warning: gateways go on from their local copies.
+fn check_shared_state(store: &AuthStore, check: &mut dyn FnMut(bool, String)) {
+    let Some(shared) = &store.backend_status().shared else {
+        return;
+    };
+    match &shared.health.error {
+        None => check(
+            true,
+            format!("routing state and sessions: redis {} answers", shared.url),
+        ),
+        Some(error) => println!(
+            "warn routing state and sessions: redis {} does not answer ({error}); \
+             gateways would serve from their local copies",
+            shared.url
+        ),
+    }
+}
+
+/// A line for each candidate of the chain — its credentials and, unless
+/// offline, whether its address answers; the first that would serve.
+fn report_candidates(
+    config: &Config,
+    candidates: &[CandidateReadiness],
+    prober: Option<&Prober>,
+) -> Option<String> {
     let mut serving = None;
-    for candidate in &candidates {
+    for candidate in candidates {
         let endpoint = config.known_model(&candidate.model);
-        let reach = match (&endpoint, &prober) {
+        let reach = match (&endpoint, prober) {
             (Err(error), _) => Err(error.clone()),
             (Ok(_), None) => Ok("not contacted (--offline)".to_owned()),
             (Ok(endpoint), Some(prober)) => prober.reach(&endpoint.base_url),
@@ -115,19 +145,7 @@ pub fn run(context: &Context, args: DoctorArgs) -> anyhow::Result<ExitCode> {
             serving = Some(candidate.model.clone());
         }
     }
-    match &serving {
-        Some(model) => println!("=> {model} would serve the default chain now"),
-        None if !candidates.is_empty() => check(
-            false,
-            "=> nothing in the default chain can serve now".into(),
-        ),
-        None => {}
-    }
-    Ok(if healthy && serving.is_some() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(EXIT_UNHEALTHY)
-    })
+    serving
 }
 
 /// One runtime and one HTTP client for every address checked.

@@ -10,7 +10,7 @@ use super::timefmt::{absolute, now_ms, relative};
 use super::Context;
 use crate::auth::Usage;
 use crate::state::BackendStatus;
-use crate::status::Status;
+use crate::status::{ProviderStatus, Status};
 
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
@@ -108,32 +108,7 @@ pub fn run(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
         println!("\nno profiles (add one with `failover profiles add ID`)");
     }
     for p in &status.providers {
-        let (provider, source, ranked, unused) =
-            (&p.provider, p.order_source, &p.ranked, &p.not_in_order);
-        println!("\n{provider}  (order from {source})");
-        let width = ranked.iter().map(|r| r.id.len()).max().unwrap_or(0);
-        for (position, entry) in ranked.iter().enumerate() {
-            let usage = status.usage_of(&entry.id);
-            let kind = status.summary(&entry.id).map_or("?", |s| s.kind.as_str());
-            let last_used = usage
-                .last_used
-                .map_or("never".into(), |at| relative(at, now));
-            println!(
-                "  {}. {:<width$}  {:<8} {} · errors {} · last used {}",
-                position + 1,
-                entry.id,
-                kind,
-                describe_state(&usage, now),
-                usage.error_count,
-                last_used
-            );
-        }
-        if ranked.is_empty() {
-            println!("  (no usable profile)");
-        }
-        if !unused.is_empty() {
-            println!("  not in the order: {}", unused.join(", "));
-        }
+        print_provider(&status, p, now);
     }
     if !status.chain.is_empty() {
         println!("\nthe default chain now");
@@ -159,4 +134,34 @@ pub fn run(context: &Context, args: StatusArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One provider's profiles in order, each with its state.
+fn print_provider(status: &Status, p: &ProviderStatus, now: u64) {
+    let (provider, source, ranked, unused) =
+        (&p.provider, p.order_source, &p.ranked, &p.not_in_order);
+    println!("\n{provider}  (order from {source})");
+    let width = ranked.iter().map(|r| r.id.len()).max().unwrap_or(0);
+    for (position, entry) in ranked.iter().enumerate() {
+        let usage = status.usage_of(&entry.id);
+        let kind = status.summary(&entry.id).map_or("?", |s| s.kind.as_str());
+        let last_used = usage
+            .last_used
+            .map_or("never".into(), |at| relative(at, now));
+        println!(
+            "  {}. {:<width$}  {:<8} {} · errors {} · last used {}",
+            position + 1,
+            entry.id,
+            kind,
+            describe_state(&usage, now),
+            usage.error_count,
+            last_used
+        );
+    }
+    if ranked.is_empty() {
+        println!("  (no usable profile)");
+    }
+    if !unused.is_empty() {
+        println!("  not in the order: {}", unused.join(", "));
+    }
 }

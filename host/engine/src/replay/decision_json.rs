@@ -201,7 +201,8 @@ mod tests {
 
     fn every_shape(text: &str) -> Vec<Decision> {
         let s = || text.to_string();
-        vec![
+        let mut shapes = attempt_shapes(text);
+        shapes.extend([
             Decision::Request {
                 request: 1,
                 at: u64::MAX,
@@ -213,33 +214,6 @@ mod tests {
                 at: 0,
                 session: None,
                 model: s(),
-            },
-            Decision::Attempt {
-                request: 7,
-                at: 1_767_225_600_000,
-                model: s(),
-                profile: s(),
-                outcome: s(),
-                answered: Answered::Recorded,
-                status: Some(429),
-            },
-            Decision::Attempt {
-                request: 7,
-                at: 1,
-                model: s(),
-                profile: s(),
-                outcome: s(),
-                answered: Answered::Covered,
-                status: None,
-            },
-            Decision::Attempt {
-                request: 7,
-                at: 1,
-                model: s(),
-                profile: s(),
-                outcome: s(),
-                answered: Answered::Unrecorded,
-                status: Some(u16::MAX),
             },
             Decision::Skip {
                 request: 2,
@@ -285,6 +259,41 @@ mod tests {
                 profile: Some(s()),
                 session: None,
                 value: json!({"state": s(), "n": 1}),
+            },
+        ]);
+        shapes
+    }
+
+    /// An attempt of each way it was answered.
+    fn attempt_shapes(text: &str) -> Vec<Decision> {
+        let s = || text.to_string();
+        vec![
+            Decision::Attempt {
+                request: 7,
+                at: 1_767_225_600_000,
+                model: s(),
+                profile: s(),
+                outcome: s(),
+                answered: Answered::Recorded,
+                status: Some(429),
+            },
+            Decision::Attempt {
+                request: 7,
+                at: 1,
+                model: s(),
+                profile: s(),
+                outcome: s(),
+                answered: Answered::Covered,
+                status: None,
+            },
+            Decision::Attempt {
+                request: 7,
+                at: 1,
+                model: s(),
+                profile: s(),
+                outcome: s(),
+                answered: Answered::Unrecorded,
+                status: Some(u16::MAX),
             },
         ]
     }

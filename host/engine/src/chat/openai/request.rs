@@ -53,23 +53,7 @@ pub fn request_from_value(value: Value) -> Result<ChatRequest, BadRequest> {
         },
         ..ChatRequest::default()
     };
-    request.models = match object.remove("models") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(models)) => models
-            .into_iter()
-            .map(|m| match m {
-                Value::String(m) if !m.trim().is_empty() => Ok(m),
-                _ => Err(BadRequest(
-                    "field `models` must be non-empty strings".into(),
-                )),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(BadRequest(
-                "field `models` must be an array of model names".into(),
-            ))
-        }
-    };
+    request.models = models(object.remove("models"))?;
     let Some(Value::Array(messages)) = object.remove("messages") else {
         return Err(BadRequest("field `messages` must be an array".into()));
     };
@@ -93,24 +77,7 @@ pub fn request_from_value(value: Value) -> Result<ChatRequest, BadRequest> {
     }
     request.temperature = number(&mut object, "temperature")?;
     request.top_p = number(&mut object, "top_p")?;
-    request.stop = match object.remove("stop") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::String(stop)) => vec![stop],
-        Some(Value::Array(stops)) => stops
-            .into_iter()
-            .map(|s| match s {
-                Value::String(s) => Ok(s),
-                _ => Err(BadRequest(
-                    "field `stop` must be a string or strings".into(),
-                )),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(BadRequest(
-                "field `stop` must be a string or strings".into(),
-            ))
-        }
-    };
+    request.stop = stop_sequences(object.remove("stop"))?;
     match object.get("n") {
         None | Some(Value::Null) => {}
         Some(n) if n.as_u64() == Some(1) => {
@@ -134,6 +101,42 @@ pub fn request_from_value(value: Value) -> Result<ChatRequest, BadRequest> {
         request.openai_extra.insert(name, value);
     }
     Ok(request)
+}
+
+/// `models`: the one-off fallbacks, each a non-empty name.
+fn models(value: Option<Value>) -> Result<Vec<String>, BadRequest> {
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(models)) => models
+            .into_iter()
+            .map(|m| match m {
+                Value::String(m) if !m.trim().is_empty() => Ok(m),
+                _ => Err(BadRequest(
+                    "field `models` must be non-empty strings".into(),
+                )),
+            })
+            .collect(),
+        Some(_) => Err(BadRequest(
+            "field `models` must be an array of model names".into(),
+        )),
+    }
+}
+
+/// `stop`: one sequence or several.
+fn stop_sequences(value: Option<Value>) -> Result<Vec<String>, BadRequest> {
+    let invalid = || BadRequest("field `stop` must be a string or strings".into());
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(stop)) => Ok(vec![stop]),
+        Some(Value::Array(stops)) => stops
+            .into_iter()
+            .map(|s| match s {
+                Value::String(s) => Ok(s),
+                _ => Err(invalid()),
+            })
+            .collect(),
+        Some(_) => Err(invalid()),
+    }
 }
 
 fn number(object: &mut Map<String, Value>, name: &str) -> Result<Option<f64>, BadRequest> {

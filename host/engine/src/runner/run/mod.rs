@@ -191,25 +191,9 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
         let ranked = plan.ranked;
         let mut ids = match self.carry_out(&provider, plan.decision, now) {
             Ok(ids) => ids,
-            Err(reason) if slow(&health, reason) => {
-                // F-12.3: a slow model is skipped while others remain.
-                let summary =
-                    format!("skipped: {model} is slow (its attempts hang to the deadline)");
-                return Ok(self.skip(reason, summary));
-            }
-            Err(reason) if ranked.is_empty() => {
-                let summary = format!(
-                    "skipped: {provider} has no credentials (add one with `failover profiles add {provider}:<name>`)"
-                );
-                let code = Some(NO_CREDENTIALS.to_owned());
-                return Ok(self.skip_with_code(reason, code, summary));
-            }
             Err(reason) => {
-                let summary = format!(
-                    "skipped: every profile of {provider} is blocked ({})",
-                    reason.as_str()
-                );
-                return Ok(self.skip(reason, summary));
+                let no_profiles = ranked.is_empty();
+                return Ok(self.pass_over(&model, &provider, &health, no_profiles, reason));
             }
         };
         let probe_only = self.plan.probing_primary && self.position == 0;
@@ -245,6 +229,35 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
             probe_only,
         };
         self.profiles(profiles).await
+    }
+
+    /// A candidate none of whose profiles is tried: a slow model while
+    /// others remain (F-12.3), a provider without credentials, or every
+    /// profile blocked.
+    fn pass_over(
+        &mut self,
+        model: &str,
+        provider: &str,
+        health: &ModelHealth,
+        no_profiles: bool,
+        reason: RecordedReason,
+    ) -> Flow<P::Reply> {
+        if slow(health, reason) {
+            let summary = format!("skipped: {model} is slow (its attempts hang to the deadline)");
+            return self.skip(reason, summary);
+        }
+        if no_profiles {
+            let summary = format!(
+                "skipped: {provider} has no credentials (add one with `failover profiles add {provider}:<name>`)"
+            );
+            let code = Some(NO_CREDENTIALS.to_owned());
+            return self.skip_with_code(reason, code, summary);
+        }
+        let summary = format!(
+            "skipped: every profile of {provider} is blocked ({})",
+            reason.as_str()
+        );
+        self.skip(reason, summary)
     }
 
     /// The real failures (not pass-overs for a feature of this one request)
