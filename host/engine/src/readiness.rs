@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use crate::auth::{OrderRequest, RankedProfile, StoredProfile, Usage};
 use crate::config::Config;
 use crate::state::{canonical_provider, split_model, stored_profiles, AuthStore};
-use crate::status::StatusError;
 use failover_sandbox::Decider;
 
 /// One candidate of the default chain, now.
@@ -21,6 +20,17 @@ pub struct CandidateReadiness {
     pub ready: bool,
     /// "ready", or why not, in words an operator acts on.
     pub why: String,
+}
+
+/// Reading the state or asking the policy failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    /// The state could not be read.
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+    /// The policy failed to order the profiles.
+    #[error(transparent)]
+    Policy(#[from] failover_sandbox::PolicyError),
 }
 
 /// The default chain's candidates (configured primary, then fallbacks),

@@ -49,16 +49,7 @@ pub struct Status {
     pub state: BackendStatus,
 }
 
-/// Reading the state or asking the policy failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StatusError {
-    /// The state could not be read.
-    #[error(transparent)]
-    State(#[from] crate::state::StateError),
-    /// The policy failed to order the profiles.
-    #[error(transparent)]
-    Policy(#[from] failover_sandbox::PolicyError),
-}
+pub use crate::readiness::StatusError;
 
 impl Status {
     /// Reads the state and asks `policy` for each provider's order at `now`.

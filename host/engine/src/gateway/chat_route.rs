@@ -13,18 +13,24 @@ use axum::response::{IntoResponse, Response};
 
 use super::admission::{authorize, read_body, refuse, route, session_id};
 use super::anthropic_errors::reshape_response;
-use super::relay::{self, Face, Restarter, StreamContext, StreamEnd};
+use super::header_values::{set_policy_header, with_policy_header};
+use super::relay::{self, Face, Restarter, StreamContext};
 use super::reply::{self, error_response};
 use super::restart::Restarting;
-use super::routes::{set_policy_header, with_policy_header, CHAT_PATH, MESSAGES_PATH};
 use super::server::{Answering, DirectRoute};
+use super::stream_ends::StreamEnds;
 use super::{Gateway, GatewayRunner};
 use crate::chat::{messages, openai, ChatReply, ChatRequest};
 use crate::config::{gateway::StreamRecovery, Config};
 use crate::replay::record::Recorder;
 use crate::replay::trace::RequestEvent;
-use crate::runner::{clock::now_ms, ReplyEnd, RunOptions, RunOutcome, Unfinished};
+use crate::runner::{clock::now_ms, RunOptions, RunOutcome, Unfinished};
 use failover_sandbox::Decider;
+
+/// The OpenAI-shaped chat route.
+pub(super) const CHAT_PATH: &str = "/v1/chat/completions";
+/// The Anthropic-shaped chat route.
+pub(super) const MESSAGES_PATH: &str = "/v1/messages";
 
 /// A request ready to run.
 struct Admitted {
@@ -36,7 +42,7 @@ struct Admitted {
 }
 
 /// `POST /v1/chat/completions`: an OpenAI-shaped client. Outside the
-/// router's layers (see [`super::routes::router`]): the key check and the
+/// router's layers (see `routes::router`): the key check and the
 /// policy header are done here.
 pub(super) async fn chat(State(gateway): State<Arc<Gateway>>, request: Request) -> Response {
     match authorize(&gateway, request.headers()) {
@@ -324,75 +330,6 @@ fn served(
         restart,
     };
     relay::success(outcome, context, face, &policy.version().sha256)
-}
-
-/// What a served stream's end is told to: the request counted by how the
-/// stream ended, the attempt recorded — a success only when complete, a
-/// failure when the provider broke it (F-12.12) — and an early end written
-/// to the trace, which cannot derive it.
-pub(super) struct StreamEnds {
-    pub(super) gateway: Arc<Gateway>,
-    pub(super) runner: Arc<GatewayRunner>,
-    pub(super) policy: Arc<dyn Decider>,
-    pub(super) unfinished: Box<Unfinished>,
-    /// The request's route and model labels.
-    pub(super) route: &'static str,
-    pub(super) model: String,
-    /// The request's id in the trace, when recording.
-    pub(super) record_id: Option<u64>,
-}
-
-/// The request outcome of a stream the client left: nginx's "client
-/// closed request", as no HTTP status says it.
-const CLIENT_CLOSED: &str = "499";
-
-/// The request outcome of a stream broken and restarted elsewhere.
-const RESTARTED: &str = "restarted";
-
-impl StreamEnds {
-    pub(super) fn ended(self, end: StreamEnd) {
-        let target = &self.unfinished.target;
-        let (outcome, failure) = match &end {
-            StreamEnd::Complete => ("served", None),
-            StreamEnd::Broken(broken) => (broken.code(), broken.provider_failure(&target.provider)),
-            // Counted apart: the request goes on, counted again at its end.
-            StreamEnd::Restarted(broken) => (RESTARTED, broken.provider_failure(&target.provider)),
-            StreamEnd::ClientLeft => (CLIENT_CLOSED, None),
-        };
-        self.gateway
-            .metrics()
-            .request(self.route, &self.model, outcome);
-        let reply_end = match (&end, &failure) {
-            (StreamEnd::Complete, _) => ReplyEnd::Complete,
-            (_, Some(error)) => ReplyEnd::Broken(error),
-            _ => ReplyEnd::Stopped,
-        };
-        let policy = self.policy.as_ref();
-        let metrics = self.gateway.metrics();
-        if let (Some(recorder), Some(id), false) = (
-            &self.gateway.recorder,
-            self.record_id,
-            end == StreamEnd::Complete,
-        ) {
-            recorder.broken(id, target, failure.as_ref());
-        }
-        match self
-            .runner
-            .finish_reply(policy, metrics, &self.unfinished, reply_end)
-        {
-            Ok(Some(broken)) => tracing::info!(
-                profile = %target.profile,
-                reason = broken.reason.as_str(),
-                "recorded the stream's failure against its profile"
-            ),
-            Ok(None) => {}
-            Err(error) => tracing::error!(
-                profile = %target.profile,
-                %error,
-                "cannot record how the stream ended"
-            ),
-        }
-    }
 }
 
 #[cfg(test)]

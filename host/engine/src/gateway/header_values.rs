@@ -12,8 +12,10 @@ use std::thread::LocalKey;
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 
+use axum::response::Response;
+
 use super::reply::{MODEL_HEADER, PROFILE_HEADER, PROVIDER_HEADER};
-use super::routes::POLICY_HEADER;
+use super::Gateway;
 
 /// The last text a slot made a value of, and that value.
 pub(super) type Slot = RefCell<Option<(String, HeaderValue)>>;
@@ -133,6 +135,33 @@ static PROVIDER_NAME: HeaderName = HeaderName::from_static(PROVIDER_HEADER);
 static MODEL_NAME: HeaderName = HeaderName::from_static(MODEL_HEADER);
 static PROFILE_NAME: HeaderName = HeaderName::from_static(PROFILE_HEADER);
 static POLICY_NAME: HeaderName = HeaderName::from_static(POLICY_HEADER);
+
+/// The header naming the module that decided a response.
+pub const POLICY_HEADER: &str = "x-failover-policy";
+
+// Checked once: a name from a `&str` is parsed byte by byte on every use.
+static POLICY_HEADER_NAME: HeaderName = HeaderName::from_static(POLICY_HEADER);
+
+pub(super) fn set_policy_header(response: &mut Response, policy: &dyn failover_sandbox::Decider) {
+    set_policy_hash(response, &policy.version().sha256);
+}
+
+/// [`set_policy_header`] of the module whose hash is `policy_hash`.
+pub(super) fn set_policy_hash(response: &mut Response, policy_hash: &str) {
+    if let Some(value) = value_of(&POLICY, policy_hash) {
+        response
+            .headers_mut()
+            .insert(POLICY_HEADER_NAME.clone(), value);
+    }
+}
+
+/// `response`, given the active module's hash when no policy ran for it.
+pub(super) fn with_policy_header(gateway: &Gateway, mut response: Response) -> Response {
+    if !response.headers().contains_key(&POLICY_HEADER_NAME) {
+        set_policy_header(&mut response, gateway.active_policy().as_ref());
+    }
+    response
+}
 
 #[cfg(test)]
 mod tests {

@@ -29,6 +29,7 @@ mod reply;
 mod restart;
 mod routes;
 mod server;
+mod stream_ends;
 
 pub use server::serve as serve_router;
 
@@ -39,8 +40,9 @@ use std::sync::{Arc, Mutex};
 
 pub use crate::config::gateway::{GatewayConfig, ServerLimits};
 pub use admission::SESSION_HEADER;
+pub use header_values::POLICY_HEADER;
 pub use keys::{ClientKeys, KeysError, CLIENT_KEYS_FILE_ENV};
-pub use routes::{router, POLICY_HEADER};
+pub use routes::router;
 
 use crate::config::Config;
 use crate::providers::HttpProvider;

@@ -12,8 +12,8 @@ use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 
 use super::header_values;
+use super::header_values::set_policy_hash;
 use super::reply::{MODEL_HEADER, PROFILE_HEADER, PROVIDER_HEADER};
-use super::routes::set_policy_hash;
 use crate::chat::guard::{self, Broken};
 use crate::chat::messages::{self, StreamEncoder};
 use crate::chat::openai::{self, Chunk};

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use super::chat_route::StreamEnds;
 use super::relay::{Restart, Restarter, StreamContext};
+use super::stream_ends::StreamEnds;
 use super::{Gateway, GatewayRunner};
 use crate::chat::{ChatReply, ChatRequest};
 use crate::runner::{RunOptions, Target};

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{header, HeaderName, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
@@ -12,18 +12,14 @@ use serde_json::json;
 use tower::util::MapResponseLayer;
 
 use super::admission::{check_session_id, require_client_key, small_body};
-use super::chat_route::{chat, messages};
+use super::chat_route::{chat, messages, CHAT_PATH, MESSAGES_PATH};
+use super::header_values::with_policy_header;
 use super::reply::error_response;
 use super::Gateway;
 use crate::config::gateway::SMALL_BODY_BYTES;
 use crate::runner::clock::now_ms;
 use crate::state::SessionEntry;
 use crate::status::Status;
-
-/// The OpenAI-shaped chat route.
-pub(super) const CHAT_PATH: &str = "/v1/chat/completions";
-/// The Anthropic-shaped chat route.
-pub(super) const MESSAGES_PATH: &str = "/v1/messages";
 
 /// The gateway's routes over `gateway`. The client key is checked before
 /// anything of a body is read; bodies are bounded per route: a chat request
@@ -134,40 +130,12 @@ async fn not_found() -> Response {
     )
 }
 
-/// The header naming the module that decided a response.
-pub const POLICY_HEADER: &str = "x-failover-policy";
-
-// Checked once: a name from a `&str` is parsed byte by byte on every use.
-static POLICY_HEADER_NAME: HeaderName = HeaderName::from_static(POLICY_HEADER);
-
-pub(super) fn set_policy_header(response: &mut Response, policy: &dyn failover_sandbox::Decider) {
-    set_policy_hash(response, &policy.version().sha256);
-}
-
-/// [`set_policy_header`] of the module whose hash is `policy_hash`.
-pub(super) fn set_policy_hash(response: &mut Response, policy_hash: &str) {
-    if let Some(value) = super::header_values::value_of(&super::header_values::POLICY, policy_hash)
-    {
-        response
-            .headers_mut()
-            .insert(POLICY_HEADER_NAME.clone(), value);
-    }
-}
-
 /// Responses that ran no policy carry the active module's hash. A plain
 /// response map, not a `from_fn` middleware: that one boxes the rest of
 /// the router and its future on every request (~3k instructions of the
 /// gateway's own work, docs/performance.md).
 fn policy_header(gateway: Arc<Gateway>) -> impl FnOnce(Response) -> Response + Clone {
     move |response: Response| with_policy_header(&gateway, response)
-}
-
-/// `response`, given the active module's hash when no policy ran for it.
-pub(super) fn with_policy_header(gateway: &Gateway, mut response: Response) -> Response {
-    if !response.headers().contains_key(&POLICY_HEADER_NAME) {
-        set_policy_header(&mut response, gateway.active_policy().as_ref());
-    }
-    response
 }
 
 async fn models(State(gateway): State<Arc<Gateway>>) -> Response {

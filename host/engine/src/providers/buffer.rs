@@ -8,25 +8,22 @@ use std::time::Duration;
 use futures_util::StreamExt;
 
 use super::capture;
-use super::http::MAX_REPLY_BYTES;
 use crate::chat::StreamReply;
 use crate::runner::clock::now_ms;
 use failover_sandbox::provider_error::ProviderError;
 
-/// The most content held: as much as a whole reply may carry. A longer
-/// reply streams on from there as it comes, unbuffered.
-const MAX_HELD_BYTES: u64 = MAX_REPLY_BYTES as u64;
-
 /// `stream` read to its end, every event in its first part; its first
 /// failure, or the run's deadline (`deadline_ms`, ms since the epoch)
-/// passing, is the attempt's.
+/// passing, is the attempt's. Past `max_bytes` of content it holds no
+/// more: the rest streams on as it comes.
 pub(super) async fn hold(
     mut stream: StreamReply,
     provider: &str,
     deadline_ms: Option<u64>,
+    max_bytes: u64,
 ) -> Result<StreamReply, ProviderError> {
     let mut held: u64 = stream.first.iter().map(|e| e.content_bytes()).sum();
-    while held <= MAX_HELD_BYTES {
+    while held <= max_bytes {
         let next = match deadline_ms {
             None => stream.rest.next().await,
             Some(deadline) => {

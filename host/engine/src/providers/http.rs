@@ -209,7 +209,9 @@ impl HttpProvider {
                 .counting_skips(self.skipped_events.clone());
             let stream = upstream.start(left).await?;
             if request.buffered {
-                let whole = buffer::hold(stream, provider, request.deadline_ms).await?;
+                // Held as much as a whole reply may carry.
+                let max = MAX_REPLY_BYTES as u64;
+                let whole = buffer::hold(stream, provider, request.deadline_ms, max).await?;
                 return Ok(ChatReply::Stream(whole));
             }
             return Ok(ChatReply::Stream(stream));

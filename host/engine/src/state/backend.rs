@@ -9,7 +9,7 @@ use crate::config::{BackendKind, Config};
 use super::error::StateError;
 use super::paths::StateDir;
 use super::sessions::SessionStore;
-use super::shared::{RedisPool, SharedState, SharedStatus};
+use super::shared::{RedisPool, SharedState};
 use super::store::AuthStore;
 
 /// Where an agent's routing state and sessions live.
@@ -88,21 +88,5 @@ impl Backend {
             self.failure_window_ms,
             self.strict,
         ))
-    }
-}
-
-/// What `status` says of a store's backend.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BackendStatus {
-    /// `files`, `redis` or `memory`.
-    pub backend: &'static str,
-    /// The Redis side, on that backend.
-    pub shared: Option<SharedStatus>,
-}
-
-impl BackendStatus {
-    /// Whether the store answers (files always do, as far as it knows).
-    pub fn healthy(&self) -> bool {
-        self.shared.as_ref().is_none_or(|s| s.health.healthy)
     }
 }

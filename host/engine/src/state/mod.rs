@@ -17,10 +17,11 @@ pub mod store;
 pub(crate) mod usage_file;
 pub mod watch;
 
-pub use backend::{Backend, BackendStatus};
+pub use backend::Backend;
 pub use error::StateError;
 pub use paths::{AgentPaths, StateDir, AGENT_ENV, DEFAULT_AGENT, STATE_DIR_ENV};
 pub use secrets::{canonical_provider, Credential, ProfileSummary, ProfilesFile, Secret};
 pub use sessions::{split_model, ModelOverride, ProfilePin, SessionEntry, SessionStore};
+pub use store::BackendStatus;
 pub use store::{stored_profile, stored_profiles, AuthStore, UpdateError};
 pub use watch::StateWatch;

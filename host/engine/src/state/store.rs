@@ -107,13 +107,13 @@ impl AuthStore {
     }
 
     /// Which backend holds the routing state, and whether it answers.
-    pub fn backend_status(&self) -> super::backend::BackendStatus {
+    pub fn backend_status(&self) -> BackendStatus {
         let backend = match (&self.shared, &self.memory) {
             (Some(_), _) => "redis",
             (None, Some(_)) => "memory",
             (None, None) => "files",
         };
-        super::backend::BackendStatus {
+        BackendStatus {
             backend,
             shared: self.shared.as_ref().map(SharedState::status),
         }
@@ -325,5 +325,21 @@ pub fn stored_profile(
         expires: summary.expires,
         refreshable: summary.refreshable,
         usage: usage.get(&summary.id).cloned().unwrap_or_default(),
+    }
+}
+
+/// What `status` says of a store's backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendStatus {
+    /// `files`, `redis` or `memory`.
+    pub backend: &'static str,
+    /// The Redis side, on that backend.
+    pub shared: Option<super::shared::SharedStatus>,
+}
+
+impl BackendStatus {
+    /// Whether the store answers (files always do, as far as it knows).
+    pub fn healthy(&self) -> bool {
+        self.shared.as_ref().is_none_or(|s| s.health.healthy)
     }
 }

@@ -57,7 +57,7 @@ pub trait Decider: Send + Sync {
         order: &OrderRequest,
         facts: &CandidateFacts,
     ) -> Result<CandidatePlan, PolicyError> {
-        super::plan::plan_by_two_calls(self, order, facts)
+        plan_by_two_calls(self, order, facts)
     }
     /// The step after a failed attempt (`runner.next-step`).
     fn next_step(
@@ -147,4 +147,20 @@ impl Decider for Policy {
     ) -> Result<ModelHealth, PolicyError> {
         Policy::record_model_attempt(self, health, end, now_ms)
     }
+}
+
+/// `order-profiles`, then `decide-candidate` on its answer, asked of
+/// `decider`: a candidate planned, the blocks between them by the host's
+/// rule.
+pub fn plan_by_two_calls(
+    decider: &(impl Decider + ?Sized),
+    order: &OrderRequest,
+    facts: &CandidateFacts,
+) -> Result<CandidatePlan, PolicyError> {
+    let request = facts.request(order, decider.order_profiles(order)?);
+    let decision = decider.decide_candidate(&request)?;
+    Ok(CandidatePlan {
+        ranked: request.ranked,
+        decision,
+    })
 }

@@ -1,0 +1,79 @@
+//! A served stream's end: the request counted by how the stream ended,
+//! the attempt recorded — a success only when complete, a failure when the
+//! provider broke it (F-12.12) — and an early end written to the trace.
+
+use std::sync::Arc;
+
+use super::relay::StreamEnd;
+use super::{Gateway, GatewayRunner};
+use crate::runner::{ReplyEnd, Unfinished};
+use failover_sandbox::Decider;
+
+/// What a served stream's end is told to: the request counted by how the
+/// stream ended, the attempt recorded — a success only when complete, a
+/// failure when the provider broke it (F-12.12) — and an early end written
+/// to the trace, which cannot derive it.
+pub(super) struct StreamEnds {
+    pub(super) gateway: Arc<Gateway>,
+    pub(super) runner: Arc<GatewayRunner>,
+    pub(super) policy: Arc<dyn Decider>,
+    pub(super) unfinished: Box<Unfinished>,
+    /// The request's route and model labels.
+    pub(super) route: &'static str,
+    pub(super) model: String,
+    /// The request's id in the trace, when recording.
+    pub(super) record_id: Option<u64>,
+}
+
+/// The request outcome of a stream the client left: nginx's "client
+/// closed request", as no HTTP status says it.
+const CLIENT_CLOSED: &str = "499";
+
+/// The request outcome of a stream broken and restarted elsewhere.
+const RESTARTED: &str = "restarted";
+
+impl StreamEnds {
+    pub(super) fn ended(self, end: StreamEnd) {
+        let target = &self.unfinished.target;
+        let (outcome, failure) = match &end {
+            StreamEnd::Complete => ("served", None),
+            StreamEnd::Broken(broken) => (broken.code(), broken.provider_failure(&target.provider)),
+            // Counted apart: the request goes on, counted again at its end.
+            StreamEnd::Restarted(broken) => (RESTARTED, broken.provider_failure(&target.provider)),
+            StreamEnd::ClientLeft => (CLIENT_CLOSED, None),
+        };
+        self.gateway
+            .metrics()
+            .request(self.route, &self.model, outcome);
+        let reply_end = match (&end, &failure) {
+            (StreamEnd::Complete, _) => ReplyEnd::Complete,
+            (_, Some(error)) => ReplyEnd::Broken(error),
+            _ => ReplyEnd::Stopped,
+        };
+        let policy = self.policy.as_ref();
+        let metrics = self.gateway.metrics();
+        if let (Some(recorder), Some(id), false) = (
+            &self.gateway.recorder,
+            self.record_id,
+            end == StreamEnd::Complete,
+        ) {
+            recorder.broken(id, target, failure.as_ref());
+        }
+        match self
+            .runner
+            .finish_reply(policy, metrics, &self.unfinished, reply_end)
+        {
+            Ok(Some(broken)) => tracing::info!(
+                profile = %target.profile,
+                reason = broken.reason.as_str(),
+                "recorded the stream's failure against its profile"
+            ),
+            Ok(None) => {}
+            Err(error) => tracing::error!(
+                profile = %target.profile,
+                %error,
+                "cannot record how the stream ended"
+            ),
+        }
+    }
+}
