@@ -101,15 +101,15 @@ async fn bad_deadlines_and_overflow_targets_are_refused_by_name() {
         ),
         (
             r#"models: { providers: { openai: { models: [{ id: "a", timeouts: { idleSeconds: 0 } }] } } }"#,
-            "models.providers.openai.models[0].timeouts.idleSeconds",
+            "models.providers.openai.models.0.timeouts.idleSeconds",
         ),
         (
             r#"models: { providers: { openai: { models: [{ id: "a", overflowTo: "openai/a" }] } } }"#,
-            "models.providers.openai.models[0].overflowTo names the model itself",
+            "models.providers.openai.models.0.overflowTo names the model itself",
         ),
         (
             r#"models: { providers: { openai: { models: [{ id: "a", overflowTo: "acme/big" }] } } }"#,
-            "models.providers.openai.models[0].overflowTo: unknown model",
+            "models.providers.openai.models.0.overflowTo: unknown model",
         ),
         (
             r#"models: { providers: { openai: { models: [{ id: "a", overflowTO: "openai/b" }, "b"] } } }"#,
@@ -122,6 +122,18 @@ async fn bad_deadlines_and_overflow_targets_are_refused_by_name() {
         (
             r#"auth: { cooldowns: { shortWaitMs: 60000 } }"#,
             "auth.cooldowns.shortWaitMs",
+        ),
+        (
+            r#"gateway: { streamRecovery: "bufered" }"#,
+            "\"off\", \"buffered\" or \"continue\"",
+        ),
+        (
+            r#"gateway: { streamRecovery: { "/v1/chat": "buffered" } }"#,
+            "\"/v1/chat\" is not a streaming route",
+        ),
+        (
+            r#"models: { providers: { openai: { models: [{ overflowTo: "openai/b" }] } } }"#,
+            "an object with a string `id`",
         ),
     ];
     let dir = tempfile::tempdir().unwrap();

@@ -191,3 +191,36 @@ async fn a_short_retry_after_on_the_last_key_is_waited_out_a_long_one_falls_back
     assert!(began.elapsed() < Duration::from_secs(5), "never held 5 s");
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_wait_is_waited_once_and_never_stretches_the_rotation_cap() {
+    let h = start_with_slow_provider(10, None, &["a", "b", "c"]).await;
+    for _ in 0..5 {
+        h.up.then(
+            "m",
+            Behaviour::Status(
+                429,
+                vec![("retry-after", "1".to_owned())],
+                r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#
+                    .into(),
+            ),
+        );
+    }
+    let body = json!({"model": "slow/m", "models": [FALLBACK],
+                      "messages": [{"role": "user", "content": "hi"}]});
+    let a = h
+        .post("/v1/chat/completions", &body.to_string(), None)
+        .await;
+    assert_eq!(a.header("x-failover-model"), FALLBACK, "{}", a.text);
+    let keys: Vec<String> = (h.up.chat_calls().into_iter())
+        .filter(|(model, _)| model == "m")
+        .map(|(_, key)| key)
+        .collect();
+    // One rotation (the default cap), then the second key once more after
+    // its wait: three calls, never the third key.
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert_eq!(keys[1], keys[2], "{keys:?}");
+    let distinct: std::collections::HashSet<_> = keys.iter().collect();
+    assert_eq!(distinct.len(), 2, "{keys:?}");
+    h.stop().await;
+}

@@ -40,5 +40,5 @@ pub use runner::{
     AttemptEnd, AttemptRecord, CandidateDecision, CandidateRequest, ChainRequest, FailedAttempt,
     FallbackChain, Gate, GateDecision, ModelHealth, OverrideSource, ProfileBlock, RotationConfig,
     RunPlan, RunRequest, RunStep, RunSummary, Selection, SelectionRequest, SelectionSource,
-    SessionOverride, StopReason, SummaryRequest,
+    SessionOverride, StopReason, SummaryRequest, MAX_CHAIN,
 };

@@ -4,6 +4,10 @@
 
 use crate::profiles::{record, RankedProfile, RecordedReason, StoredProfile};
 
+/// Longest chain a policy may return: far beyond any configured list, short
+/// enough that a runaway module cannot make a run try thousands of models.
+pub const MAX_CHAIN: usize = 64;
+
 /// Serde attributes of the enums here.
 macro_rules! names {
     ($(#[$meta:meta])* $vis:vis enum $name:ident $body:tt) => {

@@ -32,7 +32,7 @@ const HANG: Duration = Duration::from_secs(3600);
 
 /// The fault `body` asks of `model`, if it names one.
 pub fn behaviour(body: &str, model: &str, anthropic: bool, stream: bool) -> Option<Behaviour> {
-    let asks = |fault: &str| body.contains(&format!("{fault}:{model}"));
+    let asks = |fault: &str| names(body, &format!("{fault}:{model}"));
     let status =
         |code, headers, body: &str| Some(Behaviour::Status(code, headers, body.to_owned()));
     if asks("down") {
@@ -61,6 +61,15 @@ pub fn behaviour(body: &str, model: &str, anthropic: bool, stream: bool) -> Opti
         return Some(Behaviour::Slow(SLOW));
     }
     broken_stream(&asks, anthropic, stream)
+}
+
+/// Whether `body` holds `directive` as a word of its own: `overflow:gpt-x`
+/// is not in `overflow:gpt-x-large`.
+fn names(body: &str, directive: &str) -> bool {
+    body.match_indices(directive).any(|(at, _)| {
+        let next = body[at + directive.len()..].chars().next();
+        next.is_none_or(|c| !(c.is_alphanumeric() || matches!(c, '-' | '.' | '_' | '/')))
+    })
 }
 
 /// The stream faults; asked of a whole reply, a cut is a reset and a stall

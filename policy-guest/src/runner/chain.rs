@@ -62,14 +62,11 @@ pub fn plan_run(request: &RunRequest) -> RunPlan {
     }
 }
 
-/// The most candidates a plan may hold (the contract's bound).
-const MAX_CANDIDATES: usize = 64;
-
 /// Appends the larger model of each candidate's context overflows, and of
 /// theirs, that the chain does not hold yet.
 fn add_overflow_targets(candidates: &mut Vec<String>, overflow_to: &[(String, String)]) {
     let mut index = 0;
-    while index < candidates.len() && candidates.len() < MAX_CANDIDATES {
+    while index < candidates.len() && candidates.len() < policy_types::MAX_CHAIN {
         let larger = overflow_to
             .iter()
             .find(|(from, _)| *from == candidates[index])

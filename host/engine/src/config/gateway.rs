@@ -88,7 +88,10 @@ pub enum StreamRecovery {
 
 /// `streamRecovery` as written: one mode, or a mode per route path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "\"off\", \"buffered\" or \"continue\", or an object of those by route (\"/v1/chat/completions\", \"/v1/messages\")"
+)]
 pub enum StreamRecoveryConfig {
     /// The mode of every route.
     Every(StreamRecovery),

@@ -179,7 +179,7 @@ pub struct Cooldowns {
     pub rate_limited_profile_rotations: u32,
     /// `shortWaitMs`: the longest explicit wait (`Retry-After`) a run waits
     /// out on a candidate it would otherwise leave, once, before moving on;
-    /// 0 never waits mid-run (F-12.10).
+    /// 0 waits none longer than `overloadedBackoffMs` (F-12.10).
     pub short_wait_ms: u64,
 }
 

@@ -34,6 +34,12 @@ pub struct ProviderEndpoint {
 }
 
 impl ProviderEndpoint {
+    /// The entries of its `models` that carry settings, with their index.
+    pub fn model_settings(&self) -> impl Iterator<Item = (usize, &ModelSettings)> {
+        (self.models.iter().flatten().enumerate())
+            .filter_map(|(index, entry)| Some((index, entry.settings()?)))
+    }
+
     /// Its deadlines as written, `timeoutSeconds` as the attempt's when
     /// `timeouts` does not set one.
     fn own_timeouts(&self) -> Timeouts {
@@ -58,7 +64,10 @@ pub struct OAuthEndpoint {
 /// A `models.providers.<provider>.models[]` entry: a name, or an object
 /// naming the model by `id` with its own settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "a model name, or an object with a string `id` (and optional `overflowTo`: \"provider/model\", `timeouts`: {connectSeconds, firstTokenSeconds, idleSeconds, attemptSeconds} in seconds)"
+)]
 pub enum ModelEntry {
     /// The model's name.
     Name(String),
@@ -230,12 +239,10 @@ impl Config {
         self.overflows = (self.models.providers.iter())
             .flat_map(|(provider, endpoint)| {
                 let provider = crate::state::canonical_provider(provider);
-                (endpoint.models.iter().flatten())
-                    .filter_map(ModelEntry::settings)
-                    .filter_map(move |m| {
-                        let to = m.overflow_to.clone()?;
-                        Some((format!("{provider}/{}", m.id), to))
-                    })
+                endpoint.model_settings().filter_map(move |(_, m)| {
+                    let to = canonical_model(m.overflow_to.as_deref()?);
+                    Some((format!("{provider}/{}", m.id), to))
+                })
             })
             .collect();
     }
@@ -248,10 +255,21 @@ impl Config {
 
     /// The larger model `model`'s context overflows move to, if any.
     pub fn overflow_of(&self, model: &str) -> Option<&str> {
+        if self.overflows.is_empty() {
+            return None;
+        }
+        let model = canonical_model(model);
         (self.overflows.iter())
-            .find(|(from, _)| from == model)
+            .find(|(from, _)| *from == model)
             .map(|(_, to)| to.as_str())
     }
+}
+
+/// `provider/model` with the provider's alias resolved (`openai-codex/x`
+/// is `openai/x`).
+fn canonical_model(model: &str) -> String {
+    let (provider, name) = crate::state::split_model(model);
+    format!("{}/{name}", crate::state::canonical_provider(provider))
 }
 
 /// Where `api`'s chat calls go under `base_url`: OpenAI's
@@ -288,10 +306,9 @@ fn resolve(config: &Config, provider: &str) -> Option<Endpoint> {
         .map_or(Timeouts::default(), ProviderEndpoint::own_timeouts)
         .within(config.models.timeouts);
     let model_deadlines = (configured
-        .and_then(|e| e.models.as_ref())
         .into_iter()
-        .flatten())
-    .filter_map(ModelEntry::settings)
+        .flat_map(ProviderEndpoint::model_settings))
+    .map(|(_, m)| m)
     .filter(|m| m.timeouts != Timeouts::default())
     .map(|m| (m.id.clone(), m.timeouts.within(provider_timeouts).resolve()))
     .collect();

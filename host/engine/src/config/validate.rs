@@ -91,9 +91,8 @@ impl Config {
             let prefix = format!("models.providers.{p}");
             timeouts.push((format!("{prefix}.timeoutSeconds"), e.timeout_seconds));
             timeouts.extend(e.timeouts.fields(&format!("{prefix}.timeouts")));
-            let entries = e.models.iter().flatten().enumerate();
-            for (i, entry) in entries.filter_map(|(i, m)| Some((i, m.settings()?))) {
-                let prefix = format!("{prefix}.models[{i}].timeouts");
+            for (i, entry) in e.model_settings() {
+                let prefix = format!("{prefix}.models.{i}.timeouts");
                 timeouts.extend(entry.timeouts.fields(&prefix));
             }
         }
@@ -112,12 +111,11 @@ impl Config {
     /// model itself.
     fn check_overflows(&self) -> Result<(), String> {
         for (p, e) in &self.models.providers {
-            let entries = e.models.iter().flatten().enumerate();
-            for (i, entry) in entries.filter_map(|(i, m)| Some((i, m.settings()?))) {
+            for (i, entry) in e.model_settings() {
                 let Some(to) = &entry.overflow_to else {
                     continue;
                 };
-                let key = format!("models.providers.{p}.models[{i}].overflowTo");
+                let key = format!("models.providers.{p}.models.{i}.overflowTo");
                 let own = format!("{}/{}", crate::state::canonical_provider(p), entry.id);
                 if *to == own {
                     return Err(format!("{key} names the model itself ({to:?})"));

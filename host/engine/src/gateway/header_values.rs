@@ -139,9 +139,6 @@ static POLICY_NAME: HeaderName = HeaderName::from_static(POLICY_HEADER);
 /// The header naming the module that decided a response.
 pub const POLICY_HEADER: &str = "x-failover-policy";
 
-// Checked once: a name from a `&str` is parsed byte by byte on every use.
-static POLICY_HEADER_NAME: HeaderName = HeaderName::from_static(POLICY_HEADER);
-
 pub(super) fn set_policy_header(response: &mut Response, policy: &dyn failover_sandbox::Decider) {
     set_policy_hash(response, &policy.version().sha256);
 }
@@ -149,15 +146,13 @@ pub(super) fn set_policy_header(response: &mut Response, policy: &dyn failover_s
 /// [`set_policy_header`] of the module whose hash is `policy_hash`.
 pub(super) fn set_policy_hash(response: &mut Response, policy_hash: &str) {
     if let Some(value) = value_of(&POLICY, policy_hash) {
-        response
-            .headers_mut()
-            .insert(POLICY_HEADER_NAME.clone(), value);
+        response.headers_mut().insert(POLICY_NAME.clone(), value);
     }
 }
 
 /// `response`, given the active module's hash when no policy ran for it.
 pub(super) fn with_policy_header(gateway: &Gateway, mut response: Response) -> Response {
-    if !response.headers().contains_key(&POLICY_HEADER_NAME) {
+    if !response.headers().contains_key(&POLICY_NAME) {
         set_policy_header(&mut response, gateway.active_policy().as_ref());
     }
     response

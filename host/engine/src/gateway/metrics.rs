@@ -43,6 +43,7 @@ pub struct Metrics {
     skips: IntCounterVec,
     steps: IntCounterVec,
     swaps: IntCounter,
+    restarts: IntCounterVec,
     gauges: ScrapeGauges,
     /// The series the last served request counted: the next one usually
     /// counts the same, and finding a series by its labels (hashing them,
@@ -207,6 +208,12 @@ impl Metrics {
         registry
             .register(Box::new(swaps.clone()))
             .expect("unique metric");
+        let restarts = counter(
+            &registry,
+            "failover_stream_restarts_total",
+            "Streams a provider broke after output that went on from another candidate, by route and requested model.",
+            &["route", "model"],
+        );
         let gauges = ScrapeGauges::register(&registry);
         Metrics {
             registry,
@@ -218,6 +225,7 @@ impl Metrics {
             skips,
             steps,
             swaps,
+            restarts,
             last: Mutex::default(),
         }
     }
@@ -247,6 +255,11 @@ impl Metrics {
                 last.request = Some((labels.map(str::to_owned), counter));
             }
         }
+    }
+
+    /// Counts a broken stream restarted on another candidate.
+    pub fn stream_restarted(&self, route: &str, model: &str) {
+        self.restarts.with_label_values(&[route, model]).inc();
     }
 
     /// Counts a policy swap or rollback.

@@ -72,12 +72,24 @@ pub enum StreamEnd {
 }
 
 /// Tells its callback how the stream ended, exactly once: a stream
-/// dropped before its end is one the client left.
-struct EndReport(Option<Box<dyn FnOnce(StreamEnd) + Send>>);
+/// dropped before its end is one the client left — or, while a break is
+/// being restarted, the break.
+struct EndReport {
+    report: Option<Box<dyn FnOnce(StreamEnd) + Send>>,
+    /// What a drop reports.
+    on_drop: StreamEnd,
+}
 
 impl EndReport {
+    fn new(report: Box<dyn FnOnce(StreamEnd) + Send>) -> Self {
+        EndReport {
+            report: Some(report),
+            on_drop: StreamEnd::ClientLeft,
+        }
+    }
+
     fn report(&mut self, end: StreamEnd) {
-        if let Some(report) = self.0.take() {
+        if let Some(report) = self.report.take() {
             report(end);
         }
     }
@@ -85,7 +97,8 @@ impl EndReport {
 
 impl Drop for EndReport {
     fn drop(&mut self) {
-        self.report(StreamEnd::ClientLeft);
+        let end = std::mem::replace(&mut self.on_drop, StreamEnd::ClientLeft);
+        self.report(end);
     }
 }
 
@@ -295,7 +308,7 @@ fn relay(
     let relaying = Relaying {
         events: guard::guard(stream, context.deadline_ms, context.max_bytes),
         writer,
-        end: EndReport(Some(context.on_end)),
+        end: EndReport::new(context.on_end),
         restart: context.restart,
         target,
         tools_sent: false,
@@ -363,10 +376,13 @@ impl Relaying {
         );
         let restart = self.restart.take();
         let restartable = matches!(broken, guard::Broken::Upstream(_)) && !self.tools_sent;
+        // A client that leaves while the restart runs leaves a break.
+        self.end.on_drop = StreamEnd::Broken(broken.clone());
         let restarted = match restart {
             Some(restart) if restartable => restart().await,
             _ => None,
         };
+        self.end.on_drop = StreamEnd::ClientLeft;
         let Some(next) = restarted else {
             let text = self.writer.broken(&broken.message(), broken.code());
             self.end.report(StreamEnd::Broken(broken));
@@ -377,7 +393,7 @@ impl Relaying {
         self.end.report(StreamEnd::Restarted(broken));
         let context = next.context;
         self.events = guard::guard(next.stream, context.deadline_ms, context.max_bytes);
-        self.end = EndReport(Some(context.on_end));
+        self.end = EndReport::new(context.on_end);
         self.restart = context.restart;
         self.target = next.target;
         (text, true)

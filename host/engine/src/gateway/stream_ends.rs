@@ -29,29 +29,30 @@ pub(super) struct StreamEnds {
 /// closed request", as no HTTP status says it.
 const CLIENT_CLOSED: &str = "499";
 
-/// The request outcome of a stream broken and restarted elsewhere.
-const RESTARTED: &str = "restarted";
-
 impl StreamEnds {
     pub(super) fn ended(self, end: StreamEnd) {
         let target = &self.unfinished.target;
         let (outcome, failure) = match &end {
-            StreamEnd::Complete => ("served", None),
-            StreamEnd::Broken(broken) => (broken.code(), broken.provider_failure(&target.provider)),
-            // Counted apart: the request goes on, counted again at its end.
-            StreamEnd::Restarted(broken) => (RESTARTED, broken.provider_failure(&target.provider)),
-            StreamEnd::ClientLeft => (CLIENT_CLOSED, None),
+            StreamEnd::Complete => (Some("served"), None),
+            StreamEnd::Broken(broken) => (
+                Some(broken.code()),
+                broken.provider_failure(&target.provider),
+            ),
+            // The request goes on elsewhere, counted when it ends there.
+            StreamEnd::Restarted(broken) => (None, broken.provider_failure(&target.provider)),
+            StreamEnd::ClientLeft => (Some(CLIENT_CLOSED), None),
         };
-        self.gateway
-            .metrics()
-            .request(self.route, &self.model, outcome);
+        let metrics = self.gateway.metrics();
+        match outcome {
+            Some(outcome) => metrics.request(self.route, &self.model, outcome),
+            None => metrics.stream_restarted(self.route, &self.model),
+        }
         let reply_end = match (&end, &failure) {
             (StreamEnd::Complete, _) => ReplyEnd::Complete,
             (_, Some(error)) => ReplyEnd::Broken(error),
             _ => ReplyEnd::Stopped,
         };
         let policy = self.policy.as_ref();
-        let metrics = self.gateway.metrics();
         if let (Some(recorder), Some(id), false) = (
             &self.gateway.recorder,
             self.record_id,

@@ -154,6 +154,17 @@ pub fn is_deadline(error: &ProviderError) -> bool {
     error.code.as_deref() == Some("ETIMEDOUT") && error.message.starts_with(DEADLINE_MESSAGE_START)
 }
 
+/// A flowing stream silent past the idle deadline (F-12.12): a timeout
+/// of the attempt, but not a hang — the provider answered, then stopped.
+pub fn idle_error(provider: &str, after_ms: u64) -> ProviderError {
+    ProviderError::message(format!(
+        "the stream from {provider} was silent for {:.1} s: the reply is incomplete",
+        after_ms as f64 / 1000.0
+    ))
+    .with_provider(provider)
+    .with_code("ETIMEDOUT")
+}
+
 /// A stream that ended before its terminal event (F-12.12): worded so
 /// that a policy reads an incomplete stream, a timeout.
 pub fn cut_stream_error(provider: &str) -> ProviderError {

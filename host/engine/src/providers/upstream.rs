@@ -107,10 +107,7 @@ impl Upstream {
             let idle = upstream.idle;
             let next = match tokio::time::timeout(idle, upstream.next()).await {
                 Ok(next) => next,
-                Err(_) => Some(Err(capture::timeout_error(
-                    &upstream.provider,
-                    millis(idle),
-                ))),
+                Err(_) => Some(Err(capture::idle_error(&upstream.provider, millis(idle)))),
             };
             // After an error the stream is over.
             if matches!(next, Some(Err(_))) {

@@ -79,8 +79,7 @@ pub struct RunSettings {
     pub overloaded_profile_rotations: u32,
     /// `auth.cooldowns.overloadedBackoffMs`.
     pub overloaded_backoff_ms: u64,
-    /// `auth.cooldowns.shortWaitMs`; absent in traces recorded before runs
-    /// waited mid-way, which replay without such waits.
+    /// `auth.cooldowns.shortWaitMs`; 0 when a trace does not carry it.
     #[serde(default)]
     pub short_wait_ms: u64,
     /// `agents.defaults.model.primaryProbeIntervalSeconds`, in ms.

@@ -10,9 +10,7 @@ use policy_types::{
     RunStep, RunSummary, SummaryRequest,
 };
 
-/// Longest chain a policy may return: far beyond any configured list, short
-/// enough that a runaway module cannot make a run try thousands of models.
-pub const MAX_CHAIN: usize = 64;
+pub use policy_types::MAX_CHAIN;
 
 impl Policy {
     /// Where a run starts and may go. A request without a session override

@@ -46,14 +46,17 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
             };
             let left = profiles.ids.len() - index - 1;
             let rotations = u32::try_from(index).unwrap_or(u32::MAX);
-            let next = self.next_step(&profiles, &failure, rotations, left)?;
+            let mut next = self.next_step(&profiles, &failure, rotations, left, retried)?;
             if let RunStep::WaitAndRetry(wait_ms) = next {
                 if !retried {
                     retried = true;
                     self.wait(wait_ms).await;
                     continue;
                 }
-            } else if let Some(flow) = self.advance(next, &failure).await? {
+                // Waited once: the step the policy takes without the wait.
+                next = self.next_step(&profiles, &failure, rotations, left, true)?;
+            }
+            if let Some(flow) = self.advance(next, &failure).await? {
                 return Ok(flow);
             }
             retried = false;
@@ -106,14 +109,16 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
         Ok(Err(failure))
     }
 
-    /// The policy's next step after a failed attempt; a failed primary probe
-    /// costs nothing else and goes on with the auto override (F-12.2).
+    /// The policy's next step after a failed attempt — told of no explicit
+    /// wait when this profile's was `waited` out already; a failed primary
+    /// probe costs nothing else and goes on with the auto override (F-12.2).
     pub(super) fn next_step(
         &self,
         profiles: &Profiles,
         failure: &Failure,
         rotations: u32,
         left: usize,
+        waited: bool,
     ) -> Result<RunStep, RunError> {
         if profiles.probe_only && !failure.aborted {
             return Ok(RunStep::Candidate(1));
@@ -121,7 +126,7 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
         Ok(self.policy.next_step(
             &FailedAttempt {
                 reason: failure.attempt.reason,
-                retry_after_ms: failure.retry_after_ms,
+                retry_after_ms: failure.retry_after_ms.filter(|_| !waited),
                 aborted: failure.aborted,
                 hung: failure.hung,
                 live_switch_to: failure.live_switch_to.clone(),
@@ -145,7 +150,8 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
     }
 
     /// Carries out `next`; `None` to go on with the candidate's next profile
-    /// (a second wait-and-retry on one profile goes on to the next).
+    /// (after its wait, for a rotation or a wait-and-retry the run has no
+    /// more retries for).
     pub(super) async fn advance(
         &mut self,
         next: RunStep,
@@ -229,7 +235,7 @@ impl<P: Provider, C: Clock> Run<'_, P, C> {
     /// The first chain position from `from` on that a step other than a
     /// context overflow's may enter: candidates held only for overflows
     /// are passed over.
-    fn routed_from(&self, from: usize) -> Option<usize> {
+    pub(super) fn routed_from(&self, from: usize) -> Option<usize> {
         (from..self.plan.chain.len()).find(|&n| self.routed(n))
     }
 

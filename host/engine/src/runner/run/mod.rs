@@ -296,7 +296,8 @@ impl<'a, P: Provider, C: Clock> Run<'a, P, C> {
             sibling,
             last_probe_at,
             transient_probe_used: self.transient_probed.contains(provider),
-            later_candidates: self.position + 1 < chain.len(),
+            // Candidates held for overflows alone are none a fallback enters.
+            later_candidates: self.routed_from(self.position + 1).is_some(),
             health: ModelHealth::default(),
         }
     }
