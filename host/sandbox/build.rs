@@ -14,8 +14,7 @@ use std::process::Command;
 /// The guest is always built optimised: the policy runs on every failed call,
 /// and an unoptimised guest is ten times slower under Cranelift. It may use
 /// wasm's 128-bit SIMD, which wasmtime runs by default: `memchr` and the
-/// compiler's own vector loops then take 16 bytes a step (7–9 % off a short
-/// classification, docs/performance.md).
+/// compiler's own vector loops then take 16 bytes a step.
 const GUEST_PROFILE_ENV: &[(&str, &str)] = &[
     ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "3"),
     ("CARGO_PROFILE_RELEASE_LTO", "true"),

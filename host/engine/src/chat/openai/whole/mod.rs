@@ -9,9 +9,9 @@
 //! `system_fingerprint`, usage details, fields the gateway has never heard
 //! of, numbers exactly as written, in the upstream's order — with only
 //! `id`, `model` and `object` replaced. Building a `serde_json::Value` of
-//! it and writing it out again was a seventh of the gateway's own work per
-//! request; names and values copied out of the text, and the small trees
-//! of `message` and `usage`, were most of what remained (docs/performance.md).
+//! it and writing it out again would be a seventh of the gateway's own work
+//! per request; names and values copied out of the text, and the small
+//! trees of `message` and `usage`, most of the rest (docs/performance.md).
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod agreement;
