@@ -89,36 +89,49 @@ fn main() {
             }
         }
         let through: Vec<Run> = runs.into_iter().map(median_run).collect();
-        let ms = loopback::ms;
-        println!("{requests} requests, concurrency {concurrency}, loopback, one run");
-        println!("| path | p50 | p99 | requests/s |");
-        println!("|---|---:|---:|---:|");
-        let mut rows = vec![("direct", &direct)];
-        rows.extend(gateways.iter().map(|(name, _)| *name).zip(&through));
-        for (name, run) in rows {
-            println!(
-                "| {name} | {:.2} ms | {:.2} ms | {:.0} |",
-                ms(run.percentile(0.5)),
-                ms(run.percentile(0.99)),
-                run.throughput()
-            );
-        }
-        let files = &through[0];
-        println!(
-            "added latency: p50 {:.2} ms, p99 {:.2} ms; throughput ratio (through / direct) {:.2}",
-            ms(files.percentile(0.5)) - ms(direct.percentile(0.5)),
-            ms(files.percentile(0.99)) - ms(direct.percentile(0.99)),
-            files.throughput() / direct.throughput()
-        );
-        if let Some(redis) = through.get(1) {
-            println!(
-                "redis against files: throughput ratio {:.2}, p50 {:+.3} ms, p99 {:+.3} ms",
-                redis.throughput() / files.throughput(),
-                ms(redis.percentile(0.5)) - ms(files.percentile(0.5)),
-                ms(redis.percentile(0.99)) - ms(files.percentile(0.99)),
-            );
-        }
+        report(requests, concurrency, &gateways, &direct, &through);
     });
+}
+
+/// Prints the table of `direct` and each of the `gateways` (its runs in
+/// `through`, in order), the latency the first gateway adds and, with a
+/// second, how it compares with the first.
+fn report(
+    requests: usize,
+    concurrency: usize,
+    gateways: &[(&str, String)],
+    direct: &Run,
+    through: &[Run],
+) {
+    let ms = loopback::ms;
+    println!("{requests} requests, concurrency {concurrency}, loopback, one run");
+    println!("| path | p50 | p99 | requests/s |");
+    println!("|---|---:|---:|---:|");
+    let mut rows = vec![("direct", direct)];
+    rows.extend(gateways.iter().map(|(name, _)| *name).zip(through));
+    for (name, run) in rows {
+        println!(
+            "| {name} | {:.2} ms | {:.2} ms | {:.0} |",
+            ms(run.percentile(0.5)),
+            ms(run.percentile(0.99)),
+            run.throughput()
+        );
+    }
+    let files = &through[0];
+    println!(
+        "added latency: p50 {:.2} ms, p99 {:.2} ms; throughput ratio (through / direct) {:.2}",
+        ms(files.percentile(0.5)) - ms(direct.percentile(0.5)),
+        ms(files.percentile(0.99)) - ms(direct.percentile(0.99)),
+        files.throughput() / direct.throughput()
+    );
+    if let Some(redis) = through.get(1) {
+        println!(
+            "redis against files: throughput ratio {:.2}, p50 {:+.3} ms, p99 {:+.3} ms",
+            redis.throughput() / files.throughput(),
+            ms(redis.percentile(0.5)) - ms(files.percentile(0.5)),
+            ms(redis.percentile(0.99)) - ms(files.percentile(0.99)),
+        );
+    }
 }
 
 /// The run of median throughput among `runs`.

@@ -169,15 +169,27 @@ fn main() {
     }
     through_component.sort();
     through_native.sort();
-    let rate = |d: Duration| events as f64 / d.as_secs_f64();
     println!("{requests} requests, {events} trace events, {lines} output lines, {policy_calls} policy calls per replay, {runs} runs each");
+    print_table(requests, events, &through_component, &through_native);
+}
+
+/// Prints the fastest and the median of each path's runs
+/// (`through_component` and `through_native`, sorted) replaying `events`
+/// trace events of `requests` requests, and the ratio of the fastest.
+fn print_table(
+    requests: u64,
+    events: u64,
+    through_component: &[Duration],
+    through_native: &[Duration],
+) {
+    let rate = |d: Duration| events as f64 / d.as_secs_f64();
     println!(
         "| path | fastest | events/s (fastest) | events/s (median) | µs per request (fastest) |"
     );
     println!("|---|---:|---:|---:|---:|");
     for (name, runs) in [
-        ("component", &through_component),
-        ("native core", &through_native),
+        ("component", through_component),
+        ("native core", through_native),
     ] {
         let fastest = runs[0];
         println!(

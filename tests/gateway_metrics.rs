@@ -80,6 +80,16 @@ async fn metrics_count_what_the_requests_did() {
     }
 
     let after = Scrape::of(&h).await;
+    assert_counted_after_the_requests(&h, &before, &after).await;
+    assert_everything_down_is_counted(&h).await;
+    h.stop().await;
+}
+
+/// The counters `after` the requests of
+/// [`metrics_count_what_the_requests_did`], against those `before`:
+/// requests by route, model and outcome, upstream calls and their
+/// latency, the fallback step, the profiles cooling, the policy's calls.
+async fn assert_counted_after_the_requests(h: &Harness, before: &Scrape, after: &Scrape) {
     let requests = |model, outcome| {
         after.value(
             "failover_requests_total",
@@ -136,8 +146,12 @@ async fn metrics_count_what_the_requests_did() {
         after.value("failover_policy_module", &[("counter", "calls")])
             > before.value("failover_policy_module", &[("counter", "calls")])
     );
-    // Everything down: the first request probes the cooling primary (F-8.3)
-    // and fails; the probe throttle then passes the primary over.
+}
+
+/// Everything down: the first request probes the cooling primary (F-8.3)
+/// and fails; the probe throttle then passes the primary over. Both
+/// failures are counted, and the skip.
+async fn assert_everything_down_is_counted(h: &Harness) {
     for _ in 0..2 {
         let failed = h
             .post(
@@ -148,7 +162,7 @@ async fn metrics_count_what_the_requests_did() {
             .await;
         assert_eq!(failed.status, 503, "{}", failed.text);
     }
-    let last = Scrape::of(&h).await;
+    let last = Scrape::of(h).await;
     assert_eq!(
         last.value(
             "failover_candidates_skipped_total",
@@ -169,7 +183,6 @@ async fn metrics_count_what_the_requests_did() {
         ),
         2.0
     );
-    h.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

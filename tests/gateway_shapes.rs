@@ -105,13 +105,44 @@ async fn a_messages_stream_fails_over_to_openai_and_streams_its_tool_call_as_too
             r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
         ),
     );
+    h.up.then(
+        "gpt-x",
+        Behaviour::Sse {
+            pieces: openai_tool_call_stream(),
+            end: End::Close,
+        },
+    );
+    let a = h
+        .post(
+            "/v1/messages",
+            &messages_request("auto", true).to_string(),
+            None,
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.header("x-failover-model"), FALLBACK);
+    assert_eq!(a.header("content-type"), "text/event-stream");
+    assert_the_tool_call_streams_as_tool_use(&a.text);
+    // The OpenAI upstream got the tools in its own shape.
+    let sent: Value = serde_json::from_str(&h.up.calls().last().unwrap().body).unwrap();
+    assert_eq!(sent["tools"][0]["function"]["name"], "weather");
+    assert_eq!(
+        sent["messages"][0],
+        json!({"role": "system", "content": "be brief"})
+    );
+    h.stop().await;
+}
+
+/// An OpenAI event stream: some text, then a `weather` tool call (id
+/// `call_9`) whose arguments come in two pieces, ending in `tool_calls`.
+fn openai_tool_call_stream() -> Vec<String> {
     let chunk = |delta: Value, finish: Value| {
         data(
             json!({"id": "chatcmpl-t", "object": "chat.completion.chunk", "created": 1, "model": "gpt-x",
                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
         )
     };
-    let pieces = vec![
+    vec![
         chunk(
             json!({"role": "assistant", "content": "Let me check. "}),
             Value::Null,
@@ -127,25 +158,14 @@ async fn a_messages_stream_fails_over_to_openai_and_streams_its_tool_call_as_too
         ),
         chunk(json!({}), "tool_calls".into()),
         "data: [DONE]".to_owned(),
-    ];
-    h.up.then(
-        "gpt-x",
-        Behaviour::Sse {
-            pieces,
-            end: End::Close,
-        },
-    );
-    let a = h
-        .post(
-            "/v1/messages",
-            &messages_request("auto", true).to_string(),
-            None,
-        )
-        .await;
-    assert_eq!(a.status, 200, "{}", a.text);
-    assert_eq!(a.header("x-failover-model"), FALLBACK);
-    assert_eq!(a.header("content-type"), "text/event-stream");
-    let events = anthropic_events(&a.text);
+    ]
+}
+
+/// `body`, an Anthropic event stream, carries the stream of
+/// [`openai_tool_call_stream`]: its text, its call as a `tool_use` block
+/// with the arguments whole, and `tool_use` as the stop reason.
+fn assert_the_tool_call_streams_as_tool_use(body: &str) {
+    let events = anthropic_events(body);
     let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names.first(), Some(&"message_start"));
     assert_eq!(names.last(), Some(&"message_stop"));
@@ -171,14 +191,56 @@ async fn a_messages_stream_fails_over_to_openai_and_streams_its_tool_call_as_too
     );
     let delta = events.iter().find(|(n, _)| n == "message_delta").unwrap();
     assert_eq!(delta.1["delta"]["stop_reason"], "tool_use");
-    // The OpenAI upstream got the tools in its own shape.
-    let sent: Value = serde_json::from_str(&h.up.calls().last().unwrap().body).unwrap();
-    assert_eq!(sent["tools"][0]["function"]["name"], "weather");
-    assert_eq!(
-        sent["messages"][0],
-        json!({"role": "system", "content": "be brief"})
+}
+
+/// A `/v1/messages` request with `body`, presenting `key` as `x-api-key`
+/// when given.
+fn messages_post(h: &Harness, key: Option<&str>, body: String) -> reqwest::RequestBuilder {
+    let mut request = h
+        .client
+        .post(format!("{}/v1/messages", h.base))
+        .header("content-type", "application/json")
+        .header("anthropic-version", "2023-06-01")
+        .body(body);
+    if let Some(key) = key {
+        request = request.header("x-api-key", key);
+    }
+    request
+}
+
+/// With every candidate rate limited, the messages request `body` is
+/// answered with an Anthropic `rate_limit_error` listing the attempts.
+async fn assert_rate_limited_is_a_rate_limit_error(h: &Harness, body: String) {
+    for model in ["claude-x", "gpt-x", "gpt-x"] {
+        h.up.then(
+            model,
+            status(
+                429,
+                r#"{"error":{"message":"slow down","type":"rate_limit_error"}}"#,
+            ),
+        );
+    }
+    h.up.then(
+        "claude-x",
+        status(
+            429,
+            r#"{"error":{"message":"slow down","type":"rate_limit_error"}}"#,
+        ),
     );
-    h.stop().await;
+    let limited = answer(
+        messages_post(h, Some("client-key-1"), body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(limited.status, 429, "{}", limited.text);
+    assert_eq!(limited.json()["error"]["type"], "rate_limit_error");
+    assert!(
+        limited.json()["error"]["attempts"].is_array(),
+        "{}",
+        limited.text
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -187,18 +249,7 @@ async fn messages_errors_are_anthropic_errors() {
     keys.add("client-key-1");
     let h = start("", keys).await;
     let body = messages_request("auto", false).to_string();
-    let request = |key: Option<&str>, body: String| {
-        let mut request = h
-            .client
-            .post(format!("{}/v1/messages", h.base))
-            .header("content-type", "application/json")
-            .header("anthropic-version", "2023-06-01")
-            .body(body);
-        if let Some(key) = key {
-            request = request.header("x-api-key", key);
-        }
-        request
-    };
+    let request = |key: Option<&str>, body: String| messages_post(&h, key, body);
     let refused = answer(request(Some("wrong"), body.clone()).send().await.unwrap()).await;
     assert_eq!(refused.status, 401);
     assert_eq!(refused.json()["type"], "error");
@@ -244,30 +295,7 @@ async fn messages_errors_are_anthropic_errors() {
     assert_eq!(bad.status, 400);
     assert_eq!(bad.json()["error"]["type"], "invalid_request_error");
     assert!(bad.text.contains("messages[0]: content[0]"), "{}", bad.text);
-    for model in ["claude-x", "gpt-x", "gpt-x"] {
-        h.up.then(
-            model,
-            status(
-                429,
-                r#"{"error":{"message":"slow down","type":"rate_limit_error"}}"#,
-            ),
-        );
-    }
-    h.up.then(
-        "claude-x",
-        status(
-            429,
-            r#"{"error":{"message":"slow down","type":"rate_limit_error"}}"#,
-        ),
-    );
-    let limited = answer(request(Some("client-key-1"), body).send().await.unwrap()).await;
-    assert_eq!(limited.status, 429, "{}", limited.text);
-    assert_eq!(limited.json()["error"]["type"], "rate_limit_error");
-    assert!(
-        limited.json()["error"]["attempts"].is_array(),
-        "{}",
-        limited.text
-    );
+    assert_rate_limited_is_a_rate_limit_error(&h, body).await;
     h.stop().await;
 }
 

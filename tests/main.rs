@@ -24,6 +24,7 @@ mod native;
 mod upstream;
 
 mod cli;
+mod code_shape;
 mod gateway;
 mod gateway_blocking;
 mod gateway_deadlines;

@@ -243,9 +243,30 @@ fn the_reported_failures_do_not_happen_in_their_incidents() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/traces");
     let run = |name: &str| replayed(&dir.join(format!("{name}.jsonl")), Unrecorded::Error);
 
-    // F-12.9: DashScope's quota-worded 429 is a rate limit, not a billing
-    // disable: the key serves again 90 s later instead of hours.
-    let quota = run("quota-worded-throttle");
+    assert_a_quota_worded_429_is_a_rate_limit(&run("quota-worded-throttle"));
+    assert_a_long_retry_after_holds_no_request(&run("long-retry-after"));
+
+    // F-6.9: the probe that succeeds clears the disable and its counters.
+    let billing = run("billing-probe-near-expiry");
+    let probed = final_line(&billing, "profile", "anthropic:a");
+    assert_eq!(
+        (&probed["disabledUntil"], &probed["errorCount"]),
+        (&serde_json::Value::Null, &serde_json::json!(0))
+    );
+    // F-12.1, F-6.1: a plain timeout rotates the key and cools neither.
+    let timeouts = run("timeout-rotation");
+    for key in ["anthropic:a", "anthropic:b"] {
+        let state = final_line(&timeouts, "profile", key);
+        assert!(state["cooldownUntil"].is_null(), "{key}: {state}");
+    }
+
+    assert_a_stream_broken_after_content_is_a_timeout(&run("truncated-stream"));
+    assert_each_model_cools_down_on_its_own(&run("per-model-cooldowns"));
+}
+
+/// F-12.9: DashScope's quota-worded 429 (in `quota`) is a rate limit, not
+/// a billing disable: the key serves again 90 s later instead of hours.
+fn assert_a_quota_worded_429_is_a_rate_limit(quota: &failover::replay::Replay) {
     let first = quota
         .json_lines()
         .into_iter()
@@ -254,20 +275,21 @@ fn the_reported_failures_do_not_happen_in_their_incidents() {
     assert!(first.contains(r#""outcome":"rate_limit""#), "{first}");
     let qwen = "dashscope/qwen-max";
     assert_eq!(
-        served_by(&quota),
+        served_by(quota),
         [
             (1, qwen.into(), "dashscope:b".into()),
             (2, qwen.into(), "dashscope:a".into())
         ]
     );
-    let key = final_line(&quota, "profile", "dashscope:a");
+    let key = final_line(quota, "profile", "dashscope:a");
     assert!(key["disabledUntil"].is_null(), "{key}");
+}
 
-    // F-12.10: a 36-hour Retry-After never holds a request: the fallback
-    // answers at once; with nothing left the request fails at once, naming
-    // the wait; the cooldown still runs the whole 36 hours.
-    let long = run("long-retry-after");
-    assert_eq!(served_by(&long), [(1, O.into(), "openai:a".into())]);
+/// F-12.10: a 36-hour Retry-After (in `long`) never holds a request: the
+/// fallback answers at once; with nothing left the request fails at once,
+/// naming the wait; the cooldown still runs the whole 36 hours.
+fn assert_a_long_retry_after_holds_no_request(long: &failover::replay::Replay) {
+    assert_eq!(served_by(long), [(1, O.into(), "openai:a".into())]);
     let lines = long.json_lines();
     let line_of = |kind: &str| {
         let tag = format!(r#""kind":"{kind}""#);
@@ -284,29 +306,16 @@ fn the_reported_failures_do_not_happen_in_their_incidents() {
     );
     assert!(failed.contains("ready in ~36 h"), "{failed}");
     assert_eq!(
-        final_line(&long, "profile", "anthropic:a")["modelCooldowns"][0]["until"],
+        final_line(long, "profile", "anthropic:a")["modelCooldowns"][0]["until"],
         T0 + 70 + 36 * 3_600_000
     );
+}
 
-    // F-6.9: the probe that succeeds clears the disable and its counters.
-    let billing = run("billing-probe-near-expiry");
-    let probed = final_line(&billing, "profile", "anthropic:a");
-    assert_eq!(
-        (&probed["disabledUntil"], &probed["errorCount"]),
-        (&serde_json::Value::Null, &serde_json::json!(0))
-    );
-    // F-12.1, F-6.1: a plain timeout rotates the key and cools neither.
-    let timeouts = run("timeout-rotation");
-    for key in ["anthropic:a", "anthropic:b"] {
-        let state = final_line(&timeouts, "profile", key);
-        assert!(state["cooldownUntil"].is_null(), "{key}: {state}");
-    }
-
-    // F-12.12: a stream the provider cut or stalled after its first content
-    // was served, then broke: the attempt's timeout, never a success —
-    // `lastUsed` stays at the one stream that completed, and the key is not
-    // cooled.
-    let truncated = run("truncated-stream");
+/// F-12.12: a stream the provider cut or stalled after its first content
+/// (in `truncated`) was served, then broke: the attempt's timeout, never a
+/// success — `lastUsed` stays at the one stream that completed, and the key
+/// is not cooled.
+fn assert_a_stream_broken_after_content_is_a_timeout(truncated: &failover::replay::Replay) {
     let broken: Vec<u64> = (truncated.decisions.iter())
         .filter_map(|d| match d {
             Decision::Broken {
@@ -318,32 +327,33 @@ fn the_reported_failures_do_not_happen_in_their_incidents() {
     assert_eq!(broken, [1, 3]);
     let key = || "anthropic:a".to_owned();
     assert_eq!(
-        served_by(&truncated),
+        served_by(truncated),
         [
             (1, A.into(), key()),
             (2, A.into(), key()),
             (3, A.into(), key())
         ]
     );
-    let key = final_line(&truncated, "profile", "anthropic:a");
+    let key = final_line(truncated, "profile", "anthropic:a");
     assert_eq!(key["lastUsed"], T0 + 20_380, "{key}");
     assert_eq!(key["state"], "ok", "{key}");
+}
 
-    // F-12.11: gpt-4o-mini's rate limit while gpt-4o cools down opens
-    // mini's own window, so the same key serves gpt-4.1 next; a success on
-    // mini later leaves gpt-4o's window running.
-    let models = run("per-model-cooldowns");
+/// F-12.11 (in `models`): gpt-4o-mini's rate limit while gpt-4o cools down
+/// opens mini's own window, so the same key serves gpt-4.1 next; a success
+/// on mini later leaves gpt-4o's window running.
+fn assert_each_model_cools_down_on_its_own(models: &failover::replay::Replay) {
     let (mini, gpt41) = ("openai/gpt-4o-mini", "openai/gpt-4.1");
     let key = "openai:a";
     assert_eq!(
-        served_by(&models),
+        served_by(models),
         [
             (1, mini.into(), key.into()),
             (2, gpt41.into(), key.into()),
             (3, mini.into(), key.into())
         ]
     );
-    let state = final_line(&models, "profile", key);
+    let state = final_line(models, "profile", key);
     assert!(state["cooldownUntil"].is_null(), "{state}");
     assert_eq!(
         state["modelCooldowns"],

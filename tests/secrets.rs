@@ -190,51 +190,8 @@ async fn no_output_channel_carries_a_secret_an_upstream_echoed() {
     let address = binary::serving_address_in(&log_path)
         .await
         .expect("serve listens");
-    let client = reqwest::Client::new();
-    let chat = |model: &str, stream: bool| {
-        let body = json!({"model": model, "stream": stream,
-                          "messages": [{"role": "user", "content": "hi"}]});
-        client
-            .post(format!("http://{address}/v1/chat/completions"))
-            .header("content-type", "application/json")
-            .body(body.to_string())
-    };
-    let mut received = String::new();
-    for (stream, scenario) in [
-        (false, echo_in_body_and_header as fn(&Upstream)),
-        (true, echo_across_the_cut_and_before_text),
-        (true, echo_after_text),
-    ] {
-        forget_cooldowns(&state);
-        scenario(&up);
-        let answer = chat("auto", stream).send().await.unwrap();
-        received.push_str(&answer.text().await.unwrap());
-    }
-    // The OAuth token endpoint refuses and quotes the refresh token.
-    let answer = chat("acme/m1", false).send().await.unwrap();
-    let refused = answer.text().await.unwrap();
-    assert!(refused.contains("auth_permanent"), "{refused}");
-    received.push_str(&refused);
-    assert!(
-        received.contains("[redacted]"),
-        "the echoes arrived, redacted: {received}"
-    );
-    grep("the client's answers", &received);
-
-    // `run` and `run --stream` on the same state, with the same echoes.
-    forget_cooldowns(&state);
-    echo_in_body_and_header(&up);
-    let run = run_cli(&state, &config, &["run", "hi"]).await;
-    assert!(run.contains("[redacted]"), "{run}");
-    grep("run's output", &run);
-    forget_cooldowns(&state);
-    echo_after_text(&up);
-    let run = run_cli(&state, &config, &["run", "--stream", "hi"]).await;
-    assert!(
-        run.contains("partial") && run.contains("[redacted]"),
-        "{run}"
-    );
-    grep("run --stream's output", &run);
+    assert_clients_receive_no_secret(&up, &state, &address).await;
+    assert_run_shows_no_secret(&up, &state, &config).await;
 
     assert!(Command::new("kill")
         .args(["-TERM", &serve.id().to_string()])
@@ -257,6 +214,60 @@ async fn no_output_channel_carries_a_secret_an_upstream_echoed() {
     for (path, text) in files_under(&state, &profiles) {
         grep(&path.display().to_string(), &text);
     }
+}
+
+/// Through the gateway on `address`: each echo scenario of `up` (on a
+/// fresh routing state under `state`) and the OAuth refusal reach the
+/// client redacted, no secret in any answer.
+async fn assert_clients_receive_no_secret(up: &Upstream, state: &Path, address: &str) {
+    let client = reqwest::Client::new();
+    let chat = |model: &str, stream: bool| {
+        let body = json!({"model": model, "stream": stream,
+                          "messages": [{"role": "user", "content": "hi"}]});
+        client
+            .post(format!("http://{address}/v1/chat/completions"))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+    };
+    let mut received = String::new();
+    for (stream, scenario) in [
+        (false, echo_in_body_and_header as fn(&Upstream)),
+        (true, echo_across_the_cut_and_before_text),
+        (true, echo_after_text),
+    ] {
+        forget_cooldowns(state);
+        scenario(up);
+        let answer = chat("auto", stream).send().await.unwrap();
+        received.push_str(&answer.text().await.unwrap());
+    }
+    // The OAuth token endpoint refuses and quotes the refresh token.
+    let answer = chat("acme/m1", false).send().await.unwrap();
+    let refused = answer.text().await.unwrap();
+    assert!(refused.contains("auth_permanent"), "{refused}");
+    received.push_str(&refused);
+    assert!(
+        received.contains("[redacted]"),
+        "the echoes arrived, redacted: {received}"
+    );
+    grep("the client's answers", &received);
+}
+
+/// `run` and `run --stream` on the same state, with the same echoes:
+/// their output is redacted, no secret in it.
+async fn assert_run_shows_no_secret(up: &Upstream, state: &Path, config: &Path) {
+    forget_cooldowns(state);
+    echo_in_body_and_header(up);
+    let run = run_cli(state, config, &["run", "hi"]).await;
+    assert!(run.contains("[redacted]"), "{run}");
+    grep("run's output", &run);
+    forget_cooldowns(state);
+    echo_after_text(up);
+    let run = run_cli(state, config, &["run", "--stream", "hi"]).await;
+    assert!(
+        run.contains("partial") && run.contains("[redacted]"),
+        "{run}"
+    );
+    grep("run --stream's output", &run);
 }
 
 async fn run_cli(state: &Path, config: &Path, args: &[&str]) -> String {

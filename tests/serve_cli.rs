@@ -270,20 +270,7 @@ async fn policy_check_swap_rollback_and_show_against_a_running_gateway() {
     let junk = junk.display().to_string();
     let base = |args: &[&str]| in_state(&state, &config, args);
 
-    let checked = output(base(&["policy", "check", &module]), "").await;
-    let report = String::from_utf8_lossy(&checked.stdout);
-    assert!(checked.status.success(), "{report}");
-    assert!(
-        report.contains("failover-context-advances") && report.contains("verdict: accepted"),
-        "{report}"
-    );
-    let refused = output(base(&["policy", "check", &junk]), "").await;
-    assert_eq!(refused.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&refused.stdout).contains("verdict: refused"));
-
-    let none = output(base(&["policy", "show"]), "").await;
-    assert_eq!(none.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&none.stderr).contains("no running gateway"));
+    check_modules_without_a_gateway(&state, &config, &module, &junk).await;
 
     let mut child = base(&["serve", "--listen", "127.0.0.1:0"])
         .stderr(Stdio::piped())
@@ -294,16 +281,65 @@ async fn policy_check_swap_rollback_and_show_against_a_running_gateway() {
     let token = std::fs::read_to_string(Path::new(&state).join("gateway/admin-token")).unwrap();
     assert_eq!(token.trim().len(), 64);
     #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(Path::new(&state).join("gateway/admin-token"))
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600);
-    }
+    assert_admin_token_is_private(&state);
 
-    let swapped = output(base(&["policy", "swap", &module]), "").await;
+    swap_and_roll_back(&state, &config, &module, &junk, &address).await;
+    assert_a_closed_pipe_ends_quietly(&state, &config).await;
+
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success());
+    assert!(
+        !Path::new(&state).join("gateway/admin.json").exists(),
+        "the admin files are withdrawn"
+    );
+}
+
+/// `policy check` accepts `module` and refuses `junk`; `policy show`
+/// without a running gateway says so.
+async fn check_modules_without_a_gateway(state: &str, config: &str, module: &str, junk: &str) {
+    let base = |args: &[&str]| in_state(state, config, args);
+    let checked = output(base(&["policy", "check", module]), "").await;
+    let report = String::from_utf8_lossy(&checked.stdout);
+    assert!(checked.status.success(), "{report}");
+    assert!(
+        report.contains("failover-context-advances") && report.contains("verdict: accepted"),
+        "{report}"
+    );
+    let refused = output(base(&["policy", "check", junk]), "").await;
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stdout).contains("verdict: refused"));
+
+    let none = output(base(&["policy", "show"]), "").await;
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no running gateway"));
+}
+
+/// The running gateway's admin token under `state` is readable by its
+/// owner only.
+#[cfg(unix)]
+fn assert_admin_token_is_private(state: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(Path::new(state).join("gateway/admin-token"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+/// Against the gateway serving on `address`: `module` swapped in (and
+/// reported by `/status`), `junk` refused, a second swap, then rollbacks
+/// one swap at a time down to the module the gateway started with.
+async fn swap_and_roll_back(state: &str, config: &str, module: &str, junk: &str, address: &str) {
+    let base = |args: &[&str]| in_state(state, config, args);
+    let swapped = output(base(&["policy", "swap", module]), "").await;
     let text = String::from_utf8_lossy(&swapped.stdout);
     assert!(
         swapped.status.success(),
@@ -321,14 +357,14 @@ async fn policy_check_swap_rollback_and_show_against_a_running_gateway() {
     assert_eq!(status["policy"]["name"], "failover-context-advances");
     assert_eq!(status["previousPolicy"]["name"], "failover-default");
 
-    let junk_swap = output(base(&["policy", "swap", &junk]), "").await;
+    let junk_swap = output(base(&["policy", "swap", junk]), "").await;
     assert_eq!(junk_swap.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&junk_swap.stdout)
         .contains("still active: failover-context-advances"));
 
     // A second swap: rollbacks go back one swap at a time, down to the
     // module the gateway started with.
-    let again = output(base(&["policy", "swap", &module]), "").await;
+    let again = output(base(&["policy", "swap", module]), "").await;
     assert!(again.status.success());
     let shown = output(base(&["policy", "show"]), "").await;
     let text = String::from_utf8_lossy(&shown.stdout);
@@ -353,9 +389,12 @@ async fn policy_check_swap_rollback_and_show_against_a_running_gateway() {
     let past_the_start = output(base(&["policy", "rollback"]), "").await;
     assert_eq!(past_the_start.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&past_the_start.stderr).contains("no previous policy"));
+}
 
-    // Output into a pipe whose reader has gone (`policy show | head -0`):
-    // the command ends quietly, without a panic.
+/// Output into a pipe whose reader has gone (`policy show | head -0`):
+/// the command ends quietly, without a panic.
+async fn assert_a_closed_pipe_ends_quietly(state: &str, config: &str) {
+    let base = |args: &[&str]| in_state(state, config, args);
     let closed = tokio::task::spawn_blocking({
         let mut command = base(&["policy", "show"]);
         move || {
@@ -373,19 +412,4 @@ async fn policy_check_swap_rollback_and_show_against_a_running_gateway() {
     let stderr = String::from_utf8_lossy(&closed.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_ne!(closed.status.code(), Some(101), "{stderr}");
-
-    let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
-        .await
-        .unwrap();
-    assert!(status.success());
-    assert!(
-        !Path::new(&state).join("gateway/admin.json").exists(),
-        "the admin files are withdrawn"
-    );
 }

@@ -269,16 +269,7 @@ async fn redis_killed_under_load_fails_no_request_and_is_reconciled_when_back() 
     let (_dir, a, b) = two_replicas(&config).await;
     let client = reqwest::Client::new();
 
-    // A connection that died idle (a server's timeout, a load balancer) is
-    // replaced, not taken for an outage.
-    assert_eq!(a.chat(&client, None).await.0, 200);
-    let killed: i64 = redis::cmd("CLIENT")
-        .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"][..])
-        .query(&mut test_redis::client(&server.url))
-        .unwrap();
-    assert!(killed >= 1);
-    assert_eq!(a.chat(&client, None).await.0, 200);
-    assert_eq!(a.status().await["state"]["healthy"], true);
+    assert_an_idle_connection_killed_is_replaced(&a, &client, &server.url).await;
 
     // A disable every replica knows of before the outage: a Redis that
     // comes back empty must get it back from them.
@@ -295,26 +286,7 @@ async fn redis_killed_under_load_fails_no_request_and_is_reconciled_when_back() 
 
     // Load from both replicas, all through the outage and after it.
     let load = tokio::sync::watch::Sender::new(true);
-    let mut workers = tokio::task::JoinSet::new();
-    for replica in [&a, &b] {
-        for _ in 0..3 {
-            let address = replica.address.clone();
-            let (client, running) = (client.clone(), load.subscribe());
-            workers.spawn(async move {
-                let mut answers = Vec::new();
-                while *running.borrow() {
-                    let response = client
-                        .post(format!("http://{address}/v1/chat/completions"))
-                        .header("content-type", "application/json")
-                        .body(r#"{"model":"auto","messages":[{"role":"user","content":"hi"}]}"#)
-                        .send()
-                        .await;
-                    answers.push(response.map(|r| r.status().as_u16()).unwrap_or(0));
-                }
-                answers
-            });
-        }
-    }
+    let workers = start_load([&a, &b], &client, &load);
     tokio::time::sleep(Duration::from_millis(300)).await;
     server.kill();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -338,6 +310,61 @@ async fn redis_killed_under_load_fails_no_request_and_is_reconciled_when_back() 
     server.restart();
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     load.send(false).unwrap();
+    assert_the_load_never_failed(workers).await;
+    assert_reconciled([&a, &b], &client, &server.url, &prefix, disabled_until).await;
+}
+
+/// A connection that died idle (a server's timeout, a load balancer) is
+/// replaced, not taken for an outage: with every client of the Redis at
+/// `url` killed, `a` still serves and stays healthy.
+async fn assert_an_idle_connection_killed_is_replaced(
+    a: &Replica,
+    client: &reqwest::Client,
+    url: &str,
+) {
+    assert_eq!(a.chat(client, None).await.0, 200);
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"][..])
+        .query(&mut test_redis::client(url))
+        .unwrap();
+    assert!(killed >= 1);
+    assert_eq!(a.chat(client, None).await.0, 200);
+    assert_eq!(a.status().await["state"]["healthy"], true);
+}
+
+/// Three workers on each of `replicas`, sending chat requests until `load`
+/// turns false; each returns the statuses it got (0 for no answer).
+fn start_load(
+    replicas: [&Replica; 2],
+    client: &reqwest::Client,
+    load: &tokio::sync::watch::Sender<bool>,
+) -> tokio::task::JoinSet<Vec<u16>> {
+    let mut workers = tokio::task::JoinSet::new();
+    for replica in replicas {
+        for _ in 0..3 {
+            let address = replica.address.clone();
+            let (client, running) = (client.clone(), load.subscribe());
+            workers.spawn(async move {
+                let mut answers = Vec::new();
+                while *running.borrow() {
+                    let response = client
+                        .post(format!("http://{address}/v1/chat/completions"))
+                        .header("content-type", "application/json")
+                        .body(r#"{"model":"auto","messages":[{"role":"user","content":"hi"}]}"#)
+                        .send()
+                        .await;
+                    answers.push(response.map(|r| r.status().as_u16()).unwrap_or(0));
+                }
+                answers
+            });
+        }
+    }
+    workers
+}
+
+/// Every request of the `workers` of [`start_load`] was served, and there
+/// were enough of them to mean anything.
+async fn assert_the_load_never_failed(mut workers: tokio::task::JoinSet<Vec<u16>>) {
     let mut answered = 0;
     while let Some(answers) = workers.join_next().await {
         let answers = answers.unwrap();
@@ -351,25 +378,34 @@ async fn redis_killed_under_load_fails_no_request_and_is_reconciled_when_back() 
         answered > 20,
         "too little load to mean anything: {answered}"
     );
-    for replica in [&a, &b] {
+}
+
+/// After the outage: both `replicas` healthy with nothing pending, and the
+/// Redis back at `url` holds key a's cooldown, the session pinned during
+/// the outage, and the disable (until `disabled_until`) known before it.
+async fn assert_reconciled(
+    replicas: [&Replica; 2],
+    client: &reqwest::Client,
+    url: &str,
+    prefix: &str,
+    disabled_until: u64,
+) {
+    for replica in replicas {
         // A request lets a replica that had no traffic since find Redis.
-        replica.chat(&client, None).await;
+        replica.chat(client, None).await;
         let after = replica.status().await;
         assert_eq!(after["state"]["healthy"], true, "{after}");
         assert_eq!(after["state"]["pendingChanges"], 0, "{after}");
     }
-    let usage = usage_in_redis(&server.url, &prefix, "openai:a").expect("reconciled");
+    let usage = usage_in_redis(url, prefix, "openai:a").expect("reconciled");
     assert_eq!(
         usage["modelCooldowns"][0]["reason"], "rate_limit",
         "{usage}"
     );
     assert!(usage["errorCount"].as_u64().unwrap() >= 1, "{usage}");
-    let session = test_redis::get(
-        &server.url,
-        &format!("{prefix}:main:session:through-outage"),
-    )
-    .expect("the session pinned during the outage reached Redis");
-    let restored = usage_in_redis(&server.url, &prefix, "anthropic:a").expect("restored");
+    let session = test_redis::get(url, &format!("{prefix}:main:session:through-outage"))
+        .expect("the session pinned during the outage reached Redis");
+    let restored = usage_in_redis(url, prefix, "anthropic:a").expect("restored");
     assert_eq!(restored["disabledUntil"], disabled_until, "{restored}");
     assert_eq!(restored["disabledReason"], "billing", "{restored}");
     let session: Value = serde_json::from_str(&session).unwrap();
@@ -433,34 +469,7 @@ fn state_migrate_moves_routing_state_and_sessions_both_ways() {
     let on_files = write_config("files", &url);
     let on_redis = write_config("redis", &url);
 
-    let out = cli(&state, &on_files, &["state", "migrate", "--to", "redis"]);
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
-    assert!(said.contains("1 profile(s) and 1 session(s)"), "{said}");
-    assert!(said.contains(r#"set state.backend to "redis""#), "{said}");
-    let usage = usage_in_redis(&url, &prefix, "openai:a").unwrap();
-    assert_eq!(usage["disabledUntil"], far);
-
-    // The Redis backend now reports it, healthy.
-    let out = cli(&state, &on_redis, &["status", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(status["state"]["backend"], "redis");
-    assert_eq!(status["state"]["healthy"], true);
-    assert_eq!(
-        status["providers"][0]["order"][0]["disabledReason"],
-        "billing"
-    );
-    let out = cli(
-        &state,
-        &on_redis,
-        &["session", "show", "--session", "chat-1", "--json"],
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("gpt-x"));
+    migrate_to_redis_and_check(&state, &on_files, &on_redis, &url, &prefix, far);
 
     // And back: files emptied first, then filled from Redis.
     std::fs::remove_file(&paths.usage).unwrap();
@@ -481,6 +490,47 @@ fn state_migrate_moves_routing_state_and_sessions_both_ways() {
             .as_deref(),
         Some("gpt-x")
     );
+}
+
+/// `state migrate --to redis` with the files config `on_files` moves the
+/// profile (disabled until `far`) and the session to the Redis at `url`
+/// under `prefix`, where the Redis config `on_redis` then finds them.
+fn migrate_to_redis_and_check(
+    state: &Path,
+    on_files: &Path,
+    on_redis: &Path,
+    url: &str,
+    prefix: &str,
+    far: u64,
+) {
+    let out = cli(state, on_files, &["state", "migrate", "--to", "redis"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("1 profile(s) and 1 session(s)"), "{said}");
+    assert!(said.contains(r#"set state.backend to "redis""#), "{said}");
+    let usage = usage_in_redis(url, prefix, "openai:a").unwrap();
+    assert_eq!(usage["disabledUntil"], far);
+
+    // The Redis backend now reports it, healthy.
+    let out = cli(state, on_redis, &["status", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["state"]["backend"], "redis");
+    assert_eq!(status["state"]["healthy"], true);
+    assert_eq!(
+        status["providers"][0]["order"][0]["disabledReason"],
+        "billing"
+    );
+    let out = cli(
+        state,
+        on_redis,
+        &["session", "show", "--session", "chat-1", "--json"],
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("gpt-x"));
 }
 
 #[test]

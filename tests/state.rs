@@ -627,7 +627,6 @@ fn no_output_ever_contains_key_material() {
 
 #[test]
 fn session_set_model_show_and_reset() {
-    use failover::runner::OverrideSource;
     use failover::state::SessionStore;
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
@@ -638,20 +637,8 @@ fn session_set_model_show_and_reset() {
     )
     .unwrap();
     let config_arg = config.display().to_string();
-    let cli = |args: &[&str]| -> Output {
-        let mut all = vec!["--config", config_arg.as_str()];
-        all.extend_from_slice(args);
-        run(state, &all, "")
-    };
-    let cli_ok = |args: &[&str]| -> String {
-        let output = cli(args);
-        assert!(
-            output.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    };
+    let cli = |args: &[&str]| run_with_config(state, &config_arg, args);
+    let cli_ok = |args: &[&str]| run_with_config_ok(state, &config_arg, args);
 
     let shown = cli_ok(&["session", "show", "--session", "chat-1"]);
     assert!(
@@ -679,7 +666,43 @@ fn session_set_model_show_and_reset() {
     let sessions = SessionStore::for_agent(&agent_dir(state));
     assert!(sessions.get("chat-1").unwrap().live_switch_pending);
 
-    // A runner's fallback shows as such, and in `status`.
+    check_a_runner_fallback_shows(state, &config_arg, &sessions);
+
+    cli_ok(&["session", "reset", "--session", "chat-2"]);
+    let entry = sessions.get("chat-2").unwrap();
+    assert_eq!(entry.model_override.model, None);
+    let output = cli(&["session", "set-model", "--session", "x", "no-slash"]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+/// `failover --config <config> <args>` on `state`, with no input.
+fn run_with_config(state: &Path, config: &str, args: &[&str]) -> Output {
+    let mut all = vec!["--config", config];
+    all.extend_from_slice(args);
+    run(state, &all, "")
+}
+
+/// [`run_with_config`], asserting that it succeeds; its standard output.
+fn run_with_config_ok(state: &Path, config: &str, args: &[&str]) -> String {
+    let output = run_with_config(state, config, args);
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Records a runner's fallback for session `chat-2` in `sessions` and
+/// checks that `session show` shows it as such, and `status` lists it
+/// (and not the user's selection of `chat-1`).
+fn check_a_runner_fallback_shows(
+    state: &Path,
+    config: &str,
+    sessions: &failover::state::SessionStore,
+) {
+    use failover::runner::OverrideSource;
+    let cli_ok = |args: &[&str]| run_with_config_ok(state, config, args);
     sessions
         .update("chat-2", |e| {
             e.model_override.provider = Some("openai".into());
@@ -709,12 +732,6 @@ fn session_set_model_show_and_reset() {
         !status.contains("chat-1:"),
         "a user selection is not a fallback: {status}"
     );
-
-    cli_ok(&["session", "reset", "--session", "chat-2"]);
-    let entry = sessions.get("chat-2").unwrap();
-    assert_eq!(entry.model_override.model, None);
-    let output = cli(&["session", "set-model", "--session", "x", "no-slash"]);
-    assert_eq!(output.status.code(), Some(2));
 }
 
 // ---------------------------------------------------------------- leftovers and newer files

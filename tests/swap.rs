@@ -177,8 +177,25 @@ async fn a_hundred_swaps_under_load_fail_no_request() {
         answers.extend(worker.await.unwrap());
     }
     let log = swaps.lock().unwrap().clone();
+    assert_each_answer_is_its_modules(&answers, &log, &default_hash, &example_hash);
+    Arc::try_unwrap(h)
+        .ok()
+        .expect("no other owner")
+        .stop()
+        .await;
+}
+
+/// Each of the `answers` (with when its request started and ended)
+/// carries the hash of a module active while it ran, by the activation
+/// `log`, and has that module's decision; both modules served.
+fn assert_each_answer_is_its_modules(
+    answers: &[(Instant, Instant, Answer)],
+    log: &[(Instant, String)],
+    default_hash: &str,
+    example_hash: &str,
+) {
     assert!(answers.len() >= 100, "only {} requests", answers.len());
-    for (started, ended, answer) in &answers {
+    for (started, ended, answer) in answers {
         let hash = answer.header("x-failover-policy");
         // Active when the request started, or activated while it ran.
         let at_start = log
@@ -213,11 +230,6 @@ async fn a_hundred_swaps_under_load_fail_no_request() {
         by_example > 0 && by_example < answers.len(),
         "both modules served"
     );
-    Arc::try_unwrap(h)
-        .ok()
-        .expect("no other owner")
-        .stop()
-        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

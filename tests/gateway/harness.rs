@@ -156,25 +156,7 @@ pub async fn start_setup(setup: Setup<'_>) -> Harness {
     let state = StateDir::at(dir.path().join("state"));
     let paths = state.agent("main").unwrap();
     let store = AuthStore::open(paths.clone()).unwrap();
-    store
-        .update_profiles(|file| {
-            for (id, key) in PROFILES {
-                let provider = id.split(':').next().unwrap();
-                file.put_static(id, provider, CredentialKind::ApiKey, key)?;
-            }
-            Ok(())
-        })
-        .unwrap();
-    let ops = AuthStore::open(state.agent("ops").unwrap()).unwrap();
-    ops.update_profiles(|file| {
-        file.put_static(
-            "openrouter:ops",
-            "openrouter",
-            CredentialKind::ApiKey,
-            "or-ops",
-        )
-    })
-    .unwrap();
+    seed_profiles(&store, &state);
     let recorder = record.map(|content| {
         let sessions = SessionStore::for_agent(&paths.dir);
         let now = failover::runner::clock::now_ms();
@@ -216,6 +198,30 @@ pub async fn start_setup(setup: Setup<'_>) -> Harness {
         server: Some(server),
         _dir: dir,
     }
+}
+
+/// Puts the [`PROFILES`] keys in the main agent's `store` and the
+/// `openrouter:ops` key in the `ops` agent's store under `state`.
+fn seed_profiles(store: &AuthStore, state: &StateDir) {
+    store
+        .update_profiles(|file| {
+            for (id, key) in PROFILES {
+                let provider = id.split(':').next().unwrap();
+                file.put_static(id, provider, CredentialKind::ApiKey, key)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let ops = AuthStore::open(state.agent("ops").unwrap()).unwrap();
+    ops.update_profiles(|file| {
+        file.put_static(
+            "openrouter:ops",
+            "openrouter",
+            CredentialKind::ApiKey,
+            "or-ops",
+        )
+    })
+    .unwrap();
 }
 
 pub struct Answer {

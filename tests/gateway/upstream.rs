@@ -183,37 +183,7 @@ impl Upstream {
             .map(str::to_owned)
             .unwrap_or_else(|| header("x-api-key"));
         if path.contains("oauth") {
-            self.record(Call {
-                path,
-                model: String::new(),
-                key,
-                body: body.clone(),
-            });
-            let token = body
-                .split('&')
-                .find_map(|pair| pair.strip_prefix("refresh_token="))
-                .unwrap_or("")
-                .to_owned();
-            if token.contains("held") {
-                TOKEN_GATE.notified().await;
-            }
-            let reply = if token.contains("good-refresh") || token.contains("held") {
-                json!({"access_token": "fresh-access", "refresh_token": "fresh-refresh", "expires_in": 3600})
-                    .to_string()
-            } else {
-                // As some token endpoints do: the refused token, echoed.
-                let refusal = json!({"error": "invalid_grant",
-                                     "error_description": format!("refresh token {token} is invalid or revoked")});
-                return respond(
-                    &mut socket,
-                    400,
-                    &[],
-                    "application/json",
-                    &refusal.to_string(),
-                )
-                .await;
-            };
-            return respond(&mut socket, 200, &[], "application/json", &reply).await;
+            return self.token_endpoint(&mut socket, path, key, body).await;
         }
         let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
         let model = request["model"].as_str().unwrap_or("").to_owned();
@@ -228,16 +198,7 @@ impl Upstream {
         });
         let fault = self.shared.lock().unwrap().key_faults.get(&key).copied();
         if let Some((status, hold)) = fault {
-            self.faulted.send_modify(|n| *n += 1);
-            let mut arrived = self.faulted.subscribe();
-            let all_in = arrived.wait_for(|n| *n >= hold);
-            let _ = tokio::time::timeout(Duration::from_secs(20), all_in).await;
-            let body = if status == 429 {
-                r#"{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}"#
-            } else {
-                r#"{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}"#
-            };
-            return respond(&mut socket, status, &[], "application/json", body).await;
+            return self.key_fault(&mut socket, status, hold).await;
         }
         let behaviour = self
             .shared
@@ -249,60 +210,125 @@ impl Upstream {
             .or_else(|| crate::emulation::behaviour(&body_text, &model, anthropic))
             .unwrap_or(Behaviour::Reply);
         let text = format!("hello from {model} with {key}");
-        match behaviour {
-            Behaviour::Reply if stream => {
-                stream_reply(&mut socket, anthropic, &[&text], false).await
-            }
-            Behaviour::Reply => {
-                respond(
-                    &mut socket,
-                    200,
-                    &[],
-                    "application/json",
-                    &whole(anthropic, &text),
-                )
-                .await
-            }
-            Behaviour::Slow(delay) => {
-                tokio::time::sleep(delay).await;
-                respond(
-                    &mut socket,
-                    200,
-                    &[],
-                    "application/json",
-                    &whole(anthropic, &text),
-                )
-                .await
-            }
-            Behaviour::Status(status, headers, body) => {
-                let body = body.replace("{KEY}", &key);
-                let headers: Vec<_> = headers
-                    .into_iter()
-                    .map(|(name, value)| (name, value.replace("{KEY}", &key)))
-                    .collect();
-                let content_type = if body.starts_with('<') {
-                    "text/html"
-                } else {
-                    "application/json"
-                };
-                respond(&mut socket, status, &headers, content_type, &body).await
-            }
-            Behaviour::Sse { pieces, end } => {
-                let pieces: Vec<String> = pieces.iter().map(|p| p.replace("{KEY}", &key)).collect();
-                sse(socket, &pieces, end).await
-            }
-            Behaviour::Reset => reset(socket),
-            Behaviour::Stream { pieces, cut } => {
-                stream_reply(&mut socket, anthropic, &pieces, cut).await
-            }
-            Behaviour::Raw(content_type, body) => {
-                respond(&mut socket, 200, &[], content_type, &body).await
-            }
+        perform(socket, behaviour, anthropic, stream, &text, &key).await
+    }
+
+    /// Answers a call of the OAuth token endpoint (recording it): fresh
+    /// tokens for a refresh token containing `good-refresh` or `held` (the
+    /// latter once [`Upstream::release_token_endpoint`]), else a 400 that
+    /// echoes the refused token.
+    async fn token_endpoint(
+        &self,
+        socket: &mut TcpStream,
+        path: String,
+        key: String,
+        body: String,
+    ) {
+        self.record(Call {
+            path,
+            model: String::new(),
+            key,
+            body: body.clone(),
+        });
+        let token = body
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("refresh_token="))
+            .unwrap_or("")
+            .to_owned();
+        if token.contains("held") {
+            TOKEN_GATE.notified().await;
         }
+        let reply = if token.contains("good-refresh") || token.contains("held") {
+            json!({"access_token": "fresh-access", "refresh_token": "fresh-refresh", "expires_in": 3600})
+                .to_string()
+        } else {
+            // As some token endpoints do: the refused token, echoed.
+            let refusal = json!({"error": "invalid_grant",
+                                 "error_description": format!("refresh token {token} is invalid or revoked")});
+            return respond(socket, 400, &[], "application/json", &refusal.to_string()).await;
+        };
+        respond(socket, 200, &[], "application/json", &reply).await
+    }
+
+    /// Fails a call that presented a faulted key with `status` (a rate
+    /// limit for 429, else a server error), once `hold` such calls have
+    /// arrived or 20 s have passed.
+    async fn key_fault(&self, socket: &mut TcpStream, status: u16, hold: usize) {
+        self.faulted.send_modify(|n| *n += 1);
+        let mut arrived = self.faulted.subscribe();
+        let all_in = arrived.wait_for(|n| *n >= hold);
+        let _ = tokio::time::timeout(Duration::from_secs(20), all_in).await;
+        let body = if status == 429 {
+            r#"{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}"#
+        } else {
+            r#"{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}"#
+        };
+        respond(socket, status, &[], "application/json", body).await
     }
 
     fn record(&self, call: Call) {
         self.shared.lock().unwrap().calls.push(call);
+    }
+}
+
+/// Answers a chat call as `behaviour` says, in the Anthropic shape when
+/// `anthropic`, streamed when `stream` (for a plain reply); `text` is a
+/// normal reply's text and `key` (the presented key) replaces `{KEY}`.
+async fn perform(
+    mut socket: TcpStream,
+    behaviour: Behaviour,
+    anthropic: bool,
+    stream: bool,
+    text: &str,
+    key: &str,
+) {
+    match behaviour {
+        Behaviour::Reply if stream => stream_reply(&mut socket, anthropic, &[text], false).await,
+        Behaviour::Reply => {
+            respond(
+                &mut socket,
+                200,
+                &[],
+                "application/json",
+                &whole(anthropic, text),
+            )
+            .await
+        }
+        Behaviour::Slow(delay) => {
+            tokio::time::sleep(delay).await;
+            respond(
+                &mut socket,
+                200,
+                &[],
+                "application/json",
+                &whole(anthropic, text),
+            )
+            .await
+        }
+        Behaviour::Status(status, headers, body) => {
+            let body = body.replace("{KEY}", key);
+            let headers: Vec<_> = headers
+                .into_iter()
+                .map(|(name, value)| (name, value.replace("{KEY}", key)))
+                .collect();
+            let content_type = if body.starts_with('<') {
+                "text/html"
+            } else {
+                "application/json"
+            };
+            respond(&mut socket, status, &headers, content_type, &body).await
+        }
+        Behaviour::Sse { pieces, end } => {
+            let pieces: Vec<String> = pieces.iter().map(|p| p.replace("{KEY}", key)).collect();
+            sse(socket, &pieces, end).await
+        }
+        Behaviour::Reset => reset(socket),
+        Behaviour::Stream { pieces, cut } => {
+            stream_reply(&mut socket, anthropic, &pieces, cut).await
+        }
+        Behaviour::Raw(content_type, body) => {
+            respond(&mut socket, 200, &[], content_type, &body).await
+        }
     }
 }
 

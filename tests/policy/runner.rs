@@ -12,6 +12,7 @@ use failover::runner::{
     RotationConfig, RunPlan, RunRequest, RunStep, RunSummary, SelectionSource, SessionOverride,
     SummaryRequest,
 };
+use failover::Policy;
 use policy_types::{
     ChainRequest, FallbackChain, Gate, GateDecision, RankedProfile, Selection, SelectionRequest,
 };
@@ -164,20 +165,7 @@ fn run(case: &Value, line: usize) -> Option<String> {
             let native = started(native::plan_run(&run));
             compare(line, name, native, component, expected)
         }
-        Some("chain") => {
-            let request: ChainRequest = field(case, "request", line);
-            let expected: FallbackChain = field(case, "expect", line);
-            let chain = policy_guest::runner::candidate_chain(&request);
-            let Some(run) = chain_run(&request) else {
-                return compare(line, name, chain.clone(), chain, expected);
-            };
-            let plan = policy.plan_run(&run).expect("plan-run");
-            let component = FallbackChain {
-                candidates: plan.candidates,
-                strict: plan.strict,
-            };
-            compare(line, name, chain, component, expected)
-        }
+        Some("chain") => run_chain(policy, case, line, name),
         Some("decide") => {
             let request: CandidateRequest = field(case, "request", line);
             let component = policy.decide_candidate(&request).expect("decide-candidate");
@@ -203,37 +191,8 @@ fn run(case: &Value, line: usize) -> Option<String> {
                 expected,
             )
         }
-        Some("gate") => {
-            let health: ModelHealth = field(case, "health", line);
-            let others: bool = field(case, "othersRemain", line);
-            let now: u64 = field(case, "nowMs", line);
-            let request = gate_request(health, others, now);
-            let component = policy.decide_candidate(&request).expect("decide-candidate");
-            let expected: GateDecision = field(case, "expect", line);
-            compare(
-                line,
-                name,
-                native::decide_candidate(&request),
-                component,
-                gated(expected.gate),
-            )
-        }
-        Some("attempt_end") => {
-            let health: ModelHealth = field(case, "health", line);
-            let hung: bool = field(case, "hung", line);
-            let now: u64 = field(case, "nowMs", line);
-            let component = policy
-                .record_model_attempt(&health, end_of(hung), now)
-                .expect("record-model-attempt");
-            let expected: ModelHealth = field(case, "expect", line);
-            compare(
-                line,
-                name,
-                native::record_model_attempt(&health, end_of(hung), now),
-                component,
-                expected,
-            )
-        }
+        Some("gate") => run_gate(policy, case, line, name),
+        Some("attempt_end") => run_attempt_end(policy, case, line, name),
         Some("summary") => {
             let request: SummaryRequest = field(case, "request", line);
             let component = policy.summarise(&request).expect("summarise");
@@ -242,6 +201,60 @@ fn run(case: &Value, line: usize) -> Option<String> {
         }
         other => panic!("{FILE} line {line}: unknown kind {other:?}"),
     }
+}
+
+/// A `chain` case: the native chain against the one the component plans
+/// (or against itself when no run can select it) and the expected one.
+fn run_chain(policy: &Policy, case: &Value, line: usize, name: &str) -> Option<String> {
+    let request: ChainRequest = field(case, "request", line);
+    let expected: FallbackChain = field(case, "expect", line);
+    let chain = policy_guest::runner::candidate_chain(&request);
+    let Some(run) = chain_run(&request) else {
+        return compare(line, name, chain.clone(), chain, expected);
+    };
+    let plan = policy.plan_run(&run).expect("plan-run");
+    let component = FallbackChain {
+        candidates: plan.candidates,
+        strict: plan.strict,
+    };
+    compare(line, name, chain, component, expected)
+}
+
+/// A `gate` case: a model's health decided as a candidate, natively and by
+/// the component, against what the expected gate means.
+fn run_gate(policy: &Policy, case: &Value, line: usize, name: &str) -> Option<String> {
+    let health: ModelHealth = field(case, "health", line);
+    let others: bool = field(case, "othersRemain", line);
+    let now: u64 = field(case, "nowMs", line);
+    let request = gate_request(health, others, now);
+    let component = policy.decide_candidate(&request).expect("decide-candidate");
+    let expected: GateDecision = field(case, "expect", line);
+    compare(
+        line,
+        name,
+        native::decide_candidate(&request),
+        component,
+        gated(expected.gate),
+    )
+}
+
+/// An `attempt_end` case: a model's health after an attempt's end,
+/// natively and by the component, against the expected health.
+fn run_attempt_end(policy: &Policy, case: &Value, line: usize, name: &str) -> Option<String> {
+    let health: ModelHealth = field(case, "health", line);
+    let hung: bool = field(case, "hung", line);
+    let now: u64 = field(case, "nowMs", line);
+    let component = policy
+        .record_model_attempt(&health, end_of(hung), now)
+        .expect("record-model-attempt");
+    let expected: ModelHealth = field(case, "expect", line);
+    compare(
+        line,
+        name,
+        native::record_model_attempt(&health, end_of(hung), now),
+        component,
+        expected,
+    )
 }
 
 #[test]
