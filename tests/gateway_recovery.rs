@@ -175,16 +175,7 @@ async fn no_restart_after_a_tool_call_or_without_a_later_candidate() {
     );
     let with_fallback = json!({"model": FALLBACK, "models": [PRIMARY], "stream": true,
                                "messages": [{"role": "user", "content": "hi"}]});
-    let a = h
-        .post("/v1/chat/completions", &with_fallback.to_string(), None)
-        .await;
-    let streamed = read_stream(&a.text);
-    assert_eq!(
-        streamed.error.unwrap()["code"],
-        "stream_interrupted",
-        "{}",
-        a.text
-    );
+    assert_interrupted(&h, &with_fallback).await;
 
     // A model pinned alone has nowhere to restart.
     h.up.then(
@@ -196,19 +187,26 @@ async fn no_restart_after_a_tool_call_or_without_a_later_candidate() {
     );
     let pinned = json!({"model": FALLBACK, "stream": true,
                         "messages": [{"role": "user", "content": "hi"}]});
-    let b = h
-        .post("/v1/chat/completions", &pinned.to_string(), None)
-        .await;
-    let streamed = read_stream(&b.text);
-    assert_eq!(
-        streamed.error.unwrap()["code"],
-        "stream_interrupted",
-        "{}",
-        b.text
-    );
+    assert_interrupted(&h, &pinned).await;
     let claude_calls = (h.up.chat_calls().into_iter())
         .filter(|(m, _)| m == "claude-x")
         .count();
     assert_eq!(claude_calls, 0);
     h.stop().await;
+}
+
+/// `body` posted as an OpenAI chat ends in the `stream_interrupted` error
+/// event, not restarted.
+async fn assert_interrupted(h: &Harness, body: &serde_json::Value) {
+    let answer = h
+        .post("/v1/chat/completions", &body.to_string(), None)
+        .await;
+    let streamed = read_stream(&answer.text);
+    assert!(!streamed.done, "{}", answer.text);
+    assert_eq!(
+        streamed.error.unwrap()["code"],
+        "stream_interrupted",
+        "{}",
+        answer.text
+    );
 }

@@ -227,6 +227,14 @@ async fn serve_answers_and_stops_cleanly_on_sigterm() {
         .unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["x-failover-profile"], "anthropic:a");
+    terminate(child).await;
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert!(rest.contains("stopped"), "{rest}");
+}
+
+/// Sends `child` SIGTERM and waits: it must stop cleanly.
+async fn terminate(mut child: std::process::Child) {
     let pid = child.id().to_string();
     assert!(Command::new("kill")
         .args(["-TERM", &pid])
@@ -237,9 +245,6 @@ async fn serve_answers_and_stops_cleanly_on_sigterm() {
         .await
         .unwrap();
     assert!(status.success(), "{status:?}");
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    assert!(rest.contains("stopped"), "{rest}");
 }
 
 /// `serve`'s first stderr line names its address; returns it.
@@ -286,16 +291,7 @@ async fn policy_check_swap_rollback_and_show_against_a_running_gateway() {
     swap_and_roll_back(&state, &config, &module, &junk, &address).await;
     assert_a_closed_pipe_ends_quietly(&state, &config).await;
 
-    let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
-        .await
-        .unwrap();
-    assert!(status.success());
+    terminate(child).await;
     assert!(
         !Path::new(&state).join("gateway/admin.json").exists(),
         "the admin files are withdrawn"

@@ -284,26 +284,12 @@ async fn perform(
 ) {
     match behaviour {
         Behaviour::Reply if stream => stream_reply(&mut socket, anthropic, &[text], false).await,
-        Behaviour::Reply => {
-            respond(
-                &mut socket,
-                200,
-                &[],
-                "application/json",
-                &whole(anthropic, text),
-            )
-            .await
-        }
-        Behaviour::Slow(delay) => {
-            tokio::time::sleep(delay).await;
-            respond(
-                &mut socket,
-                200,
-                &[],
-                "application/json",
-                &whole(anthropic, text),
-            )
-            .await
+        Behaviour::Reply | Behaviour::Slow(_) => {
+            if let Behaviour::Slow(delay) = behaviour {
+                tokio::time::sleep(delay).await;
+            }
+            let reply = whole(anthropic, text);
+            respond(&mut socket, 200, &[], "application/json", &reply).await
         }
         Behaviour::Status(status, headers, body) => {
             let body = body.replace("{KEY}", key);
