@@ -18,7 +18,7 @@ use super::relay::{self, Face, Restarter, StreamContext};
 use super::reply::{self, error_response};
 use super::restart::Restarting;
 use super::server::{Answering, DirectRoute};
-use super::stream_ends::StreamEnds;
+use super::stream_ends::{StreamEnds, StreamSite};
 use super::{Gateway, GatewayRunner};
 use crate::chat::{messages, openai, ChatReply, ChatRequest};
 use crate::config::{gateway::StreamRecovery, Config};
@@ -192,32 +192,27 @@ impl Serving<'_> {
         options: &RunOptions,
         model: String,
     ) -> Response {
+        let site = StreamSite {
+            gateway: self.gateway.clone(),
+            runner: self.runner.clone(),
+            policy: self.policy.clone(),
+            route: self.route,
+            model,
+        };
         let continues = recovery_of(self.runner.config(), self.face) == StreamRecovery::Continue;
         let restart = continues
             .then(|| Restarting {
-                gateway: self.gateway.clone(),
-                runner: self.runner.clone(),
-                policy: self.policy.clone(),
+                site: site.clone(),
                 request: ChatRequest {
                     record_id: None,
                     ..request.clone()
                 },
                 agent: (options.agent.clone())
                     .unwrap_or_else(|| self.gateway.default_agent.clone()),
-                route: self.route,
-                model: model.clone(),
                 deadline: self.deadline,
             })
             .and_then(|restarting| restarting.restarter(unfinished.later.clone()));
-        let ends = StreamEnds {
-            gateway: self.gateway.clone(),
-            runner: self.runner.clone(),
-            policy: self.policy.clone(),
-            unfinished,
-            route: self.route,
-            model,
-            record_id: request.record_id,
-        };
+        let ends = site.ends(unfinished, request.record_id);
         let (gateway, policy) = (self.gateway, self.policy);
         served(
             gateway,

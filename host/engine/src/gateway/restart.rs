@@ -2,27 +2,19 @@
 //! after output starts over on the run's later candidates, as a run of
 //! its own over them, and the client's stream goes on with it.
 
-use std::sync::Arc;
-
 use super::relay::{Restart, Restarter, StreamContext};
-use super::stream_ends::StreamEnds;
-use super::{Gateway, GatewayRunner};
+use super::stream_ends::StreamSite;
 use crate::chat::{ChatReply, ChatRequest};
 use crate::runner::{RunOptions, Target};
-use failover_sandbox::Decider;
 
 /// What a restart of one request needs.
 pub(super) struct Restarting {
-    pub(super) gateway: Arc<Gateway>,
-    pub(super) runner: Arc<GatewayRunner>,
-    pub(super) policy: Arc<dyn Decider>,
+    /// Where its streams are served.
+    pub(super) site: StreamSite,
     /// The client's request, as it was run.
     pub(super) request: ChatRequest,
     /// The agent whose profiles serve it.
     pub(super) agent: String,
-    /// The request's route and model labels.
-    pub(super) route: &'static str,
-    pub(super) model: String,
     /// The run's deadline (ms since the epoch), which no restart extends.
     pub(super) deadline: u64,
 }
@@ -42,13 +34,13 @@ impl Restarting {
     async fn restart(self, later: Vec<String>) -> Option<Restart> {
         let mut options = RunOptions::for_chain(&self.agent, &later[0], &later[1..]);
         options.deadline_ms = Some(self.deadline);
-        let run = self
-            .runner
+        let site = &self.site;
+        let run = (site.runner)
             .run_observed(
-                self.policy.as_ref(),
+                site.policy.as_ref(),
                 &options,
                 &self.request,
-                self.gateway.metrics(),
+                site.gateway.metrics(),
             )
             .await;
         let mut outcome = match run {
@@ -68,18 +60,10 @@ impl Restarting {
             profile: outcome.profile,
         };
         let later = unfinished.later.clone();
-        let ends = StreamEnds {
-            gateway: self.gateway.clone(),
-            runner: self.runner.clone(),
-            policy: self.policy.clone(),
-            unfinished,
-            route: self.route,
-            model: self.model.clone(),
-            // A restart is not in the recorded trace: its replay shows the
-            // break, as a route that does not continue would.
-            record_id: None,
-        };
-        let max_bytes = self.gateway.limits().max_stream_bytes;
+        // A restart is not in the recorded trace: its replay shows the
+        // break, as a route that does not continue would.
+        let ends = self.site.ends(unfinished, None);
+        let max_bytes = self.site.gateway.limits().max_stream_bytes;
         let deadline = self.deadline;
         let context = StreamContext {
             deadline_ms: Some(deadline),
