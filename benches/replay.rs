@@ -21,8 +21,9 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use failover::policy::{Policy, PolicyVersion};
+use failover::policy::Policy;
 use failover::replay::{replay, ReplayOptions, Trace};
+use failover::PolicyVersion;
 use failover::{Decider, PolicyEngine};
 use native::Native;
 use serde_json::json;

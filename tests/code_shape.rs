@@ -1,5 +1,6 @@
 //! The shape the code keeps: no function over [`MAX_FUNCTION_LINES`]
-//! lines, in the product, its tests, benchmarks and examples alike.
+//! lines, in the product, its tests, benchmarks and examples alike; and no
+//! WebAssembly runtime under the engine or the policy interface.
 
 use std::path::{Path, PathBuf};
 
@@ -107,4 +108,51 @@ fn the_scan_finds_a_long_function_and_passes_a_short_one() {
     );
     let short = "fn short() {\n    let x = 1;\n}\nfn declared();\n";
     assert!(long_functions(short).is_empty());
+}
+
+/// The crates that must not link a WebAssembly runtime: the engine decides
+/// through the policy interface alone, and the interface is plain Rust.
+const RUNTIME_FREE_CRATES: &[&str] = &["failover-engine", "failover-policy"];
+
+/// The normal (not dev, not build) dependencies of `package`, one name a
+/// line, as `cargo tree` resolves them from the lockfile.
+fn normal_dependencies(package: &str) -> Vec<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let output = std::process::Command::new(cargo)
+        .args([
+            "tree", "--locked", "-e", "normal", "--prefix", "none", "-p", package,
+        ])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "cargo tree -p {package} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).expect("cargo tree writes UTF-8");
+    let names = text.lines().filter_map(|l| l.split_whitespace().next());
+    names.map(str::to_owned).collect()
+}
+
+#[test]
+fn the_engine_and_the_policy_interface_link_no_wasm_runtime() {
+    for package in RUNTIME_FREE_CRATES {
+        let dependencies = normal_dependencies(package);
+        assert!(
+            dependencies.iter().any(|d| d == "policy-types"),
+            "{package}'s tree should hold policy-types: {dependencies:?}"
+        );
+        let runtime: Vec<&String> = (dependencies.iter())
+            .filter(|d| d.starts_with("wasmtime") || d.starts_with("cranelift"))
+            .collect();
+        assert!(runtime.is_empty(), "{package} links {runtime:?}");
+    }
+    let sandbox = normal_dependencies("failover-sandbox");
+    assert!(
+        sandbox.iter().any(|d| d == "wasmtime"),
+        "the check reads names the way cargo tree writes them: {sandbox:?}"
+    );
 }

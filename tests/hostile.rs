@@ -14,7 +14,8 @@ use failover::auth::{
     CooldownConfig, CredentialKind, FailureEvent, OrderRequest, RecordedReason, StoredProfile,
     Usage,
 };
-use failover::policy::{gate, TrapKind, DEFAULT_POLICY};
+use failover::policy::{gate, DEFAULT_POLICY};
+use failover::TrapKind;
 use failover::{Limits, Policy, PolicyEngine, PolicyError, ProviderError};
 
 fn engine() -> &'static PolicyEngine {

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use failover::auth::{CredentialKind, OrderRequest, RecordedReason, StoredProfile, Usage};
 use failover::config::Config;
-use failover::policy::plan_by_two_calls;
+use failover::plan_by_two_calls;
 use failover::replay::trace::Trace;
 use failover::report::flatten;
 use failover::runner::CandidateFacts;

@@ -53,8 +53,10 @@ async fn admin_endpoint(h: &Harness) -> (String, String) {
     let token = AdminFiles::of(&h.state).publish(address).unwrap();
     let admin = Arc::new(Admin {
         gateway: h.gateway.clone(),
-        engine: engine().clone(),
-        limits: Limits::default(),
+        loader: Arc::new(failover::policy::Loader {
+            engine: engine().clone(),
+            limits: Limits::default(),
+        }),
         token: token.clone(),
     });
     tokio::spawn(async move { axum::serve(listener, admin::router(admin)).await });

@@ -8,8 +8,8 @@
 
 use std::sync::OnceLock;
 
-use failover_sandbox::provider_error::ProviderError;
-use failover_sandbox::report::flatten;
+use failover_policy::report::flatten;
+use failover_policy::ProviderError;
 use failover_sandbox::{Policy, PolicyEngine};
 use libfuzzer_sys::fuzz_target;
 use policy_types::Reason;

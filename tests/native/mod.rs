@@ -35,7 +35,7 @@ pub mod runner {
 #[allow(dead_code)] // Each includer uses part of this file.
 pub struct Native {
     /// What the host reports as the deciding module.
-    pub version: failover::policy::PolicyVersion,
+    pub version: failover::PolicyVersion,
 }
 
 #[allow(dead_code)]
@@ -43,12 +43,12 @@ mod native_decider {
     use failover::auth::{
         CooldownConfig, FailureEvent, OrderRequest, PinDecision, PinRequest, RankedProfile, Usage,
     };
-    use failover::policy::{PolicyVersion, Success};
     use failover::runner::{
         AttemptEnd, CandidateDecision, CandidateRequest, FailedAttempt, ModelHealth,
         RotationConfig, RunPlan, RunRequest, RunStep, RunSummary, SummaryRequest,
     };
     use failover::{Classification, Decider, Limits, PolicyError, ProviderError};
+    use failover::{PolicyVersion, Success};
 
     use super::{profiles, runner, to_core, Native};
 

@@ -66,7 +66,7 @@ fn run(case: &Value, line: usize) -> Option<String> {
             let model: Option<String> = get(case, "model", line);
             let now: u64 = get(case, "nowMs", line);
             let expected: Usage = get(case, "expect", line);
-            let success = failover::policy::Success {
+            let success = failover::Success {
                 provider: "openai",
                 model: model.as_deref(),
                 now_ms: now,

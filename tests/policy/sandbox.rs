@@ -1,7 +1,8 @@
 //! Limits, input bounds and instance reuse.
 
-use failover::policy::{TrapKind, FUEL_PER_CALL, MAX_LEVELS, MAX_MESSAGE_BYTES};
+use failover::limits::{FUEL_PER_CALL, MAX_LEVELS, MAX_MESSAGE_BYTES};
 use failover::report::flatten;
+use failover::TrapKind;
 use failover::{Limits, Policy, PolicyError, ProviderError, Reason};
 
 use super::support::{classify_native, engine};

@@ -8,12 +8,12 @@ use failover::auth::{
     CooldownConfig, FailureEvent, OrderRequest, PinDecision, PinRequest, RankedProfile, Usage,
 };
 use failover::config::{Config, ProfileMeta};
-use failover::policy::{PolicyVersion, Success};
 use failover::runner::{
     AttemptEnd, CandidateDecision, CandidateFacts, CandidatePlan, CandidateRequest, FailedAttempt,
     ModelHealth, RotationConfig, RunPlan, RunRequest, RunStep, RunSummary, Runner, SummaryRequest,
 };
 use failover::{Classification, Decider, Policy, PolicyError, ProviderError};
+use failover::{PolicyVersion, Success};
 
 use super::{config, policy, session, world, Outcome, Scripted, ALL, PRIMARY};
 

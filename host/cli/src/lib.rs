@@ -3,15 +3,20 @@
 //! The `failover` command line ([`cli`]) over the crates that do the work,
 //! re-exported here under the paths the tests, benchmarks and examples use:
 //!
-//! - `failover-sandbox`: [`policy`], [`provider_error`], [`report`],
-//!   [`classification`] — running policy modules (the only crate with
-//!   wasmtime).
+//! - `failover-policy`: [`Decider`], [`PolicyLoader`], [`limits`],
+//!   [`provider_error`], [`report`], [`classification`] — the policy
+//!   interface, no runtime.
+//! - `failover-sandbox`: [`policy`], [`Policy`], [`PolicyEngine`] —
+//!   running policy modules (the only crate with wasmtime).
 //! - `failover-engine`: [`runner`], [`state`], [`config`], [`chat`],
 //!   [`providers`], [`gateway`], [`replay`], [`status`], [`auth`],
-//!   [`logging`].
+//!   [`logging`] — deciding through a [`Decider`] alone.
 //!
-//! An embedder depends on `failover-engine` (or only `failover-sandbox` to
-//! classify), not on this crate: it is the binary's, with clap and anyhow.
+//! This crate is where the engine and the sandbox meet: `serve` hands the
+//! gateway the sandbox's [`policy::Loader`]. An embedder depends on
+//! `failover-engine` and `failover-sandbox` (or only those two with
+//! `failover-policy` to classify), not on this crate: it is the binary's,
+//! with clap and anyhow.
 
 pub mod allocator;
 pub mod cli;
@@ -26,7 +31,9 @@ static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 pub use failover_engine::{
     auth, chat, config, gateway, logging, providers, readiness, replay, runner, state, status,
 };
-pub use failover_sandbox::{
-    classification, policy, provider_error, report, Classification, Decider, Detail, InputError,
-    Limits, Policy, PolicyEngine, PolicyError, PolicyStats, PolicyVersion, ProviderError, Reason,
+pub use failover_policy::{
+    classification, limits, plan_by_two_calls, provider_error, report, types, Admission,
+    Classification, Decider, Detail, InputError, Limits, PolicyError, PolicyLoader, PolicyStats,
+    PolicyVersion, ProviderError, Reason, Success, TrapKind,
 };
+pub use failover_sandbox::{policy, Policy, PolicyEngine};

@@ -1,8 +1,10 @@
-//! The failover engine: everything around the policy but running it.
+//! The failover engine: everything around the policy but running it. It
+//! decides through the `failover-policy` interface alone; no WebAssembly
+//! runtime is linked here (the CLI joins it with the sandbox).
 //!
 //! - [`runner`] — the fallback run: one request through the candidate chain,
 //!   rotating profiles inside a provider, deciding every step through a
-//!   [`failover_sandbox::Decider`].
+//!   [`failover_policy::Decider`].
 //! - [`state`] — profiles, their routing state and sessions on disk, safe
 //!   across processes.
 //! - [`config`] — the JSON5 config.
@@ -36,5 +38,3 @@ pub mod status;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-
-pub use failover_sandbox as sandbox;

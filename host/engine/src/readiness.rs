@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crate::auth::{OrderRequest, RankedProfile, StoredProfile, Usage};
 use crate::config::Config;
 use crate::state::{canonical_provider, split_model, stored_profiles, AuthStore};
-use failover_sandbox::Decider;
+use failover_policy::Decider;
 
 /// One candidate of the default chain, now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,7 +30,7 @@ pub enum StatusError {
     State(#[from] crate::state::StateError),
     /// The policy failed to order the profiles.
     #[error(transparent)]
-    Policy(#[from] failover_sandbox::PolicyError),
+    Policy(#[from] failover_policy::PolicyError),
 }
 
 /// The default chain's candidates (configured primary, then fallbacks),

@@ -14,7 +14,7 @@ use crate::state::{
     canonical_provider, stored_profiles, AuthStore, BackendStatus, ProfileSummary, SessionEntry,
     SessionStore,
 };
-use failover_sandbox::Decider;
+use failover_policy::Decider;
 
 /// One provider's order.
 #[derive(Debug, Clone)]

@@ -1,28 +1,18 @@
 //! Running failover policy modules: WebAssembly components behind the WIT
 //! contract (`wit/policy.wit`), loaded, gated and called under sandbox
-//! limits. The only crate that sees wasmtime; an embedder who only
-//! classifies errors needs nothing else.
+//! limits. The only crate that sees wasmtime.
 //!
 //! - [`policy`] — [`PolicyEngine`] (one per process), [`Policy`] (a checked
-//!   module with warm instances and every answer checked), [`Limits`], the
-//!   admission [`policy::gate`] and its conformance corpus, the [`Decider`]
-//!   trait the engine decides through, and the embedded default policy.
-//! - [`ProviderError`] — a failed provider call as captured, nested `error`
-//!   / `cause` levels, and its JSON form.
-//! - [`report`] — a [`ProviderError`] flattened and cut for the policy.
-//! - [`Classification`] — the verdict: [`Reason`], [`Detail`], retry-after.
+//!   module with warm instances and every answer checked, a
+//!   [`failover_policy::Decider`]), the admission [`policy::gate`] and its
+//!   conformance corpus, [`Loader`] (the gate as a
+//!   [`failover_policy::PolicyLoader`]), and the embedded default policy.
 //!
-//! The policy's data types are `policy-types`, re-exported as [`types`].
+//! What a host hands a policy and asks of it — provider errors, reports,
+//! limits, the decider trait — is `failover-policy`.
 
 #![warn(missing_docs)]
 
-pub mod classification;
-mod flat_json;
 pub mod policy;
-pub mod provider_error;
-pub mod report;
 
-pub use classification::{Classification, Detail, Reason};
-pub use policy::{Decider, Limits, Policy, PolicyEngine, PolicyError, PolicyStats, PolicyVersion};
-pub use policy_types as types;
-pub use provider_error::{InputError, ProviderError};
+pub use policy::{Loader, Policy, PolicyEngine};

@@ -19,9 +19,10 @@ use serde_json::json;
 use super::lines::{Line, LineReader};
 use super::timefmt::now_ms;
 use super::EXIT_SOME_FAILED;
-use crate::policy::{Limits, Policy, MAX_BATCH_REPORTS};
+use crate::policy::{Policy, MAX_BATCH_REPORTS};
 use crate::provider_error::ProviderError;
 use crate::report::{flatten, FlatReport};
+use crate::Limits;
 
 /// Longest input line accepted. Messages themselves are cut to
 /// [`crate::policy::MAX_MESSAGE_BYTES`] before matching, so this only bounds what is held

@@ -296,7 +296,7 @@ fn mark(context: &Context, args: MarkArgs) -> anyhow::Result<ExitCode> {
             &cooldowns,
         ),
         None => {
-            let success = crate::policy::Success {
+            let success = crate::Success {
                 provider: &summary.provider,
                 model: args.model.as_deref(),
                 now_ms: now,

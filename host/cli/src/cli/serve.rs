@@ -139,8 +139,10 @@ async fn serve_until_stopped(
     let token = parts.files.publish(admin_local)?;
     let admin = Arc::new(Admin {
         gateway: gateway.clone(),
-        engine: parts.engine,
-        limits: parts.limits,
+        loader: Arc::new(crate::policy::Loader {
+            engine: parts.engine,
+            limits: parts.limits,
+        }),
         token,
     });
     eprintln!("failover: serving on http://{local} ({banner}; admin on {admin_local})");

@@ -9,7 +9,7 @@ use super::tools;
 use super::{
     ChatRequest, Completion, FinishReason, StreamEvent, TokenUsage, ToolCallDelta, TranslateError,
 };
-use failover_sandbox::provider_error::ProviderError;
+use failover_policy::ProviderError;
 
 /// `max_tokens` when the client gave none: Anthropic requires one, and
 /// OpenAI clients expect "as much as the model likes"; 4096 fits every

@@ -12,7 +12,7 @@ use futures_util::{Stream, StreamExt};
 use super::{EventStream, StreamEvent, StreamReply};
 use crate::providers::capture;
 use crate::runner::clock::now_ms;
-use failover_sandbox::provider_error::ProviderError;
+use failover_policy::ProviderError;
 
 /// Why a stream stopped after its first content.
 #[derive(Debug, Clone, PartialEq)]

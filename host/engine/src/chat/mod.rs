@@ -32,7 +32,7 @@ use std::pin::Pin;
 use futures_util::Stream;
 use serde_json::{Map, Value};
 
-use failover_sandbox::provider_error::ProviderError;
+use failover_policy::ProviderError;
 
 /// Who said a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -109,7 +109,7 @@ pub struct Config {
 }
 
 /// `policy.*`: the sandbox limits every policy call runs under, overriding
-/// the defaults of `host/sandbox/src/policy/limits.rs` (each has its reason there).
+/// the defaults of `host/policy/src/limits.rs` (each has its reason there).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct PolicyConfig {
@@ -419,10 +419,10 @@ pub fn seconds_to_ms(seconds: f64) -> u64 {
 
 impl Config {
     /// The sandbox limits: the defaults with `policy.*` applied.
-    pub fn policy_limits(&self) -> failover_sandbox::Limits {
-        let defaults = failover_sandbox::Limits::default();
+    pub fn policy_limits(&self) -> failover_policy::Limits {
+        let defaults = failover_policy::Limits::default();
         let p = &self.policy;
-        failover_sandbox::Limits {
+        failover_policy::Limits {
             fuel_per_call: p.fuel_per_call.unwrap_or(defaults.fuel_per_call),
             max_memory_bytes: p.max_memory_bytes.map_or(defaults.max_memory_bytes, |b| {
                 usize::try_from(b).unwrap_or(usize::MAX)

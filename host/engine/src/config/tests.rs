@@ -50,7 +50,7 @@ fn policy_limits_override_the_defaults_within_range() {
     assert_eq!(limits.call_deadline, std::time::Duration::from_millis(500));
     assert_eq!(
         limits.max_memory_bytes,
-        failover_sandbox::Limits::default().max_memory_bytes
+        failover_policy::Limits::default().max_memory_bytes
     );
     let error = load("{ policy: { maxMemoryBytes: 1 } }")
         .unwrap_err()

@@ -25,7 +25,7 @@ use serde_json::json;
 use super::Gateway;
 use crate::state::{files, StateDir, StateError};
 use crate::status::policy_json;
-use failover_sandbox::policy::{gate, Limits, PolicyEngine};
+use failover_policy::{Admission, PolicyLoader};
 
 /// Largest module accepted: the default policy is under 1 MiB; 64 MiB is
 /// far past any policy and bounds what an upload can cost.
@@ -113,10 +113,8 @@ fn remove(path: &Path) {
 pub struct Admin {
     /// The gateway whose policy the routes swap and show.
     pub gateway: Arc<Gateway>,
-    /// The engine new modules are compiled with.
-    pub engine: PolicyEngine,
-    /// The limits the gate runs the corpus under and new modules run with.
-    pub limits: Limits,
+    /// What checks an uploaded module and makes it a policy.
+    pub loader: Arc<dyn PolicyLoader>,
     /// The bearer token every admin call must present.
     pub token: String,
 }
@@ -184,9 +182,9 @@ async fn swap(State(admin): State<Arc<Admin>>, request: Request) -> Response {
         Err(refused) => return refused,
     };
     let started = std::time::Instant::now();
-    let (engine, limits) = (admin.engine.clone(), admin.limits);
-    let checked = tokio::task::spawn_blocking(move || gate::check(&engine, &body, limits)).await;
-    let (policy, report) = match checked {
+    let loader = admin.loader.clone();
+    let checked = tokio::task::spawn_blocking(move || loader.load(&body)).await;
+    let Admission { policy, report } = match checked {
         Ok(result) => result,
         Err(e) => {
             return (
@@ -197,16 +195,16 @@ async fn swap(State(admin): State<Arc<Admin>>, request: Request) -> Response {
         }
     };
     let Some(policy) = policy else {
-        tracing::warn!(report = %report.render(), "policy module refused");
-        let body = json!({"accepted": false, "report": report.render(), "active": policy_json(admin.gateway.active_policy().as_ref())});
+        tracing::warn!(report = %report, "policy module refused");
+        let body = json!({"accepted": false, "report": report, "active": policy_json(admin.gateway.active_policy().as_ref())});
         return (StatusCode::UNPROCESSABLE_ENTITY, Json(body)).into_response();
     };
-    let replaced = admin.gateway.swap_policy(Arc::new(policy));
+    let replaced = admin.gateway.swap_policy(policy);
     let active = admin.gateway.active_policy();
     tracing::info!(active = %active.version(), replaced = %replaced.version(), "policy swapped");
     let mut body = state_json(&admin.gateway);
     body["accepted"] = true.into();
-    body["report"] = report.render().into();
+    body["report"] = report.into();
     body["swapMs"] = (started.elapsed().as_secs_f64() * 1000.0).into();
     Json(body).into_response()
 }

@@ -25,7 +25,7 @@ use crate::config::{gateway::StreamRecovery, Config};
 use crate::replay::record::Recorder;
 use crate::replay::trace::RequestEvent;
 use crate::runner::{clock::now_ms, RunOptions, RunOutcome, Unfinished};
-use failover_sandbox::Decider;
+use failover_policy::Decider;
 
 /// The OpenAI-shaped chat route.
 pub(super) const CHAT_PATH: &str = "/v1/chat/completions";

@@ -49,7 +49,7 @@ use crate::providers::HttpProvider;
 use crate::replay::record::{Recorder, RecordingProvider};
 use crate::runner::{Runner, SystemClock};
 use crate::state::{Backend, StateDir, StateError};
-use failover_sandbox::policy::Decider;
+use failover_policy::Decider;
 
 /// Default listen address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::relay::StreamEnd;
 use super::{Gateway, GatewayRunner};
 use crate::runner::{ReplyEnd, Unfinished};
-use failover_sandbox::Decider;
+use failover_policy::Decider;
 
 /// Where a request's streams are served: the gateway, the agent's runner,
 /// the module deciding the request, and its labels.

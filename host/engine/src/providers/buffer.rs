@@ -10,7 +10,7 @@ use futures_util::StreamExt;
 use super::capture;
 use crate::chat::StreamReply;
 use crate::runner::clock::now_ms;
-use failover_sandbox::provider_error::ProviderError;
+use failover_policy::ProviderError;
 
 /// `stream` read to its end, every event in its first part; its first
 /// failure, or the run's deadline (`deadline_ms`, ms since the epoch)

@@ -6,7 +6,7 @@
 use std::error::Error as _;
 use std::io::ErrorKind;
 
-use failover_sandbox::provider_error::ProviderError;
+use failover_policy::ProviderError;
 
 use super::redact::CAPTURE_BYTES;
 use super::redirects::redirect_message;

@@ -21,7 +21,7 @@ use crate::config::Config;
 use crate::config::{Api, Deadlines, Endpoint, Timeouts};
 use crate::runner::{clock::now_ms, CallError, Provider, Target};
 use crate::state::{canonical_provider, split_model, AuthStore, Credential};
-use failover_sandbox::provider_error::ProviderError;
+use failover_policy::ProviderError;
 
 /// Largest successful non-streaming reply read: a chat completion is KiB;
 /// beyond this an upstream is misbehaving and would only grow memory.

@@ -26,7 +26,7 @@ use crate::config::Endpoint;
 use crate::runner::clock::now_ms;
 use crate::state::files::StateLock;
 use crate::state::{AuthStore, Credential, StateError};
-use failover_sandbox::provider_error::ProviderError;
+use failover_policy::ProviderError;
 
 /// Refresh this long before `expires`: a token that expires while the
 /// request is in flight fails it.

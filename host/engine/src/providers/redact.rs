@@ -18,7 +18,7 @@
 
 use std::borrow::Cow;
 
-use failover_sandbox::provider_error::ProviderError;
+use failover_policy::ProviderError;
 
 /// What a secret is replaced with.
 pub const MASK: &str = "[redacted]";

@@ -19,7 +19,7 @@ use super::capture;
 use crate::chat::sse::SseDecoder;
 use crate::chat::{self, anthropic, openai, StreamEvent, StreamReply};
 use crate::config::Api;
-use failover_sandbox::provider_error::ProviderError;
+use failover_policy::ProviderError;
 
 type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
 

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use rustc_hash::FxHashMap;
 
 use crate::runner::{CallError, Provider, Target, VirtualClock};
-use failover_sandbox::provider_error::ProviderError;
+use failover_policy::ProviderError;
 
 use super::state_feed::StateFeed;
 use super::trace::{BrokenEvent, OutcomeEvent};

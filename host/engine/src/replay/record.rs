@@ -25,7 +25,7 @@ use crate::runner::clock::now_ms;
 use crate::runner::{CallError, Provider, Target};
 use crate::state::watch::ChangeLog;
 use crate::state::{files, AuthStore, SessionEntry, SessionStore, StateError, StateWatch};
-use failover_sandbox::ProviderError;
+use failover_policy::ProviderError;
 
 /// Writes one trace file.
 pub struct Recorder {

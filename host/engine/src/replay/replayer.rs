@@ -17,7 +17,7 @@ use crate::runner::{
 };
 use crate::state::{AuthStore, SessionStore};
 use crate::status::state_json;
-use failover_sandbox::policy::Decider;
+use failover_policy::Decider;
 
 use super::decision::Decision;
 use super::provider::{Answered, ReplayProvider, Shapes};

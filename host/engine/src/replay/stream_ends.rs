@@ -4,8 +4,8 @@
 //! while the stream was still flowing — and a stream this side stopped (the
 //! client left, a size bound) as nothing at all, as the live gateway did.
 
-use failover_sandbox::policy::Decider;
-use failover_sandbox::ProviderError;
+use failover_policy::Decider;
+use failover_policy::ProviderError;
 
 use crate::runner::{Clock, ReplyEnd, RunOutcome, Runner, Unfinished, Unobserved, VirtualClock};
 

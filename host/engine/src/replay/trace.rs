@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::auth::{CredentialKind, Usage};
 use crate::state::SessionEntry;
-use failover_sandbox::provider_error::ProviderError;
+use failover_policy::ProviderError;
 
 /// The format version this build writes; it reads this one and older.
 /// Version 2 added the header's run settings and `state` lines (F-12.4);
@@ -209,7 +209,7 @@ pub struct OutcomeEvent {
 
 impl OutcomeEvent {
     /// The recorded failure, if the call failed.
-    pub fn failure(&self) -> Option<Result<ProviderError, failover_sandbox::InputError>> {
+    pub fn failure(&self) -> Option<Result<ProviderError, failover_policy::InputError>> {
         self.error.as_ref().map(ProviderError::from_json)
     }
 }
@@ -240,7 +240,7 @@ pub struct BrokenEvent {
 
 impl BrokenEvent {
     /// The recorded failure, if the provider broke the stream.
-    pub fn failure(&self) -> Option<Result<ProviderError, failover_sandbox::InputError>> {
+    pub fn failure(&self) -> Option<Result<ProviderError, failover_policy::InputError>> {
         self.error.as_ref().map(ProviderError::from_json)
     }
 }

@@ -4,9 +4,9 @@
 //! profiles read with this process's unwritten uses — and what a failed
 //! call tells the run.
 
-use failover_sandbox::policy::{Decider, Success};
-use failover_sandbox::provider_error::ProviderError;
-use failover_sandbox::Detail;
+use failover_policy::Detail;
+use failover_policy::ProviderError;
+use failover_policy::{Decider, Success};
 
 use crate::auth::{CooldownConfig, FailureEvent, RecordedReason, Usage};
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::config::Config;
 use crate::state::{AuthStore, SessionStore};
-use failover_sandbox::policy::Decider;
+use failover_policy::Decider;
 // Keyed by configured provider and profile ids, not by what clients send:
 // the fast hash needs no guard against chosen collisions.
 use rustc_hash::FxHashMap as HashMap;

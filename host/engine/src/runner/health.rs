@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use failover_sandbox::policy::{Decider, PolicyError};
+use failover_policy::{Decider, PolicyError};
 
 use super::model::{AttemptEnd, CandidateDecision, ModelHealth};
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use failover_sandbox::policy::Narrow;
+use failover_policy::Narrow;
 
 use super::clock::Clock;
 use super::driver::Runner;

@@ -3,10 +3,10 @@
 
 use crate::auth::RecordedReason;
 use crate::state::StateError;
-use failover_sandbox::classification::Detail;
+use failover_policy::Detail;
 
 use super::reply_end::Unfinished;
-use failover_sandbox::policy::PolicyError;
+use failover_policy::PolicyError;
 
 use super::model::{RunSummary, SelectionSource, StopReason};
 

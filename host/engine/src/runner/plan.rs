@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use failover_sandbox::policy::Decider;
+use failover_policy::Decider;
 
 use crate::config::{AgentModel, ModelChoice};
 use crate::state::SessionEntry;
@@ -65,7 +65,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         let requested = plan.candidates.first().cloned().ok_or(RunError::NoModel)?;
         let probing_primary = self.probe_first(options, &mut plan, &defaults)?;
         let overflow_only = (plan.candidates.iter())
-            .filter(|model| !failover_sandbox::policy::routes_to(&request, model))
+            .filter(|model| !failover_policy::routes_to(&request, model))
             .cloned()
             .collect();
         Ok(Plan {

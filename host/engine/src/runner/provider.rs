@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use failover_sandbox::provider_error::ProviderError;
+use failover_policy::ProviderError;
 
 /// Which provider, model and profile a call is for.
 #[derive(Debug, Clone, PartialEq, Eq)]

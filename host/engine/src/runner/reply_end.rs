@@ -3,8 +3,8 @@
 //! Until then nothing is recorded as a success: no `lastUsed`, no cleared
 //! window, no `ok` call for the observer.
 
-use failover_sandbox::policy::Decider;
-use failover_sandbox::provider_error::ProviderError;
+use failover_policy::Decider;
+use failover_policy::ProviderError;
 
 use crate::auth::{RecordedReason, Usage};
 

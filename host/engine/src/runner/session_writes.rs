@@ -4,7 +4,7 @@
 //! probe (F-12.2), and the narrow rollback of a failed fallback (F-9.7,
 //! F-12.5) — which restores only what still holds what the run wrote.
 
-use failover_sandbox::policy::Decider;
+use failover_policy::Decider;
 
 use crate::auth::{PinRequest, PinSource, RankedProfile, RecordedReason};
 use crate::state::{split_model, ModelOverride, ProfilePin, SessionEntry};

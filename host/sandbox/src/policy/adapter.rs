@@ -10,7 +10,7 @@
 use policy_types::{self as host, RecordedReason};
 
 use super::bindings::v1::{profiles, runner, wit};
-use crate::report::BorrowedReport;
+use failover_policy::report::BorrowedReport;
 
 /// A reason in the contract's terms.
 pub(crate) fn reason(reason: RecordedReason) -> wit::FailureReason {

@@ -1,11 +1,11 @@
 //! Classifying many errors: one `classify` call each, so that a report's
 //! verdict, or its failure, never depends on the reports beside it.
 
-use super::error::PolicyError;
 use super::module::Policy;
-use crate::classification::Classification;
-use crate::provider_error::ProviderError;
-use crate::report::FlatReport;
+use failover_policy::report::FlatReport;
+use failover_policy::Classification;
+use failover_policy::PolicyError;
+use failover_policy::ProviderError;
 
 /// How many reports a reader hands over at a time: enough to keep the
 /// policy busy while the next lines are read, few enough that verdicts are

@@ -6,8 +6,8 @@
 use wasmtime::component::InstancePre;
 use wasmtime::Store;
 
-use super::error::PolicyError;
 use super::pool::StoreState;
+use failover_policy::PolicyError;
 
 /// Contract 1.0 (`wit/policy.wit`).
 pub(crate) mod v1 {

@@ -6,18 +6,28 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
+use std::time::Duration;
 
 use wasmtime::component::Component;
 
 use super::compile_cache::CompileCache;
-use super::error::PolicyError;
-use super::limits::EPOCH_TICK;
+use failover_policy::Limits;
+use failover_policy::PolicyError;
 
 /// When set (to anything), compiled policy code is named for `perf` in
 /// `/tmp/perf-<pid>.map`, so a profile of the host shows the guest's own
 /// functions instead of anonymous JIT addresses. Off by default: the map
 /// costs a file write per compiled function.
 pub const PERF_MAP_VAR: &str = "FAILOVER_PERF_MAP";
+
+/// How often the engine's epoch advances; the deadline's resolution.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// `limits`' deadline in epoch ticks, at least one.
+pub(crate) fn deadline_ticks(limits: &Limits) -> u64 {
+    let ticks = limits.call_deadline.as_millis() / EPOCH_TICK.as_millis().max(1);
+    u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
+}
 
 /// A compiled-code cache and the settings every policy runs under. Cheap to
 /// clone; the epoch thread stops when the last clone is dropped.
@@ -68,7 +78,7 @@ impl PolicyEngine {
         if std::env::var_os(PERF_MAP_VAR).is_some() {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
-        let engine = wasmtime::Engine::new(&config).map_err(PolicyError::engine)?;
+        let engine = wasmtime::Engine::new(&config).map_err(super::error::engine_error)?;
         let stop_ticker = Arc::new(AtomicBool::new(false));
         let weak = engine.weak();
         let stop = Arc::clone(&stop_ticker);

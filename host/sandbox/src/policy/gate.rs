@@ -5,11 +5,13 @@
 //! production limits without trapping or returning an invalid decision.
 //! A refused module never serves.
 
+use std::sync::Arc;
+
+use failover_policy::{Admission, Decider, Limits, PolicyError, PolicyLoader, PolicyVersion};
+
 use super::conformance;
 use super::engine::PolicyEngine;
-use super::error::PolicyError;
-use super::limits::Limits;
-use super::module::{Policy, PolicyVersion};
+use super::module::Policy;
 
 /// What the gate found.
 #[derive(Debug, Clone)]
@@ -146,5 +148,25 @@ pub fn admit(
     match check(engine, bytes, limits) {
         (Some(policy), report) => Ok((policy, report)),
         (None, report) => Err(Refused(Box::new(report))),
+    }
+}
+
+/// The gate as a [`PolicyLoader`]: what a host that swaps modules while
+/// serving is given, so it needs no runtime of its own.
+#[derive(Debug, Clone)]
+pub struct Loader {
+    /// The engine admitted modules are compiled with.
+    pub engine: PolicyEngine,
+    /// The limits the corpus runs under and admitted modules run with.
+    pub limits: Limits,
+}
+
+impl PolicyLoader for Loader {
+    fn load(&self, module: &[u8]) -> Admission {
+        let (policy, report) = check(&self.engine, module, self.limits);
+        Admission {
+            policy: policy.map(|p| Arc::new(p) as Arc<dyn Decider>),
+            report: report.render(),
+        }
     }
 }

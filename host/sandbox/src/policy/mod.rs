@@ -1,8 +1,9 @@
 //! Running policy modules: a narrow wrapper over wasmtime.
 //!
 //! The rest of the host sees [`PolicyEngine`] (one per process), [`Policy`]
-//! (a checked module and its instances), [`PolicyVersion`] and [`Limits`] —
-//! never a raw wasmtime type.
+//! (a checked module and its instances, a [`failover_policy::Decider`]) and
+//! [`Loader`] (a [`failover_policy::PolicyLoader`]) — never a raw wasmtime
+//! type.
 
 mod adapter;
 mod batch;
@@ -13,7 +14,6 @@ mod decider;
 mod engine;
 mod error;
 pub mod gate;
-mod limits;
 mod memo;
 mod module;
 mod pool;
@@ -24,15 +24,11 @@ pub mod wasi;
 pub use batch::MAX_BATCH_REPORTS;
 pub use bindings::{ContractVersion, CONTRACT, CONTRACT_VERSION};
 pub use compile_cache::{CompileCache, STALE_AFTER as COMPILE_CACHE_STALE_AFTER};
-pub use decider::{plan_by_two_calls, Decider};
-pub use engine::{PolicyEngine, PERF_MAP_VAR};
-pub use error::{PolicyError, TrapKind};
-pub use gate::{CaseOutcome, GateReport, Refused};
-pub use limits::*;
-pub use module::{Policy, PolicyVersion, MAX_RETRY_AFTER_MS};
-pub use pool::PolicyStats;
-pub use profiles::{Narrow, Success, MAX_WINDOW_MS};
-pub use runner::{routes_to, MAX_CHAIN};
+pub use engine::{PolicyEngine, EPOCH_TICK, PERF_MAP_VAR};
+pub use gate::{CaseOutcome, GateReport, Loader, Refused};
+pub use module::{Policy, MAX_RETRY_AFTER_MS};
+pub use profiles::MAX_WINDOW_MS;
+pub use runner::MAX_CHAIN;
 
 /// The default policy component (`policy-sdk/default-policy`: the policy
 /// SDK's defaults, which are `policy-guest`'s core), built by the build

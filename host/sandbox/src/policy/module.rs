@@ -9,44 +9,19 @@ use super::bindings::{
     self, ContractVersion, GuestPre, CONTRACTS_RUN, CONTRACT_PACKAGE, CONTRACT_VERSION,
 };
 use super::engine::PolicyEngine;
-use super::error::PolicyError;
-use super::limits::Limits;
 use super::memo::{Memo, RECENT};
-use super::pool::{InstancePool, PolicyStats};
-use crate::classification::Classification;
-use crate::provider_error::ProviderError;
-use crate::report::{self, FlatReport};
+use super::pool::InstancePool;
+use failover_policy::report::{self, FlatReport};
+use failover_policy::Classification;
+use failover_policy::Limits;
+use failover_policy::PolicyError;
+use failover_policy::ProviderError;
+use failover_policy::{PolicyStats, PolicyVersion};
 use policy_types::ErrorReport;
 
 /// Longest wait a policy may ask for; the guest contract's own bound. A
 /// larger `retry-after-ms` in a verdict is an invalid decision.
 pub const MAX_RETRY_AFTER_MS: u64 = 7 * 24 * 60 * 60 * 1000;
-
-/// Which module is running: what operators see in status output and logs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicyVersion {
-    /// The module's own name (`failover-default`).
-    pub name: String,
-    /// The module's own version.
-    pub version: String,
-    /// The contract it was built for (`failover:policy@1.0.0`).
-    pub contract: String,
-    /// SHA-256 of the component's bytes, lowercase hex.
-    pub sha256: String,
-}
-
-impl std::fmt::Display for PolicyVersion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} {} ({}, sha256:{})",
-            self.name,
-            self.version,
-            self.contract,
-            &self.sha256[..12]
-        )
-    }
-}
 
 /// A policy module that passed the contract checks.
 ///

@@ -12,8 +12,8 @@ use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder};
 
 use super::bindings::{Guest, GuestPre};
 use super::engine::PolicyEngine;
-use super::error::PolicyError;
-use super::limits::Limits;
+use failover_policy::PolicyError;
+use failover_policy::{Limits, PolicyStats};
 
 /// Most idle instances kept per module. Instances are cheap to keep (a few
 /// MiB each) and dear to make (~90 µs), so keep one per concurrent caller a
@@ -24,23 +24,6 @@ const MAX_WARM_INSTANCES: usize = 16;
 /// one; componentize-py's output links an interpreter, its C library and
 /// WASI adapters (about ten). Each is bounded by the memory limit anyway.
 const MAX_CORE_INSTANCES: usize = 32;
-
-/// Counters for one module since it was loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct PolicyStats {
-    /// Calls made into the module.
-    pub calls: u64,
-    /// Instances created (the first, and one after every trap).
-    pub instantiations: u64,
-    /// Calls that trapped.
-    pub traps: u64,
-    /// The most fuel any successful call used: how close the module comes
-    /// to [`Limits::fuel_per_call`].
-    pub max_fuel_used: u64,
-    /// Fuel used by all successful calls together; divided by `calls`, the
-    /// average cost of a call.
-    pub total_fuel_used: u64,
-}
 
 pub(crate) struct StoreState {
     limits: StoreLimits,
@@ -174,8 +157,9 @@ impl InstancePool {
         if self.engine.metered() {
             warm.store
                 .set_fuel(limits.fuel_per_call)
-                .map_err(PolicyError::engine)?;
-            warm.store.set_epoch_deadline(limits.deadline_ticks());
+                .map_err(super::error::engine_error)?;
+            warm.store
+                .set_epoch_deadline(super::engine::deadline_ticks(&limits));
         }
         let result = f(&mut warm.store, &warm.guest);
         let mut state = self.lock();
@@ -193,7 +177,7 @@ impl InstancePool {
             Err(error) => {
                 // A trapped instance refuses further calls; it is dropped here.
                 state.stats.traps += 1;
-                Err(PolicyError::trap(
+                Err(super::error::trap_error(
                     name,
                     &error,
                     warm.store.data().memory_refused,
@@ -211,7 +195,7 @@ impl InstancePool {
                     std::thread::sleep(std::time::Duration::from_millis(1 << busy));
                 }
                 Err((error, memory)) => {
-                    return Err(PolicyError::trap("instantiate", &error, memory))
+                    return Err(super::error::trap_error("instantiate", &error, memory))
                 }
                 Ok(warm) => return Ok(warm),
             }
@@ -239,7 +223,7 @@ impl InstancePool {
             store
                 .set_fuel(limits.fuel_per_call)
                 .map_err(|e| (e, false))?;
-            store.set_epoch_deadline(limits.deadline_ticks());
+            store.set_epoch_deadline(super::engine::deadline_ticks(limits));
         }
         let guest = self
             .pre

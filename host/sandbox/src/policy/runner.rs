@@ -2,8 +2,9 @@
 //! component and checked before the host acts on them.
 
 use super::adapter;
-use super::error::PolicyError;
 use super::module::Policy;
+use failover_policy::routes_to;
+use failover_policy::PolicyError;
 use policy_types::{
     AttemptEnd, CandidateDecision, CandidateFacts, CandidatePlan, CandidateRequest, FailedAttempt,
     ModelHealth, OrderRequest, OverrideSource, RankedProfile, RotationConfig, RunPlan, RunRequest,
@@ -176,28 +177,6 @@ fn checked_plan(request: &RunRequest, plan: &RunPlan) -> Result<(), PolicyError>
 /// Whether some field of `request` names `model`.
 fn offered(request: &RunRequest, model: &str) -> bool {
     routes_to(request, model) || request.overflow_to.iter().any(|(_, to)| to == model)
-}
-
-/// Whether a routing field of `request` names `model` — one that makes it
-/// a model to start from or fall back to, as opposed to a larger model
-/// configured only for context overflows.
-pub fn routes_to(request: &RunRequest, model: &str) -> bool {
-    let single = [
-        &request.requested,
-        &request.configured_primary,
-        &request.agent_primary,
-        &request.cron_model,
-        &request.heartbeat_model,
-    ];
-    let lists = [
-        &request.agent_fallbacks,
-        &request.cron_fallbacks,
-        &request.fallbacks_override,
-    ];
-    single.iter().any(|m| m.as_deref() == Some(model))
-        || request.configured_fallbacks.iter().any(|m| m == model)
-        || lists.iter().any(|l| l.iter().flatten().any(|m| m == model))
-        || (request.session_override.as_ref()).is_some_and(|o| o.model == model)
 }
 
 /// A step, refused as `next-step`'s documentation says.

@@ -7,7 +7,7 @@ use super::super::sse::SseEvent;
 use super::super::tools;
 use super::super::{Completion, FinishReason, StreamEvent, TokenUsage};
 use super::whole::{self, Unread};
-use failover_sandbox::provider_error::ProviderError;
+use failover_policy::ProviderError;
 
 /// Reads an upstream's non-streaming reply. An in-band error object, or a
 /// body that is not a completion, is a provider error carrying the body.

@@ -16,7 +16,7 @@
 
 use std::collections::HashSet;
 
-use failover_sandbox::policy::Decider;
+use failover_policy::Decider;
 
 use crate::auth::{CooldownConfig, RecordedReason};
 use crate::state::{canonical_provider, split_model};

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::provider_error::{ProviderError, Structured};
+use super::{ProviderError, Structured};
 
 /// The fields of a flat error line, as they were written.
 #[derive(Default)]
@@ -217,9 +217,9 @@ mod tests {
     #[test]
     fn it_answers_as_the_general_reader_or_not_at_all() {
         let corpora = [
-            include_str!("../../../tests/cases/classify.jsonl"),
-            include_str!("../../../tests/cases/classify-real.jsonl"),
-            include_str!("../../../tests/cases/classify-reference.jsonl"),
+            include_str!("../../../../tests/cases/classify.jsonl"),
+            include_str!("../../../../tests/cases/classify-real.jsonl"),
+            include_str!("../../../../tests/cases/classify-reference.jsonl"),
         ];
         let mut inputs: Vec<String> = corpora
             .iter()

@@ -9,8 +9,8 @@
 use policy_types::{ErrorLevel, ErrorReport};
 use smallvec::{smallvec, SmallVec};
 
-use crate::policy::Limits;
 use crate::provider_error::ProviderError;
+use crate::Limits;
 
 /// Levels a report keeps without allocating while it is flattened: nearly
 /// every provider error has one to three.
@@ -54,23 +54,34 @@ pub fn flatten(error: &ProviderError, now_ms: u64, limits: &Limits) -> FlatRepor
 /// from the error: what lowering a report into a module's call needs,
 /// without copying each text first.
 #[derive(Debug)]
-pub(crate) struct BorrowedReport<'a> {
-    pub(crate) provider: Option<&'a str>,
-    pub(crate) levels: SmallVec<[BorrowedLevel<'a>; INLINE_LEVELS]>,
-    pub(crate) truncated: bool,
+pub struct BorrowedReport<'a> {
+    /// The provider named by the first level that names one.
+    pub provider: Option<&'a str>,
+    /// The levels, depth-first, at most [`Limits::max_levels`].
+    pub levels: SmallVec<[BorrowedLevel<'a>; INLINE_LEVELS]>,
+    /// Some level or text was cut to the limits.
+    pub truncated: bool,
 }
 
 /// One level of a [`BorrowedReport`], its headers cut to the limits.
 #[derive(Debug)]
-pub(crate) struct BorrowedLevel<'a> {
-    pub(crate) depth: u32,
-    pub(crate) status: Option<u16>,
-    pub(crate) code: Option<&'a str>,
-    pub(crate) error_type: Option<&'a str>,
-    pub(crate) param: Option<&'a str>,
-    pub(crate) message: &'a str,
-    pub(crate) details: Option<&'a str>,
-    pub(crate) headers: Vec<(&'a str, &'a str)>,
+pub struct BorrowedLevel<'a> {
+    /// How deep the level is nested (the top level is 0).
+    pub depth: u32,
+    /// The HTTP status.
+    pub status: Option<u16>,
+    /// The provider's or the transport's error code, cut.
+    pub code: Option<&'a str>,
+    /// The SDK's error type, cut.
+    pub error_type: Option<&'a str>,
+    /// The request parameter the error is about, cut.
+    pub param: Option<&'a str>,
+    /// The message, cut to [`Limits::max_message_bytes`].
+    pub message: &'a str,
+    /// Structured details as JSON text, cut.
+    pub details: Option<&'a str>,
+    /// The headers as `(name, value)`, cut to the limits.
+    pub headers: Vec<(&'a str, &'a str)>,
 }
 
 impl BorrowedLevel<'_> {
@@ -99,10 +110,7 @@ impl BorrowedLevel<'_> {
 }
 
 /// [`flatten`], borrowing.
-pub(crate) fn flatten_borrowed<'a>(
-    error: &'a ProviderError,
-    limits: &Limits,
-) -> BorrowedReport<'a> {
+pub fn flatten_borrowed<'a>(error: &'a ProviderError, limits: &Limits) -> BorrowedReport<'a> {
     let mut levels = SmallVec::new();
     let mut provider = None;
     let mut truncated = false;

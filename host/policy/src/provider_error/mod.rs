@@ -19,6 +19,8 @@
 //! shape (a bare string is shorthand for `{"message": ...}`). A field of the
 //! wrong type is an [`InputError`] that names the field's path.
 
+mod flat;
+
 use serde_json::{Map, Value};
 
 /// One level of a provider error, with its nested `error` and `cause`.
@@ -180,7 +182,7 @@ impl ProviderError {
     /// Parses one line of JSON text.
     pub fn from_json_str(text: &str) -> Result<Self, InputError> {
         // Most lines are one flat object: read without a JSON tree.
-        if let Some(error) = crate::flat_json::read(text) {
+        if let Some(error) = flat::read(text) {
             return Ok(error);
         }
         let value: Value = serde_json::from_str(text).map_err(|e| {

@@ -41,9 +41,6 @@ pub const MAX_MEMORY_BYTES: usize = 16 * 1024 * 1024;
 /// reason fuel does not count (a host under heavy load) still ends.
 pub const CALL_DEADLINE: Duration = Duration::from_secs(2);
 
-/// How often the engine's epoch advances; the deadline's resolution.
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
-
 /// Limits for one policy module. `Limits::default()` is production's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -74,13 +71,5 @@ impl Default for Limits {
             max_headers: MAX_HEADERS,
             max_short_text_bytes: MAX_SHORT_TEXT_BYTES,
         }
-    }
-}
-
-impl Limits {
-    /// The deadline in epoch ticks, at least one.
-    pub(crate) fn deadline_ticks(&self) -> u64 {
-        let ticks = self.call_deadline.as_millis() / EPOCH_TICK.as_millis().max(1);
-        u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
     }
 }
