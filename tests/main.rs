@@ -38,6 +38,7 @@ mod gateway_shapes;
 mod gateway_streams;
 mod gateway_truncated;
 mod hostile;
+mod import_circles;
 mod onboarding;
 mod policy;
 mod properties;

@@ -24,9 +24,8 @@ pub mod mirror;
 pub mod plan;
 pub mod profiles;
 pub mod runner;
-mod usage;
 
-pub use usage::counts_from_listed;
+pub use profiles::counts_from_listed;
 
 pub use classify::{Classification, Detail, ErrorLevel, ErrorReport, LevelRef, Reason};
 pub use mirror::Mirror;

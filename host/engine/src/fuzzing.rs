@@ -67,7 +67,7 @@ fn decode(bytes: &[u8], cuts: &[usize]) -> (Vec<(String, String)>, bool) {
 /// an OpenAI upstream without a panic, and a body the one-pass reader
 /// takes must read as the general reader (through a tree) reads it.
 pub fn openai_request(body: &[u8]) {
-    use crate::chat::openai::{parse_request, plain::plain_request, request_from_value};
+    use crate::chat::openai::{parse_request, plain_request, request_from_value};
     if let Ok(request) = parse_request(body) {
         let _ = crate::chat::openai::render_request(&request, "gpt-x");
     }

@@ -17,6 +17,7 @@
 //!    transport, format), a catch-all code, and what a status that did not
 //!    decide implies by itself.
 
+mod evidence;
 mod message;
 mod payment;
 mod providers;

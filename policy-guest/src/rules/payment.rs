@@ -9,7 +9,7 @@
 //! way; a bare `402` at the start of a sentence only when the rest reads as
 //! one of those ("402 records processed" is not a payment failure).
 
-use super::message;
+use super::evidence;
 use super::{implied, specific, LevelFacts, Verdict};
 use crate::signals::Signal::*;
 use crate::text;
@@ -37,7 +37,7 @@ pub fn from_text(facts: &LevelFacts) -> Option<Reason> {
     let s = facts.signals;
     let leading = facts.leading.filter(|lead| lead.status == 402);
     let marked = s.has(Marker402)
-        || (s.has(SoftMarker402) && !message::is_prose(facts))
+        || (s.has(SoftMarker402) && !evidence::is_prose(facts))
         || leading.is_some_and(|lead| {
             s.has(Billing) || text::starts_with_ignore_case(lead.rest, "payment required")
         });
@@ -95,6 +95,6 @@ fn known_signal(facts: &LevelFacts) -> bool {
     let s = facts.signals;
     (s.has(SubscriptionQuota) && s.has(RefreshWindow))
         || explicit_billing(facts)
-        || message::rate_limit(s)
+        || evidence::rate_limit(s)
         || retryable(facts)
 }

@@ -14,7 +14,8 @@
 //! no body at all, which says nothing. A 413 whose request asks for more
 //! than its limit is a request that cannot fit.
 
-use super::message::{self, permanent};
+use super::evidence;
+use super::message::permanent;
 use super::{
     code_is, has_code, implied, payment, server_status_reason, specific, LevelFacts, Verdict,
 };
@@ -154,7 +155,7 @@ fn billing_under_429(facts: &LevelFacts, said: Option<Reason>) -> bool {
     if code_is(facts, Reason::Billing) {
         return true;
     }
-    if said != Some(Reason::Billing) && !message::billing(facts) {
+    if said != Some(Reason::Billing) && !evidence::billing(facts) {
         return false;
     }
     !facts.signals.has(AmbiguousBalance)

@@ -8,7 +8,6 @@ mod init;
 mod lines;
 mod pipe;
 mod policy;
-mod policy_new;
 mod profiles;
 mod replay;
 mod run;

@@ -2,7 +2,7 @@
 //! how it went — failures classified and recorded against the profile,
 //! successes recorded (coalesced when they only move `lastUsed`), stored
 //! profiles read with this process's unwritten uses — and what a failed
-//! call tells the run.
+//! call tells the run; and the end of a reply served before it ended.
 
 use failover_policy::Detail;
 use failover_policy::ProviderError;
@@ -11,11 +11,13 @@ use failover_policy::{Decider, Success};
 use crate::auth::{CooldownConfig, FailureEvent, RecordedReason, Usage};
 
 use super::clock::Clock;
-use super::driver::{Runner, LAST_USED_WRITE_INTERVAL_MS};
 use super::model::AttemptEnd;
+use super::observer::RunObserver;
 use super::options::RunOptions;
 use super::outcome::{Attempt, RunError};
 use super::provider::{CallError, Provider, Target};
+use super::reply_end::{BrokenReply, ReplyEnd, Unfinished};
+use super::shared::{Runner, LAST_USED_WRITE_INTERVAL_MS};
 
 /// A failed call, classified and recorded.
 pub(super) struct Failure {
@@ -218,6 +220,50 @@ impl<P: Provider, C: Clock> Runner<P, C> {
             %error,
             "the answer was served, but recording its success failed"
         );
+    }
+
+    /// Records how `unfinished` ended, and tells `observer` the call's end:
+    /// a complete reply is the attempt's success (F-6.9; bookkeeping that
+    /// fails is logged and counted, as after a whole reply), a broken one
+    /// its failure, recorded against the profile as any failure is (a cut
+    /// or stalled stream is a timeout, which by F-6.1 leaves the profile's
+    /// state as it is). Returns the failure's record for a broken reply.
+    pub fn finish_reply(
+        &self,
+        policy: &dyn Decider,
+        observer: &dyn RunObserver,
+        unfinished: &Unfinished,
+        end: ReplyEnd<'_>,
+    ) -> Result<Option<BrokenReply>, RunError> {
+        let target = &unfinished.target;
+        let error = match end {
+            ReplyEnd::Stopped => return Ok(None),
+            ReplyEnd::Complete => {
+                observer.reply_ended(target, unfinished.started_at, unfinished.answered_ms, None);
+                let now = self.clock.now_ms();
+                let cooldowns = self.config.cooldown_config();
+                // State read before a long stream is stale: read it again.
+                let fresh = now.saturating_sub(unfinished.started_at) < LAST_USED_WRITE_INTERVAL_MS;
+                let seen = unfinished.seen.as_ref().filter(|_| fresh);
+                if let Err(error) = self.record_success(policy, target, now, seen, &cooldowns) {
+                    self.bookkeeping_failed(target, &error);
+                }
+                return Ok(None);
+            }
+            ReplyEnd::Broken(error) => error,
+        };
+        self.counters.stream_broken();
+        let now = self.clock.now_ms();
+        let error = error.clone().with_provider(target.provider.clone());
+        let verdict = policy.classify(&error, now)?;
+        let reason = RecordedReason::from(verdict.reason);
+        let attempt = failed_attempt(target, reason, verdict.detail, &error);
+        let (at, answered) = (unfinished.started_at, unfinished.answered_ms);
+        observer.reply_ended(target, at, answered, Some(&attempt));
+        let cooldowns = self.config.cooldown_config();
+        let retry_after = verdict.retry_after_ms;
+        let usage = self.record_failure(policy, target, reason, retry_after, now, &cooldowns)?;
+        Ok(Some(BrokenReply { reason, usage }))
     }
 }
 

@@ -2,13 +2,20 @@
 //! through the candidate chain against a [`Provider`], rotating profiles
 //! inside a provider and advancing models as the policy decides.
 //!
-//! - [`Runner`] — what lasts across runs, and the entry points; a run's
-//!   [`RunOptions`] are what an agent runtime supplies.
+//! - [`Runner`] — what lasts across runs (`shared`), and the entry points
+//!   that start one (`driver`); a run's [`RunOptions`] are what an agent
+//!   runtime supplies.
 //! - `plan` — where a run starts and its chain; `run` — one run as an
 //!   object, in steps (candidate, profiles, attempt, advance, succeed,
 //!   exhausted); `session_writes` — the session override, the pin, the
-//!   narrow rollback; `bookkeeping` — calls and the profile state they
-//!   record.
+//!   narrow rollback; `bookkeeping` — calls, the profile state they
+//!   record, and the end of a reply served before it ended.
+//!
+//! The modules stand in layers, each importing only those below: the
+//! results and the provider's face (`outcome`, `provider`, `reply_end`),
+//! the runner's lasting state (`shared`), what a run asks of it (`plan`,
+//! `session_writes`, `bookkeeping`), the run (`run`), the entry points
+//! (`driver`).
 //! - [`RunObserver`] — told every call, skip and step as it happens.
 //! - [`model`] — the inputs and outputs of the policy's runner decisions.
 //! - [`Provider`], [`Target`], [`CallError`] — what the runner calls.
@@ -36,10 +43,10 @@ mod reply_end;
 mod retry_env;
 mod run;
 mod session_writes;
+mod shared;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use counters::{CounterValues, Counters};
-pub use driver::{Runner, DEFAULT_RETRY_WAIT_CAP_MS, LAST_USED_WRITE_INTERVAL_MS};
 pub use health::HealthBook;
 pub use model::*;
 pub use observer::{RunObserver, Unobserved};
@@ -48,3 +55,4 @@ pub use outcome::{Attempt, FallbackStep, FallbackSummaryError, RunError, RunOutc
 pub use provider::{CallError, Provider, Target, NO_CREDENTIALS, UNSUPPORTED_FEATURE};
 pub use reply_end::{BrokenReply, ReplyEnd, Unfinished};
 pub use retry_env::{retry_wait_cap_from_env, RETRY_MAX_WAIT_ALIAS_ENV, RETRY_MAX_WAIT_ENV};
+pub use shared::{Runner, DEFAULT_RETRY_WAIT_CAP_MS, LAST_USED_WRITE_INTERVAL_MS};

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use failover_policy::Narrow;
 
 use super::clock::Clock;
-use super::driver::Runner;
 use super::outcome::RunError;
 use super::provider::Provider;
+use super::shared::Runner;
 use crate::auth::{ConfiguredProfile, OrderRequest, StoredProfile, Usage};
 use crate::state::{canonical_provider, stored_profile, stored_profiles, ProfileSummary};
 

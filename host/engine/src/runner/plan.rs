@@ -11,11 +11,11 @@ use crate::config::{AgentModel, ModelChoice};
 use crate::state::SessionEntry;
 
 use super::clock::Clock;
-use super::driver::Runner;
 use super::model::{RunPlan, RunRequest, SelectionSource, SessionOverride};
 use super::options::RunOptions;
 use super::outcome::RunError;
 use super::provider::Provider;
+use super::shared::Runner;
 
 /// A run's start.
 pub(super) struct Plan {

@@ -1,6 +1,6 @@
 //! F-6.8's cap on waiting for a `Retry-After`, from the environment.
 
-use super::driver::DEFAULT_RETRY_WAIT_CAP_MS;
+use super::shared::DEFAULT_RETRY_WAIT_CAP_MS;
 
 /// This project's variable: seconds, `0` disables waiting.
 pub const RETRY_MAX_WAIT_ENV: &str = "FAILOVER_RETRY_MAX_WAIT_SECONDS";

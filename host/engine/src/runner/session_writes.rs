@@ -10,11 +10,11 @@ use crate::auth::{PinRequest, PinSource, RankedProfile, RecordedReason};
 use crate::state::{split_model, ModelOverride, ProfilePin, SessionEntry};
 
 use super::clock::Clock;
-use super::driver::Runner;
 use super::model::OverrideSource;
 use super::options::RunOptions;
 use super::outcome::RunError;
 use super::provider::{Provider, Target};
+use super::shared::Runner;
 
 /// What the runner wrote on a session before a fallback attempt, to roll
 /// back narrowly if the attempt fails (F-9.7).

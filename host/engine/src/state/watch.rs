@@ -16,7 +16,7 @@ use std::sync::Mutex;
 
 use crate::auth::Usage;
 
-use super::sessions::SessionEntry;
+use super::session::SessionEntry;
 
 /// Told what a store reads and what this process writes.
 pub trait StateWatch: Send + Sync + std::fmt::Debug {

@@ -2,10 +2,7 @@
 //! verdict, or its failure, never depends on the reports beside it.
 
 use super::module::Policy;
-use failover_policy::report::FlatReport;
-use failover_policy::Classification;
-use failover_policy::PolicyError;
-use failover_policy::ProviderError;
+use failover_policy::{report::FlatReport, Classification, PolicyError, ProviderError};
 
 /// How many reports a reader hands over at a time: enough to keep the
 /// policy busy while the next lines are read, few enough that verdicts are

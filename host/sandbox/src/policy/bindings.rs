@@ -1,12 +1,12 @@
 //! Generated bindings for the `failover:policy` world this host runs, and
 //! which modules it admits. Nothing outside `policy` sees a generated type;
-//! the conversions between them and the host's own types are in
-//! [`super::adapter`].
+//! the conversions between them and the host's own types are in the
+//! sibling `adapter` module.
 
 use wasmtime::component::InstancePre;
 use wasmtime::Store;
 
-use super::pool::StoreState;
+use super::store::StoreState;
 use failover_policy::PolicyError;
 
 /// Contract 1.0 (`wit/policy.wit`).

@@ -17,15 +17,11 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use failover_policy::ProviderError;
+use failover_policy::{Decider, PolicyError, ProviderError, Success};
 use policy_types::{
     AttemptEnd, CandidateRequest, CooldownConfig, FailedAttempt, FailureEvent, ModelHealth,
     OrderRequest, PinRequest, RotationConfig, RunRequest, SummaryRequest, Usage,
 };
-
-use failover_policy::Decider;
-use failover_policy::PolicyError;
-use failover_policy::Success;
 
 /// The corpus, embedded so that `failover policy check` needs no file.
 const CORPUS: &str = include_str!("../../../../tests/cases/conformance.jsonl");

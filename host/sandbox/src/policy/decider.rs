@@ -1,8 +1,9 @@
 //! [`Policy`] as the host's [`Decider`]: each decision a call into the
 //! component.
 
-use failover_policy::{Classification, Decider, PolicyError, PolicyStats, PolicyVersion};
-use failover_policy::{ProviderError, Success};
+use failover_policy::{
+    Classification, Decider, PolicyError, PolicyStats, PolicyVersion, ProviderError, Success,
+};
 use policy_types::{
     AttemptEnd, CandidateDecision, CandidateFacts, CandidatePlan, CandidateRequest, CooldownConfig,
     FailedAttempt, FailureEvent, ModelHealth, OrderRequest, PinDecision, PinRequest, RankedProfile,

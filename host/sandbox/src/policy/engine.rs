@@ -11,8 +11,7 @@ use std::time::Duration;
 use wasmtime::component::Component;
 
 use super::compile_cache::CompileCache;
-use failover_policy::Limits;
-use failover_policy::PolicyError;
+use failover_policy::{Limits, PolicyError};
 
 /// When set (to anything), compiled policy code is named for `perf` in
 /// `/tmp/perf-<pid>.map`, so a profile of the host shows the guest's own

@@ -100,6 +100,19 @@ fn fingerprint<K: Hash>(key: &K) -> u64 {
     hasher.finish()
 }
 
+/// What a `record-attempt` answer is kept by: the usage, the event and the
+/// settings; `failure` is the reason and the waits of a failure, none for a
+/// success.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct AttemptKey {
+    pub(super) usage: policy_types::Usage,
+    pub(super) provider: String,
+    pub(super) model: Option<String>,
+    pub(super) failure: Option<(policy_types::RecordedReason, Option<u64>, Option<u64>)>,
+    pub(super) now_ms: u64,
+    pub(super) config: policy_types::CooldownConfig,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

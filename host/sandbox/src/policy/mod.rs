@@ -19,6 +19,7 @@ mod module;
 mod pool;
 mod profiles;
 mod runner;
+mod store;
 pub mod wasi;
 
 pub use batch::MAX_BATCH_REPORTS;

@@ -9,14 +9,12 @@ use super::bindings::{
     self, ContractVersion, GuestPre, CONTRACTS_RUN, CONTRACT_PACKAGE, CONTRACT_VERSION,
 };
 use super::engine::PolicyEngine;
-use super::memo::{Memo, RECENT};
+use super::memo::{AttemptKey, Memo, RECENT};
 use super::pool::InstancePool;
-use failover_policy::report::{self, FlatReport};
-use failover_policy::Classification;
-use failover_policy::Limits;
-use failover_policy::PolicyError;
-use failover_policy::ProviderError;
-use failover_policy::{PolicyStats, PolicyVersion};
+use failover_policy::{
+    report::{self, FlatReport},
+    Classification, Limits, PolicyError, PolicyStats, PolicyVersion, ProviderError,
+};
 use policy_types::ErrorReport;
 
 /// Longest wait a policy may ask for; the guest contract's own bound. A
@@ -139,7 +137,7 @@ impl Policy {
         &self,
         name: &'static str,
         f: impl FnOnce(
-            &mut wasmtime::Store<super::pool::StoreState>,
+            &mut wasmtime::Store<super::store::StoreState>,
             &bindings::Guest,
         ) -> wasmtime::Result<T>,
     ) -> Result<T, PolicyError> {
@@ -200,7 +198,7 @@ pub(crate) struct Answers {
     pub(crate) candidates:
         Memo<policy_types::CandidateRequest, policy_types::CandidateDecision, RECENT>,
     /// `record-attempt`, by the usage, the event and the settings.
-    pub(crate) attempts: Memo<super::profiles::AttemptKey, policy_types::Usage, RECENT>,
+    pub(crate) attempts: Memo<AttemptKey, policy_types::Usage, RECENT>,
     /// `classify`, by the error and the clock it reads a date against.
     pub(crate) verdicts: Memo<(ProviderError, u64), Classification, RECENT>,
     /// `next-step`, whose input carries no clock.

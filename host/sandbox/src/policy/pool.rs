@@ -8,75 +8,17 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder};
+use wasmtime::Store;
 
 use super::bindings::{Guest, GuestPre};
 use super::engine::PolicyEngine;
-use failover_policy::PolicyError;
-use failover_policy::{Limits, PolicyStats};
+use super::store::StoreState;
+use failover_policy::{Limits, PolicyError, PolicyStats};
 
 /// Most idle instances kept per module. Instances are cheap to keep (a few
 /// MiB each) and dear to make (~90 µs), so keep one per concurrent caller a
 /// busy gateway is likely to have, no more.
 const MAX_WARM_INSTANCES: usize = 16;
-
-/// Most core instances one module's instance may hold: a Rust policy has
-/// one; componentize-py's output links an interpreter, its C library and
-/// WASI adapters (about ten). Each is bounded by the memory limit anyway.
-const MAX_CORE_INSTANCES: usize = 32;
-
-pub(crate) struct StoreState {
-    limits: StoreLimits,
-    /// The limits refused a memory growth during the current call: a trap
-    /// that follows is the module running out of memory, whatever
-    /// instruction reports it (a Rust guest aborts with `unreachable`).
-    memory_refused: bool,
-}
-
-impl ResourceLimiter for StoreState {
-    fn memory_growing(
-        &mut self,
-        current: usize,
-        desired: usize,
-        maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        let allowed = self.limits.memory_growing(current, desired, maximum);
-        if !matches!(allowed, Ok(true)) {
-            self.memory_refused = true;
-        }
-        allowed
-    }
-
-    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
-        self.memory_refused = true;
-        self.limits.memory_grow_failed(error)
-    }
-
-    fn table_growing(
-        &mut self,
-        current: usize,
-        desired: usize,
-        maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        self.limits.table_growing(current, desired, maximum)
-    }
-
-    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
-        self.limits.table_grow_failed(error)
-    }
-
-    fn instances(&self) -> usize {
-        self.limits.instances()
-    }
-
-    fn tables(&self) -> usize {
-        self.limits.tables()
-    }
-
-    fn memories(&self) -> usize {
-        self.limits.memories()
-    }
-}
 
 /// An instance ready for calls, with the limits generation it was made for.
 struct Warm {
@@ -180,7 +122,7 @@ impl InstancePool {
                 Err(super::error::trap_error(
                     name,
                     &error,
-                    warm.store.data().memory_refused,
+                    warm.store.data().memory_refused(),
                 ))
             }
         }
@@ -209,15 +151,7 @@ impl InstancePool {
         limits: &Limits,
         generation: u64,
     ) -> Result<Box<Warm>, (wasmtime::Error, bool)> {
-        let state = StoreState {
-            limits: StoreLimitsBuilder::new()
-                .memory_size(limits.max_memory_bytes)
-                .trap_on_grow_failure(true)
-                .instances(MAX_CORE_INSTANCES)
-                .build(),
-            memory_refused: false,
-        };
-        let mut store = Store::new(self.engine.wasmtime(), state);
+        let mut store = Store::new(self.engine.wasmtime(), StoreState::new(limits));
         store.limiter(|state| state);
         if self.engine.metered() {
             store
@@ -228,7 +162,7 @@ impl InstancePool {
         let guest = self
             .pre
             .instantiate(&mut store)
-            .map_err(|e| (e, store.data().memory_refused))?;
+            .map_err(|e| (e, store.data().memory_refused()))?;
         self.lock().stats.instantiations += 1;
         Ok(Box::new(Warm {
             store,

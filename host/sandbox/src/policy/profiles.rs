@@ -6,9 +6,9 @@ use rustc_hash::FxHashSet;
 
 use super::adapter;
 use super::bindings::v1::profiles::{AttemptEvent, Outcome};
+use super::memo::AttemptKey;
 use super::module::Policy;
-use failover_policy::PolicyError;
-use failover_policy::{for_provider, for_provider_ids, Success};
+use failover_policy::{for_provider, for_provider_ids, PolicyError, Success};
 use policy_types::{
     CooldownConfig, FailureEvent, OrderRequest, PinDecision, PinRequest, RankedProfile, Usage,
 };
@@ -173,19 +173,6 @@ impl Policy {
         let next = adapter::host_usage(next);
         checked_usage("record-attempt", usage, next, event.now_ms)
     }
-}
-
-/// What a `record-attempt` answer is kept by: the usage, the event and the
-/// settings; `failure` is the reason and the waits of a failure, none for a
-/// success.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct AttemptKey {
-    usage: Usage,
-    provider: String,
-    model: Option<String>,
-    failure: Option<(policy_types::RecordedReason, Option<u64>, Option<u64>)>,
-    now_ms: u64,
-    config: CooldownConfig,
 }
 
 /// An order's answer, refused when it names a profile not in `stored` (the

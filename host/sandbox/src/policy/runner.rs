@@ -3,8 +3,7 @@
 
 use super::adapter;
 use super::module::Policy;
-use failover_policy::routes_to;
-use failover_policy::PolicyError;
+use failover_policy::{routes_to, PolicyError};
 use policy_types::{
     AttemptEnd, CandidateDecision, CandidateFacts, CandidatePlan, CandidateRequest, FailedAttempt,
     ModelHealth, OrderRequest, OverrideSource, RankedProfile, RotationConfig, RunPlan, RunRequest,

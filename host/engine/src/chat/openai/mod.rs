@@ -1,28 +1,29 @@
 //! The OpenAI chat-completions shape: parsing what clients send the
 //! gateway, rendering requests for OpenAI-compatible upstreams, reading
 //! their replies and streams, and rendering replies for clients.
-
 //!
-//! - [`request`] — client requests parsed, upstream requests rendered;
-//! - [`reply`] — upstream replies and streams read, client replies rendered;
-//! - [`whole`] — a whole upstream reply split into its members, relayed
-//!   as it came;
+//! - [`request`] — client requests parsed, upstream requests rendered; its
+//!   child `plain` reads the usual request in one pass and leaves any other
+//!   to the reader over a JSON tree;
+//! - [`reply`] — upstream replies and streams read, client replies
+//!   rendered; its child `whole` splits a whole upstream reply into its
+//!   members, to relay it as it came;
 //! - [`scan`] — a cursor over JSON text, for the usual request and reply
 //!   read in one pass.
 
-pub(crate) mod plain;
 mod readers;
 mod reply;
 mod request;
 mod scan;
-mod whole;
 #[cfg(feature = "fuzzing")]
-pub(crate) use whole::agreement::check_against_tree as check_reply_against_tree;
+pub(crate) use reply::whole::agreement::check_against_tree as check_reply_against_tree;
 
+pub use reply::whole::WholeReply;
 pub use reply::{chunk_json, completion_json, error_json, parse_completion, Chunk, StreamDecoder};
 pub(crate) use reply::{garbled_event, is_garbled, unreadable};
+#[cfg(feature = "fuzzing")]
+pub(crate) use request::plain::plain_request;
 pub use request::{parse_request, render_request, request_body, request_from_value, BadRequest};
-pub use whole::WholeReply;
 
 #[cfg(test)]
 mod tests {

@@ -26,7 +26,6 @@ mod finish;
 
 use crate::runner::bookkeeping::Failure;
 use crate::runner::clock::Clock;
-use crate::runner::driver::Runner;
 use crate::runner::events;
 use crate::runner::model::{
     AttemptRecord, CandidateDecision, CandidateFacts, FailedAttempt, ModelHealth, RotationConfig,
@@ -39,6 +38,7 @@ use crate::runner::plan::Plan;
 use crate::runner::provider::{Provider, Target, NO_CREDENTIALS};
 use crate::runner::reply_end::Unfinished;
 use crate::runner::session_writes::Written;
+use crate::runner::shared::Runner;
 
 /// The best `Retry-After` to wait on if nothing else remains: the target
 /// that is ready soonest.

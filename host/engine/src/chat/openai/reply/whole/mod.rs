@@ -28,9 +28,9 @@ use serde_json::{Map, Value};
 
 use self::choice::{Choice, First};
 use self::members::each_member;
-use super::super::{FinishReason, TokenUsage};
-use super::readers::Text;
-use super::reply::finish_named;
+use super::finish_named;
+use crate::chat::openai::readers::Text;
+use crate::chat::{FinishReason, TokenUsage};
 
 /// An upstream's reply text and where its top-level members lie in it.
 #[derive(Debug, Clone, PartialEq)]

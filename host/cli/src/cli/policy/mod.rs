@@ -1,6 +1,8 @@
 //! `failover policy encode|check|swap|rollback|show` (and `new|build`, in
-//! `policy_new`): a built guest made a component, the validation gate
+//! its child `new`): a built guest made a component, the validation gate
 //! without a server, and the admin calls to a running `failover serve`.
+
+mod new;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -63,8 +65,8 @@ pub enum PolicyCommand {
 pub fn run(context: &Context, command: PolicyCommand) -> anyhow::Result<ExitCode> {
     match command {
         PolicyCommand::Encode { core, output } => encode_and_check(context, &core, &output),
-        PolicyCommand::New { name, dir, sdk } => super::policy_new::new(&name, dir, sdk),
-        PolicyCommand::Build { dir } => super::policy_new::build(context, &dir),
+        PolicyCommand::New { name, dir, sdk } => new::new(&name, dir, sdk),
+        PolicyCommand::Build { dir } => new::build(context, &dir),
         PolicyCommand::Check { path } => check(context, &read_module(&path)?),
         PolicyCommand::Swap { path } => {
             let bytes = read_module(&path)?;

@@ -16,9 +16,9 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::super::scan::Cursor;
 use super::choice::{Choice, Message};
 use super::{Found, Members, Name, USUAL_MEMBERS};
+use crate::chat::openai::scan::Cursor;
 use crate::chat::TokenUsage;
 
 /// The reply's members and what the gateway reads of them; `None` when

@@ -6,9 +6,11 @@ use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::super::tools::{self, TOOL_FIELDS};
-use super::super::{ChatRequest, Message, Role};
-use super::plain::plain_request;
+use crate::chat::tools::{self, TOOL_FIELDS};
+use crate::chat::{ChatRequest, Message, Role};
+pub(crate) mod plain;
+
+use plain::plain_request;
 
 /// Request fields that mean nothing to a translation and are dropped
 /// silently when a request goes to a non-OpenAI upstream.

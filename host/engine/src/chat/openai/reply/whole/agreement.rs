@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::super::reply::{completion_json, finish_named, usage};
+use super::super::{completion_json, finish_named, usage};
 use super::{one_pass, read, two_passes, Found, Unread};
 use crate::chat::{Completion, FinishReason, TokenUsage};
 

@@ -6,8 +6,8 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context as _};
 
-use super::policy::encode_and_check;
-use super::Context;
+use super::encode_and_check;
+use crate::cli::Context;
 
 /// The SDK this binary was built beside: the default for `--sdk`.
 const BUILT_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/policy-sdk");
@@ -210,17 +210,17 @@ fn scaffold(name: &str, sdk: &Path) -> Vec<(&'static str, String)> {
     vec![
         (
             "Cargo.toml",
-            include_str!("policy_template/Cargo.toml.in")
+            include_str!("template/Cargo.toml.in")
                 .replace("{name}", name)
                 .replace("{sdk}", &sdk),
         ),
         (
             "src/lib.rs",
-            include_str!("policy_template/lib.rs.in").replace("{name}", name),
+            include_str!("template/lib.rs.in").replace("{name}", name),
         ),
         (
             "README.md",
-            include_str!("policy_template/README.md.in").replace("{name}", name),
+            include_str!("template/README.md.in").replace("{name}", name),
         ),
         (".gitignore", "/target\n/*.wasm\n".to_owned()),
     ]

@@ -1,8 +1,10 @@
 //! Auth profiles' routing state and the policy's profile decisions (§4,
 //! §6). Times are milliseconds since the Unix epoch.
 
+mod usage;
+
 use crate::classify::Reason;
-pub use crate::usage::{ModelCooldown, ModelFailureCount, Usage};
+pub use usage::{counts_from_listed, ModelCooldown, ModelFailureCount, Usage};
 
 /// Serde attributes every record here shares.
 macro_rules! record {

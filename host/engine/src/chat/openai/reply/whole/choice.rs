@@ -12,7 +12,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::super::readers::{other_values_are, Count, Key, Text};
+use crate::chat::openai::readers::{other_values_are, Count, Key, Text};
 use crate::chat::TokenUsage;
 
 /// A choice's message: its string `content`, and its other members but

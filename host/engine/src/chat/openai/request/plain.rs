@@ -14,9 +14,9 @@
 
 use std::borrow::Cow;
 
-use super::super::{ChatRequest, Message};
-use super::request::text_role;
-use super::scan::{Cursor, Number};
+use super::text_role;
+use crate::chat::openai::scan::{Cursor, Number};
+use crate::chat::{ChatRequest, Message};
 
 /// The request in `body`, when it is a plain one.
 pub(crate) fn plain_request(body: &[u8]) -> Option<ChatRequest> {
@@ -120,7 +120,7 @@ fn read_turns(cursor: &mut Cursor<'_>) -> Option<Turns> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::request::request_from_value;
+    use super::super::request_from_value;
     use super::*;
     use proptest::prelude::*;
 

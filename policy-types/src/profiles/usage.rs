@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::profiles::{record, RecordedReason};
+use super::{record, RecordedReason};
 
 record! {
     /// A cooldown that blocks one model only: a model's rate limit

@@ -3,11 +3,13 @@
 
 use serde_json::{json, Value};
 
-use super::super::sse::SseEvent;
-use super::super::tools;
-use super::super::{Completion, FinishReason, StreamEvent, TokenUsage};
-use super::whole::{self, Unread};
+pub(super) mod whole;
+
+use crate::chat::sse::SseEvent;
+use crate::chat::tools;
+use crate::chat::{Completion, FinishReason, StreamEvent, TokenUsage};
 use failover_policy::ProviderError;
+use whole::Unread;
 
 /// Reads an upstream's non-streaming reply. An in-band error object, or a
 /// body that is not a completion, is a provider error carrying the body.
