@@ -29,13 +29,13 @@ use libmimalloc_sys::{
 /// The largest block mimalloc serves: above it, blocks are few a request
 /// (bodies, replies, buffers) and their memory should go back when freed.
 /// 64 KiB covers a request's small bookkeeping with room.
-pub const SMALL: usize = 64 * 1024;
+pub(crate) const SMALL: usize = 64 * 1024;
 
 /// The largest alignment every mimalloc block has: a machine word.
 const WORD_ALIGN: usize = std::mem::size_of::<usize>();
 
 /// Small blocks from mimalloc, large ones from [`System`].
-pub struct Allocator;
+pub(crate) struct Allocator;
 
 // SAFETY: a block of at most `SMALL` bytes comes from and goes back to
 // mimalloc, a larger one from and to `System`; `GlobalAlloc`'s callers

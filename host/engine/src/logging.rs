@@ -7,7 +7,7 @@ use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::EnvFilter;
 
 /// Environment variable with a `tracing` filter (default: `info`).
-pub const LOG_ENV: &str = "FAILOVER_LOG";
+pub(crate) const LOG_ENV: &str = "FAILOVER_LOG";
 
 /// How events are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -175,7 +175,7 @@ impl Status {
 
 /// The state backend: `backend`, `healthy`, and for Redis its `url`
 /// (password hidden), `downSince`, `error` and `pendingChanges`.
-pub fn backend_json(state: &BackendStatus) -> Value {
+pub(crate) fn backend_json(state: &BackendStatus) -> Value {
     let mut report = json!({"backend": state.backend, "healthy": state.healthy()});
     if let Some(shared) = &state.shared {
         report["url"] = shared.url.clone().into();
@@ -187,7 +187,7 @@ pub fn backend_json(state: &BackendStatus) -> Value {
 }
 
 /// The policy's name, version, contract and content hash.
-pub fn policy_json(policy: &dyn Decider) -> Value {
+pub(crate) fn policy_json(policy: &dyn Decider) -> Value {
     let version = policy.version();
     json!({ "name": version.name, "version": version.version,
             "contract": version.contract, "sha256": version.sha256 })
@@ -208,7 +208,7 @@ pub fn summary_json(s: &ProfileSummary) -> Value {
 
 /// A profile's routing state at `now`: `disabled`, `cooldown` (of the whole
 /// profile or of a model) or `ok`.
-pub fn state_name(usage: &Usage, now: u64) -> &'static str {
+pub(crate) fn state_name(usage: &Usage, now: u64) -> &'static str {
     if usage.disabled_until.is_some_and(|u| u > now) {
         "disabled"
     } else if usage.blocked_until(None, now).is_some() {
@@ -219,7 +219,7 @@ pub fn state_name(usage: &Usage, now: u64) -> &'static str {
 }
 
 /// A profile's state at `now`: `ok`, `cooldown` or `disabled`, with windows.
-pub fn state_json(usage: &Usage, now: u64) -> Value {
+pub(crate) fn state_json(usage: &Usage, now: u64) -> Value {
     let disabled = usage.disabled_until.filter(|u| *u > now);
     let cooldown = usage.cooldown_until.filter(|u| *u > now);
     json!({

@@ -31,7 +31,7 @@ use crate::Limits;
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 #[derive(Debug, clap::Args)]
-pub struct ClassifyArgs {
+pub(crate) struct ClassifyArgs {
     /// JSON Lines file to read; stdin when absent or `-`.
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,

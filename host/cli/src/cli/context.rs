@@ -12,7 +12,7 @@ use crate::policy::{gate, CompileCache, Policy, PolicyEngine};
 use crate::state::{AuthStore, Backend, SessionStore, StateDir};
 
 /// The command line's global choices, resolved lazily.
-pub struct Context {
+pub(crate) struct Context {
     policy_path: Option<PathBuf>,
     state_dir: Option<PathBuf>,
     agent: String,
@@ -54,7 +54,7 @@ impl Context {
     }
 
     /// The policy, shareable with a runner.
-    pub fn shared_policy(&self) -> anyhow::Result<Arc<Policy>> {
+    pub(crate) fn shared_policy(&self) -> anyhow::Result<Arc<Policy>> {
         Ok(self.shared_policy_ref()?.clone())
     }
 
@@ -105,14 +105,14 @@ impl Context {
     }
 
     /// The config file in use, if any (see [`Context::config`]).
-    pub fn config_file(&self) -> anyhow::Result<Option<PathBuf>> {
+    pub(crate) fn config_file(&self) -> anyhow::Result<Option<PathBuf>> {
         let state_dir = self.state_dir()?;
         Ok(Config::find(self.config_path.as_deref(), state_dir.root()))
     }
 
     /// The state directory: `--state-dir` / `FAILOVER_STATE_DIR`, or the
     /// per-user default.
-    pub fn state_dir(&self) -> anyhow::Result<StateDir> {
+    pub(crate) fn state_dir(&self) -> anyhow::Result<StateDir> {
         Ok(match &self.state_dir {
             Some(dir) => StateDir::at(dir),
             None => StateDir::default_for_user()?,
@@ -128,7 +128,7 @@ impl Context {
     /// The agent's auth store and session store, on the configured backend
     /// (`state.backend`). With Redis, a change it cannot take is an error:
     /// this process ends before it could reconcile a local one.
-    pub fn stores(&self) -> anyhow::Result<(AuthStore, SessionStore)> {
+    pub(crate) fn stores(&self) -> anyhow::Result<(AuthStore, SessionStore)> {
         if let Some(stores) = self.stores.get() {
             return Ok(stores.clone());
         }
@@ -140,7 +140,7 @@ impl Context {
     /// [`Context::stores`] for a run that serves an answer: with Redis
     /// down it goes on from a local copy, whose changes end with the
     /// process (a warning says so).
-    pub fn serving_stores(&self) -> anyhow::Result<(AuthStore, SessionStore)> {
+    pub(crate) fn serving_stores(&self) -> anyhow::Result<(AuthStore, SessionStore)> {
         let backend = Backend::from_config(self.config()?)?;
         Ok(backend.open(&self.state_dir()?, &self.agent)?)
     }
@@ -148,7 +148,7 @@ impl Context {
 
 /// Names the directory compiled policy modules are kept in between runs;
 /// set to the empty string, nothing is kept.
-pub const CACHE_DIR_VAR: &str = "FAILOVER_CACHE_DIR";
+pub(crate) const CACHE_DIR_VAR: &str = "FAILOVER_CACHE_DIR";
 
 /// Where compiled policy modules are kept: [`CACHE_DIR_VAR`], else
 /// `failover/compiled` in the user's cache directory (`~/.cache` on Linux).

@@ -24,7 +24,7 @@ use crate::state::AuthStore;
 const REACH_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, clap::Args)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// Do not contact the providers (check the set-up only).
     #[arg(long)]
     offline: bool,

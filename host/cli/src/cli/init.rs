@@ -13,7 +13,7 @@ use crate::config::Config;
 const STARTER: &str = include_str!("starter.json5");
 
 #[derive(Debug, clap::Args)]
-pub struct InitArgs {
+pub(crate) struct InitArgs {
     /// Where to write it (default: the per-user config directory,
     /// e.g. ~/.config/failover/config.json5).
     #[arg(long, value_name = "FILE")]

@@ -4,7 +4,7 @@ use std::io::{self, BufRead};
 
 /// One line of input, without its line ending.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Line {
+pub(crate) enum Line {
     /// The line's bytes (not yet checked for UTF-8).
     Bytes,
     /// The line was longer than the reader's bound; its bytes were skipped.
@@ -15,7 +15,7 @@ pub enum Line {
 /// in memory. A longer line is skipped to its end and reported as
 /// [`Line::TooLong`], so one oversized line cannot exhaust memory or stop the
 /// lines after it.
-pub struct LineReader<R> {
+pub(crate) struct LineReader<R> {
     reader: R,
     max_bytes: usize,
     number: usize,
@@ -36,7 +36,7 @@ impl<R: BufRead> LineReader<R> {
     }
 
     /// Reads the next line into `buf` (cleared first). `None` at end of input.
-    pub fn next_line(&mut self, buf: &mut Vec<u8>) -> io::Result<Option<Line>> {
+    pub(crate) fn next_line(&mut self, buf: &mut Vec<u8>) -> io::Result<Option<Line>> {
         buf.clear();
         let mut too_long = false;
         let mut read_any = false;

@@ -24,7 +24,7 @@ use clap::{Parser, Subcommand};
 
 use crate::config::CONFIG_ENV;
 use crate::state::{AGENT_ENV, DEFAULT_AGENT, STATE_DIR_ENV};
-pub use context::Context;
+pub(crate) use context::Context;
 
 /// Exit status for a run where some input lines failed.
 const EXIT_SOME_FAILED: u8 = 1;
@@ -35,7 +35,7 @@ const EXIT_SETUP: u8 = 2;
 /// Keeps LLM calls alive when providers fail.
 #[derive(Debug, Parser)]
 #[command(name = "failover", version, about, long_about = None)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Run this policy component instead of the embedded default.
     #[arg(long, global = true, value_name = "PATH")]
     policy: Option<PathBuf>,

@@ -8,7 +8,7 @@
 //! way: they write with `MSG_NOSIGNAL`).
 
 /// Ends the process quietly, like `cat`, when its output pipe closes.
-pub fn end_quietly_on_closed_pipe() {
+pub(crate) fn end_quietly_on_closed_pipe() {
     #[cfg(unix)]
     // SAFETY: called once at start-up, before any other thread exists;
     // installing the default disposition of a signal touches no memory of

@@ -21,7 +21,7 @@ use crate::state::{canonical_provider, StateError};
 const MAX_KEY_BYTES: u64 = 16 * 1024;
 
 #[derive(Debug, clap::Subcommand)]
-pub enum ProfilesCommand {
+pub(crate) enum ProfilesCommand {
     /// The agent's profiles, without secrets.
     List {
         /// One JSON document instead of a table.
@@ -57,14 +57,14 @@ pub enum ProfilesCommand {
 
 /// The credential types a key can be added as.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum StaticKind {
+pub(crate) enum StaticKind {
     #[value(name = "api_key")]
     ApiKey,
     Token,
 }
 
 #[derive(Debug, clap::Args)]
-pub struct MarkArgs {
+pub(crate) struct MarkArgs {
     /// The profile.
     id: String,
     /// The failure's reason: rate_limit, overloaded, billing, auth,

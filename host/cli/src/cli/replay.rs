@@ -40,7 +40,7 @@ const EXIT_DIFFERENT: u8 = 1;
 const PROGRESS_MIN_REQUESTS: usize = 200;
 
 #[derive(Debug, clap::Args)]
-pub struct ReplayArgs {
+pub(crate) struct ReplayArgs {
     /// The trace (JSON Lines).
     trace: PathBuf,
     /// One JSON object per line instead of the readable timeline.

@@ -20,7 +20,7 @@ use crate::runner::{
 const EXIT_RUN_FAILED: u8 = 1;
 
 #[derive(Debug, clap::Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Use exactly this `provider/model` with no fallback, or an alias of
     /// `models.aliases` (a model, or a chain of its own), instead of the
     /// configured chain.

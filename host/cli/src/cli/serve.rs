@@ -16,7 +16,7 @@ use crate::replay::record;
 use crate::runner::retry_wait_cap_from_env;
 
 #[derive(Debug, clap::Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// The address to listen on. Beyond loopback, client keys are required.
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN)]
     listen: SocketAddr,

@@ -11,7 +11,7 @@ use crate::runner::OverrideSource;
 use crate::state::{split_model, SessionEntry, SessionStore};
 
 #[derive(Debug, clap::Subcommand)]
-pub enum SessionCommand {
+pub(crate) enum SessionCommand {
     /// The session's model, and the fallback it is on and why, if any.
     Show {
         #[arg(long, value_name = "ID")]

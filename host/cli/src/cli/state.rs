@@ -10,7 +10,7 @@ use crate::config::BackendKind;
 use crate::state::Backend;
 
 #[derive(Debug, clap::Subcommand)]
-pub enum StateCommand {
+pub(crate) enum StateCommand {
     /// Copy the agent's routing state and sessions to the other backend,
     /// over the entries of the same ids there. The source is left as it
     /// is (a backup); then set `state.backend` to the target.
@@ -18,7 +18,7 @@ pub enum StateCommand {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct MigrateArgs {
+pub(crate) struct MigrateArgs {
     /// The backend to move to; the other one is the source.
     #[arg(long, value_enum)]
     to: Target,

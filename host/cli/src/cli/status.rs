@@ -13,7 +13,7 @@ use crate::state::BackendStatus;
 use crate::status::{ProviderStatus, Status};
 
 #[derive(Debug, clap::Args)]
-pub struct StatusArgs {
+pub(crate) struct StatusArgs {
     /// One JSON document instead of a table.
     #[arg(long)]
     json: bool,
@@ -23,7 +23,7 @@ pub struct StatusArgs {
 }
 
 /// "ok", "cooldown until … (in 4m 10s) · rate_limit · model m", "disabled until … · billing".
-pub fn describe_state(usage: &Usage, now: u64) -> String {
+pub(crate) fn describe_state(usage: &Usage, now: u64) -> String {
     let mut parts = Vec::new();
     if let Some(until) = usage.disabled_until.filter(|u| *u > now) {
         let reason = usage.disabled_reason.map_or("unknown", |r| r.as_str());

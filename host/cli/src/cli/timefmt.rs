@@ -5,7 +5,7 @@ use std::time::{Duration, UNIX_EPOCH};
 pub use crate::runner::clock::now_ms;
 
 /// `2026-11-29T15:04:05Z`.
-pub fn absolute(ms: u64) -> String {
+pub(crate) fn absolute(ms: u64) -> String {
     let time = UNIX_EPOCH + Duration::from_millis(ms);
     humantime::format_rfc3339_seconds(time).to_string()
 }
@@ -22,7 +22,7 @@ pub fn relative(ms: u64, now: u64) -> String {
 }
 
 /// A duration in its two largest units: "4m 10s", "2d 3h", "45s".
-pub fn span(ms: u64) -> String {
+pub(crate) fn span(ms: u64) -> String {
     const UNITS: [(&str, u64); 4] = [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)];
     let mut seconds = ms.div_ceil(1000);
     let mut parts = Vec::new();

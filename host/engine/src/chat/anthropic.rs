@@ -14,13 +14,13 @@ use failover_policy::ProviderError;
 /// `max_tokens` when the client gave none: Anthropic requires one, and
 /// OpenAI clients expect "as much as the model likes"; 4096 fits every
 /// current model's output limit.
-pub const DEFAULT_MAX_TOKENS: u64 = 4096;
+pub(crate) const DEFAULT_MAX_TOKENS: u64 = 4096;
 
 /// The API version header value this translation is written against.
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 
 /// The upstream request body, or why the request cannot be translated.
-pub fn render_request(request: &ChatRequest, model: &str) -> Result<Value, TranslateError> {
+pub(crate) fn render_request(request: &ChatRequest, model: &str) -> Result<Value, TranslateError> {
     let api = crate::config::Api::AnthropicMessages;
     if let Some(what) = super::unexpressible(api, &request.openai_only, &request.anthropic_only) {
         return Err(TranslateError(format!(
@@ -80,7 +80,7 @@ fn text_turns(request: &ChatRequest) -> Vec<Value> {
 
 /// Reads a non-streaming reply; an `error` object or another shape is a
 /// provider error carrying the body.
-pub fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
+pub(crate) fn parse_completion(text: &str) -> Result<Completion, ProviderError> {
     let value: Value = serde_json::from_str(text).map_err(|_| unreadable(text))?;
     if value.get("type").and_then(Value::as_str) == Some("error")
         || value.get("error").is_some_and(|e| !e.is_null())
@@ -147,7 +147,7 @@ fn stop_reason(value: Option<&Value>, sequence: Option<&Value>) -> Option<Finish
 
 /// Reads an Anthropic stream, one server-sent event at a time.
 #[derive(Debug, Default)]
-pub struct StreamDecoder {
+pub(crate) struct StreamDecoder {
     pub id: String,
     input_tokens: Option<u64>,
     cached_tokens: Option<u64>,
@@ -162,7 +162,7 @@ pub struct StreamDecoder {
 impl StreamDecoder {
     /// The events one server-sent event carries; an `error` event is a
     /// provider error carrying its data.
-    pub fn feed(&mut self, event: &SseEvent) -> Result<Vec<StreamEvent>, ProviderError> {
+    pub(crate) fn feed(&mut self, event: &SseEvent) -> Result<Vec<StreamEvent>, ProviderError> {
         let data = event.data.trim();
         if data.is_empty() {
             return Ok(Vec::new());

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 /// Anthropic content blocks of an OpenAI user message's content (a string,
 /// or text and image parts); `None` when a part has no counterpart (audio,
 /// files, an image URL that is neither `data:` nor `http(s)`).
-pub fn anthropic_blocks(content: Option<&Value>) -> Option<Vec<Value>> {
+pub(crate) fn anthropic_blocks(content: Option<&Value>) -> Option<Vec<Value>> {
     match content {
         None | Some(Value::Null) => Some(Vec::new()),
         Some(Value::String(text)) if text.is_empty() => Some(Vec::new()),
@@ -47,7 +47,7 @@ fn image_source(url: &str) -> Option<Value> {
 
 /// An Anthropic image block as an OpenAI `image_url` part; `None` for a
 /// source with no URL form (a file id).
-pub fn openai_image_part(block: &Value) -> Option<Value> {
+pub(crate) fn openai_image_part(block: &Value) -> Option<Value> {
     let source = block.get("source")?;
     let url = match source.get("type").and_then(Value::as_str)? {
         "base64" => format!(

@@ -118,7 +118,7 @@ pub struct ChatRequest {
 /// shape-only features are `openai_only` and `anthropic_only`, named for
 /// the client; `None` when it can take the request. The one rule the HTTP
 /// provider applies live and replay applies to recorded requests.
-pub fn unexpressible(
+pub(crate) fn unexpressible(
     api: crate::config::Api,
     openai_only: &[String],
     anthropic_only: &[String],
@@ -151,7 +151,7 @@ pub enum FinishReason {
 
 impl FinishReason {
     /// OpenAI's `finish_reason`.
-    pub fn as_openai(&self) -> &str {
+    pub(crate) fn as_openai(&self) -> &str {
         match self {
             FinishReason::Stop | FinishReason::StopSequence(_) => "stop",
             FinishReason::Length => "length",
@@ -239,11 +239,12 @@ pub enum StreamEvent {
 }
 
 /// The rest of a stream after its first events; an error ends it.
-pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
+pub(crate) type EventStream =
+    Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
 
 impl StreamEvent {
     /// The bytes of content it carries, for the bounds on a reply's size.
-    pub fn content_bytes(&self) -> u64 {
+    pub(crate) fn content_bytes(&self) -> u64 {
         let len = match self {
             StreamEvent::Text(text) => text.len(),
             StreamEvent::ToolCall(call) => {
@@ -262,7 +263,7 @@ impl StreamEvent {
 
     /// Whether it is content (text or a tool call): the first content is
     /// the point of no return for failing over.
-    pub fn is_content(&self) -> bool {
+    pub(crate) fn is_content(&self) -> bool {
         match self {
             StreamEvent::Text(_) | StreamEvent::ToolCall(_) => true,
             // A refusal is the model's answer too.
@@ -312,4 +313,4 @@ pub enum ChatReply {
 /// A request that cannot be sent in the shape a provider needs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct TranslateError(pub String);
+pub(crate) struct TranslateError(pub String);

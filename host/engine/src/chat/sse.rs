@@ -3,7 +3,7 @@
 
 /// One event.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SseEvent {
+pub(crate) struct SseEvent {
     /// `event:`; empty when absent.
     pub event: String,
     /// `data:` lines joined by `\n`.
@@ -12,11 +12,11 @@ pub struct SseEvent {
 
 /// Largest event accepted: a provider's chunk is a few KiB; more than this
 /// is not a chat stream and would only grow memory.
-pub const MAX_EVENT_BYTES: usize = 1 << 20;
+pub(crate) const MAX_EVENT_BYTES: usize = 1 << 20;
 
 /// An incremental decoder.
 #[derive(Debug)]
-pub struct SseDecoder {
+pub(crate) struct SseDecoder {
     line: Vec<u8>,
     event: SseEvent,
     has_data: bool,
@@ -42,12 +42,12 @@ impl Default for SseDecoder {
 /// The stream broke the size bound.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("a server-sent event over {MAX_EVENT_BYTES} bytes")]
-pub struct OversizedEvent;
+pub(crate) struct OversizedEvent;
 
 impl SseDecoder {
     /// A decoder whose largest event is `limit` bytes.
     #[cfg(feature = "fuzzing")]
-    pub fn with_limit(limit: usize) -> Self {
+    pub(crate) fn with_limit(limit: usize) -> Self {
         SseDecoder {
             limit,
             ..SseDecoder::default()
@@ -55,7 +55,7 @@ impl SseDecoder {
     }
 
     /// Feeds bytes; returns the events they complete.
-    pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, OversizedEvent> {
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, OversizedEvent> {
         let mut events = Vec::new();
         for &byte in bytes {
             let after_cr = std::mem::replace(&mut self.after_cr, byte == b'\r');

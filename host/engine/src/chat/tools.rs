@@ -8,11 +8,11 @@ use serde_json::{json, Map, Value};
 use super::{ToolCallDelta, TranslateError};
 
 /// Request fields about tools, translated for Anthropic upstreams.
-pub const TOOL_FIELDS: &[&str] = &["tools", "tool_choice", "parallel_tool_calls"];
+pub(crate) const TOOL_FIELDS: &[&str] = &["tools", "tool_choice", "parallel_tool_calls"];
 
 /// Why the OpenAI request field `name` (one of [`TOOL_FIELDS`]) cannot be
 /// translated; `None` when it can.
-pub fn untranslatable_field(name: &str, value: &Value) -> Option<String> {
+pub(crate) fn untranslatable_field(name: &str, value: &Value) -> Option<String> {
     let ok = match name {
         "tools" => value
             .as_array()
@@ -27,7 +27,7 @@ pub fn untranslatable_field(name: &str, value: &Value) -> Option<String> {
 /// Whether an OpenAI message that is more than text is still one the
 /// Anthropic shape can say: an assistant turn with function tool calls,
 /// or a tool result of text.
-pub fn translatable_message(message: &Map<String, Value>) -> bool {
+pub(crate) fn translatable_message(message: &Map<String, Value>) -> bool {
     let known = |allowed: &[&str]| message.keys().all(|k| allowed.contains(&k.as_str()));
     match message.get("role").and_then(Value::as_str) {
         Some("assistant") => {
@@ -54,7 +54,7 @@ pub fn translatable_message(message: &Map<String, Value>) -> bool {
 
 /// Adds Anthropic `tools` and `tool_choice` to `body` from the request's
 /// OpenAI fields.
-pub fn add_anthropic_tools(openai: &Map<String, Value>, body: &mut Value) {
+pub(crate) fn add_anthropic_tools(openai: &Map<String, Value>, body: &mut Value) {
     if let Some(tools) = openai.get("tools").and_then(Value::as_array) {
         let tools: Vec<Value> = tools
             .iter()
@@ -155,7 +155,7 @@ fn text_of(content: Option<&Value>) -> Option<String> {
 /// are the request's system prompt), assistant tool calls become `tool_use`
 /// blocks, tool results `tool_result` blocks of a user turn, and
 /// consecutive turns of one role merge (Anthropic wants them alternating).
-pub fn anthropic_messages(messages: &[Value]) -> Result<Vec<Value>, TranslateError> {
+pub(crate) fn anthropic_messages(messages: &[Value]) -> Result<Vec<Value>, TranslateError> {
     let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for (index, message) in messages.iter().enumerate() {
         let at = |what: String| TranslateError(format!("messages[{index}]: {what}"));
@@ -227,7 +227,7 @@ fn text_block(text: String) -> Vec<Value> {
 
 /// OpenAI `tool_calls` of Anthropic content blocks; `None` when there is no
 /// `tool_use` block.
-pub fn openai_tool_calls(content: &[Value]) -> Option<Value> {
+pub(crate) fn openai_tool_calls(content: &[Value]) -> Option<Value> {
     let calls: Vec<Value> = content
         .iter()
         .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool_use"))
@@ -243,7 +243,7 @@ pub fn openai_tool_calls(content: &[Value]) -> Option<Value> {
 
 /// Stream pieces of OpenAI tool calls: a chunk's `delta.tool_calls`, or a
 /// whole message's `tool_calls` (one piece per call, indexed by position).
-pub fn deltas_of(tool_calls: &Value) -> Vec<ToolCallDelta> {
+pub(crate) fn deltas_of(tool_calls: &Value) -> Vec<ToolCallDelta> {
     tool_calls
         .as_array()
         .into_iter()
@@ -270,7 +270,7 @@ pub fn deltas_of(tool_calls: &Value) -> Vec<ToolCallDelta> {
 }
 
 /// A tool-call piece as the OpenAI `delta.tool_calls` entry clients read.
-pub fn delta_json(delta: &ToolCallDelta) -> Value {
+pub(crate) fn delta_json(delta: &ToolCallDelta) -> Value {
     let mut call = json!({"index": delta.index, "function": {"arguments": delta.arguments}});
     if let Some(id) = &delta.id {
         call["id"] = id.clone().into();

@@ -24,28 +24,28 @@ use crate::state::StateError;
 
 /// A slow client gets this long to send a request head: a real client
 /// sends it in one packet; more than 10 s is a slowloris.
-pub const DEFAULT_HEADER_READ_TIMEOUT_SECONDS: f64 = 10.0;
+pub(crate) const DEFAULT_HEADER_READ_TIMEOUT_SECONDS: f64 = 10.0;
 /// A kept-alive connection may wait this long for its next request:
 /// clients reuse a connection within seconds; an idle socket costs a file
 /// descriptor. (Longer than the 5–60 s pools of HTTP clients keep.)
-pub const DEFAULT_IDLE_TIMEOUT_SECONDS: f64 = 60.0;
+pub(crate) const DEFAULT_IDLE_TIMEOUT_SECONDS: f64 = 60.0;
 /// A request body must arrive within this: 16 MiB over a slow 4 Mbit/s
 /// link takes about 35 s.
-pub const DEFAULT_BODY_READ_TIMEOUT_SECONDS: f64 = 60.0;
+pub(crate) const DEFAULT_BODY_READ_TIMEOUT_SECONDS: f64 = 60.0;
 /// Open client connections: well under the usual 1024…65536 file limit,
 /// far above what one gateway's clients hold. At the cap the oldest idle
 /// connection is closed to make room, so `/healthz` still gets in.
-pub const DEFAULT_MAX_CONNECTIONS: u64 = 1024;
+pub(crate) const DEFAULT_MAX_CONNECTIONS: u64 = 1024;
 /// A chat request body: a 200k-token context is under a MiB of text;
 /// 16 MiB leaves room for images sent as data URLs.
-pub const DEFAULT_MAX_REQUEST_BYTES: u64 = 16 << 20;
+pub(crate) const DEFAULT_MAX_REQUEST_BYTES: u64 = 16 << 20;
 /// The content of one streamed reply: the longest model outputs are a
 /// few hundred KiB; past 32 MiB an upstream is looping.
-pub const DEFAULT_MAX_STREAM_BYTES: u64 = 32 << 20;
+pub(crate) const DEFAULT_MAX_STREAM_BYTES: u64 = 32 << 20;
 
 /// Bodies of the routes that take none worth the name (session reset,
 /// status, models): a request line's worth.
-pub const SMALL_BODY_BYTES: usize = 64 << 10;
+pub(crate) const SMALL_BODY_BYTES: usize = 64 << 10;
 
 /// `gateway.*` as written; absent fields take the defaults above.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -101,11 +101,11 @@ pub enum StreamRecoveryConfig {
 }
 
 /// The routes a stream recovery mode may be set for.
-pub const STREAM_ROUTES: &[&str] = &["/v1/chat/completions", "/v1/messages"];
+pub(crate) const STREAM_ROUTES: &[&str] = &["/v1/chat/completions", "/v1/messages"];
 
 impl GatewayConfig {
     /// The stream recovery mode of the route at `path`.
-    pub fn stream_recovery(&self, path: &str) -> StreamRecovery {
+    pub(crate) fn stream_recovery(&self, path: &str) -> StreamRecovery {
         match &self.stream_recovery {
             None => StreamRecovery::Off,
             Some(StreamRecoveryConfig::Every(mode)) => *mode,

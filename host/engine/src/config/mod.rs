@@ -45,9 +45,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use aliases::AliasTarget;
-pub use gateway::{GatewayConfig, ServerLimits};
+pub use gateway::GatewayConfig;
+pub use gateway::ServerLimits;
 pub use providers::{Api, Endpoint, ModelEntry, ModelSettings, OAuthEndpoint, ProviderEndpoint};
-pub use state::{BackendKind, RedisConfig, StateConfig};
+pub use state::BackendKind;
+pub use state::{RedisConfig, StateConfig};
 pub use timeouts::{Deadlines, Timeouts};
 
 use crate::auth::{ConfiguredProfile, CooldownConfig, CredentialKind};
@@ -55,28 +57,28 @@ use crate::state::{canonical_provider, StateError};
 
 /// `auth.cooldowns.shortWaitMs` default: a `Retry-After` of a second or two
 /// costs less waited out than a fallback to another model.
-pub const DEFAULT_SHORT_WAIT_MS: u64 = 2_000;
+pub(crate) const DEFAULT_SHORT_WAIT_MS: u64 = 2_000;
 
 /// The longest `auth.cooldowns.shortWaitMs` accepted: a longer wait holds
 /// an interactive request past what a fallback would take.
-pub const MAX_SHORT_WAIT_MS: u64 = 10_000;
+pub(crate) const MAX_SHORT_WAIT_MS: u64 = 10_000;
 
 /// Environment variable naming the config file.
 pub const CONFIG_ENV: &str = "FAILOVER_CONFIG";
 
 /// The config's file name in the places looked at by default.
-pub const CONFIG_FILE_NAME: &str = "config.json5";
+pub(crate) const CONFIG_FILE_NAME: &str = "config.json5";
 
 /// `auth.cooldowns.billingBackoffHours` default (F-6.5).
-pub const DEFAULT_BILLING_BACKOFF_HOURS: f64 = 5.0;
+pub(crate) const DEFAULT_BILLING_BACKOFF_HOURS: f64 = 5.0;
 /// `auth.cooldowns.billingMaxHours` default (F-6.5).
-pub const DEFAULT_BILLING_MAX_HOURS: f64 = 24.0;
+pub(crate) const DEFAULT_BILLING_MAX_HOURS: f64 = 24.0;
 /// `auth.cooldowns.failureWindowHours` default (F-6.6).
-pub const DEFAULT_FAILURE_WINDOW_HOURS: f64 = 24.0;
+pub(crate) const DEFAULT_FAILURE_WINDOW_HOURS: f64 = 24.0;
 /// `auth.cooldowns.overloadedProfileRotations` default (F-6.7).
-pub const DEFAULT_OVERLOADED_PROFILE_ROTATIONS: u32 = 1;
+pub(crate) const DEFAULT_OVERLOADED_PROFILE_ROTATIONS: u32 = 1;
 /// `auth.cooldowns.rateLimitedProfileRotations` default (F-6.7).
-pub const DEFAULT_RATE_LIMITED_PROFILE_ROTATIONS: u32 = 1;
+pub(crate) const DEFAULT_RATE_LIMITED_PROFILE_ROTATIONS: u32 = 1;
 
 /// Longest configurable window: a year. Longer is a typo, and keeps the
 /// millisecond arithmetic far from overflow.
@@ -217,7 +219,7 @@ pub struct AgentDefaults {
     pub model: ModelChoice,
     /// `imageModel`: the model (and fallbacks) of image runs (F-1.2).
     pub image_model: Option<AgentModel>,
-    /// Whole-run deadline in seconds (default [`DEFAULT_RUN_TIMEOUT_SECONDS`]).
+    /// Whole-run deadline in seconds (default `DEFAULT_RUN_TIMEOUT_SECONDS`).
     pub timeout_seconds: Option<f64>,
 }
 
@@ -231,7 +233,7 @@ pub struct ModelChoice {
     pub fallbacks: Option<Vec<String>>,
     /// How often a session on an automatic fallback tries its configured
     /// primary again (F-12.2), in seconds; 0 never does (default
-    /// [`DEFAULT_PRIMARY_PROBE_INTERVAL_SECONDS`]). Read from
+    /// `DEFAULT_PRIMARY_PROBE_INTERVAL_SECONDS`). Read from
     /// `agents.defaults.model`.
     #[serde(rename = "primaryProbeIntervalSeconds")]
     pub primary_probe_interval_seconds: Option<f64>,
@@ -272,17 +274,17 @@ pub struct ModelsConfig {
 
 /// Per-attempt deadline: a long completion takes a minute or two; past
 /// that an upstream is stuck, and the next profile or model is the better bet.
-pub const DEFAULT_ATTEMPT_TIMEOUT_SECONDS: f64 = 120.0;
+pub(crate) const DEFAULT_ATTEMPT_TIMEOUT_SECONDS: f64 = 120.0;
 /// Whole-run deadline (every attempt and every wait of one request): long
 /// enough for a few full attempts, short enough that a client is answered.
-pub const DEFAULT_RUN_TIMEOUT_SECONDS: f64 = 300.0;
+pub(crate) const DEFAULT_RUN_TIMEOUT_SECONDS: f64 = 300.0;
 /// Longest configurable deadline: a day.
 const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
 /// How often a session on an automatic fallback tries its configured
 /// primary again (F-12.2): often enough that a recovered primary is back
 /// within minutes, rarely enough that a primary still down costs one
 /// attempt per session per five minutes.
-pub const DEFAULT_PRIMARY_PROBE_INTERVAL_SECONDS: f64 = 300.0;
+pub(crate) const DEFAULT_PRIMARY_PROBE_INTERVAL_SECONDS: f64 = 300.0;
 /// Longest configurable probe interval: a day.
 const MAX_PROBE_INTERVAL_SECONDS: f64 = 86_400.0;
 
@@ -384,7 +386,7 @@ impl Config {
     }
 
     /// `auth.profiles` as the policy takes them, aliases resolved.
-    pub fn configured_profiles(&self) -> Vec<ConfiguredProfile> {
+    pub(crate) fn configured_profiles(&self) -> Vec<ConfiguredProfile> {
         self.auth
             .profiles
             .iter()
@@ -413,7 +415,7 @@ impl Config {
 }
 
 /// Seconds (validated) to milliseconds.
-pub fn seconds_to_ms(seconds: f64) -> u64 {
+pub(crate) fn seconds_to_ms(seconds: f64) -> u64 {
     (seconds * 1000.0).round() as u64
 }
 
@@ -460,7 +462,7 @@ impl Config {
     }
 
     /// `models.providers` entry of `provider`, aliases of the key resolved.
-    pub fn provider_endpoint(&self, provider: &str) -> Option<&ProviderEndpoint> {
+    pub(crate) fn provider_endpoint(&self, provider: &str) -> Option<&ProviderEndpoint> {
         self.models
             .providers
             .iter()

@@ -26,7 +26,7 @@ pub struct ProviderEndpoint {
     pub models: Option<Vec<ModelEntry>>,
     /// Per-attempt deadline in seconds: `timeouts.attemptSeconds`, kept
     /// under the reference's name (default
-    /// [`super::DEFAULT_ATTEMPT_TIMEOUT_SECONDS`]).
+    /// `DEFAULT_ATTEMPT_TIMEOUT_SECONDS`).
     pub timeout_seconds: Option<f64>,
     /// This provider's deadlines (`models.timeouts` fills what it leaves
     /// out).
@@ -35,7 +35,7 @@ pub struct ProviderEndpoint {
 
 impl ProviderEndpoint {
     /// The entries of its `models` that carry settings, with their index.
-    pub fn model_settings(&self) -> impl Iterator<Item = (usize, &ModelSettings)> {
+    pub(crate) fn model_settings(&self) -> impl Iterator<Item = (usize, &ModelSettings)> {
         (self.models.iter().flatten().enumerate())
             .filter_map(|(index, entry)| Some((index, entry.settings()?)))
     }
@@ -183,7 +183,7 @@ pub struct Endpoint {
 impl Endpoint {
     /// The deadlines of an attempt on `model` (the part after
     /// `provider/`).
-    pub fn deadlines_for(&self, model: &str) -> Deadlines {
+    pub(crate) fn deadlines_for(&self, model: &str) -> Deadlines {
         (self.model_deadlines.iter())
             .find(|(name, _)| name == model)
             .map_or(self.deadlines, |(_, deadlines)| *deadlines)
@@ -212,7 +212,7 @@ impl Config {
 
     /// The API `provider` speaks, without copying its endpoint (a lookup
     /// on every candidate of every run).
-    pub fn api_of(&self, provider: &str) -> Option<Api> {
+    pub(crate) fn api_of(&self, provider: &str) -> Option<Api> {
         match self.endpoints.get(provider) {
             Some(endpoint) => Some(endpoint.api),
             None => resolve(self, provider).map(|e| e.api),
@@ -254,7 +254,7 @@ impl Config {
     }
 
     /// The larger model `model`'s context overflows move to, if any.
-    pub fn overflow_of(&self, model: &str) -> Option<&str> {
+    pub(crate) fn overflow_of(&self, model: &str) -> Option<&str> {
         if self.overflows.is_empty() {
             return None;
         }
@@ -275,7 +275,7 @@ fn canonical_model(model: &str) -> String {
 /// Where `api`'s chat calls go under `base_url`: OpenAI's
 /// `…/chat/completions`, Anthropic's `…/v1/messages` (a base given with
 /// or without its `/v1`).
-pub fn call_address(base_url: &str, api: Api) -> String {
+pub(crate) fn call_address(base_url: &str, api: Api) -> String {
     match api {
         Api::OpenAiChat => format!("{base_url}/chat/completions"),
         Api::AnthropicMessages => {

@@ -22,15 +22,15 @@ use crate::state::StateError;
 
 /// Environment variable that gives the Redis URL (and wins over
 /// `state.redis.url`), so a URL with a password need not sit in the config.
-pub const REDIS_URL_ENV: &str = "FAILOVER_REDIS_URL";
+pub(crate) const REDIS_URL_ENV: &str = "FAILOVER_REDIS_URL";
 
 /// Key prefix when none is configured.
-pub const DEFAULT_REDIS_PREFIX: &str = "failover";
+pub(crate) const DEFAULT_REDIS_PREFIX: &str = "failover";
 
 /// A Redis call may take this long before the local copy serves instead: a
 /// loopback or same-zone Redis answers in well under a millisecond; 250 ms
 /// is a store in trouble, and a request should not wait longer for it.
-pub const DEFAULT_REDIS_TIMEOUT_MS: u64 = 250;
+pub(crate) const DEFAULT_REDIS_TIMEOUT_MS: u64 = 250;
 
 /// Allowed `timeoutMs`: under 5 ms a healthy remote Redis times out; over
 /// 10 s every request would wait that long on a dead one.
@@ -74,7 +74,7 @@ pub struct StateConfig {
 #[serde(default, rename_all = "camelCase")]
 pub struct RedisConfig {
     /// `url`: `redis://[user:password@]host[:port][/db]` or
-    /// `redis+unix:///path[?pass=…]`. [`REDIS_URL_ENV`] wins over it.
+    /// `redis+unix:///path[?pass=…]`. `REDIS_URL_ENV` wins over it.
     #[serde(serialize_with = "serialize_redacted")]
     pub url: Option<String>,
     /// `prefix`: the first part of every key.
@@ -102,7 +102,7 @@ fn serialize_redacted<S: serde::Serializer>(
 
 impl RedisConfig {
     /// The URL in force: the environment's, else the config's.
-    pub fn effective_url(&self) -> Option<String> {
+    pub(crate) fn effective_url(&self) -> Option<String> {
         std::env::var(REDIS_URL_ENV)
             .ok()
             .filter(|url| !url.trim().is_empty())
@@ -115,7 +115,7 @@ impl RedisConfig {
     }
 
     /// The per-call timeout in force, in ms.
-    pub fn timeout_ms(&self) -> u64 {
+    pub(crate) fn timeout_ms(&self) -> u64 {
         self.timeout_ms.unwrap_or(DEFAULT_REDIS_TIMEOUT_MS)
     }
 }
@@ -169,7 +169,7 @@ impl StateConfig {
 
 /// A URL the Redis client can use: `redis://` or `redis+unix://`/`unix://`
 /// (TLS, `rediss://`, is not built in).
-pub fn check_url(url: &str) -> Result<(), String> {
+pub(crate) fn check_url(url: &str) -> Result<(), String> {
     let scheme = url.split_once("://").map(|(scheme, _)| scheme);
     match scheme {
         Some("redis" | "redis+unix" | "unix") => {}
@@ -193,7 +193,7 @@ pub fn check_url(url: &str) -> Result<(), String> {
 /// The URL with its password (if any) replaced by `***`, fit to show: the
 /// user info's, and a `pass`/`password` query parameter's. Text that is
 /// not a URL is not shown at all.
-pub fn redact_url(url: &str) -> String {
+pub(crate) fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return "(not a URL)".to_owned();
     };
@@ -231,7 +231,7 @@ fn is_password_key(key: &str) -> bool {
 
 /// The password in a URL: a `pass`/`password` query parameter (Unix-socket
 /// URLs), else its user info's — read as [`redact_url`] hides it.
-pub fn url_password(url: &str) -> Option<&str> {
+pub(crate) fn url_password(url: &str) -> Option<&str> {
     let rest = url.split_once("://")?.1;
     let (rest, query) = match rest.split_once('?') {
         Some((rest, query)) => (rest, Some(query)),

@@ -11,14 +11,14 @@ use super::{seconds_to_ms, DEFAULT_ATTEMPT_TIMEOUT_SECONDS};
 
 /// Connecting to a provider (DNS, TCP, TLS): a reachable API connects in
 /// well under a second, so ten is a dead host, not a slow one.
-pub const DEFAULT_CONNECT_SECONDS: f64 = 10.0;
+pub(crate) const DEFAULT_CONNECT_SECONDS: f64 = 10.0;
 /// From the request to a stream's first token: a person at a chat waits
 /// this long before a fallback is the better answer. Reasoning models that
 /// think before their first token want more, set on their own entry.
-pub const DEFAULT_FIRST_TOKEN_SECONDS: f64 = 30.0;
+pub(crate) const DEFAULT_FIRST_TOKEN_SECONDS: f64 = 30.0;
 /// The longest silence between a stream's events once it flows: providers
 /// that pause send keep-alives far more often (Anthropic's `ping`).
-pub const DEFAULT_IDLE_SECONDS: f64 = 30.0;
+pub(crate) const DEFAULT_IDLE_SECONDS: f64 = 30.0;
 
 /// `timeouts`: deadlines in seconds, each absent one the enclosing level's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

@@ -34,7 +34,7 @@ const FOREIGN: &[&str] = &["agents.defaults.models", "agents.list.*.models"];
 
 /// An unknown key that is an error: its dotted path and what to say.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownKey {
+pub(crate) struct UnknownKey {
     /// `agents.defaults.model.fallback`.
     pub path: String,
     /// The nearest known key of its level, if one is near.
@@ -92,7 +92,7 @@ fn is_foreign(path: &str) -> bool {
 /// either a name or `{primary, fallbacks}` (`agents.list[].model`,
 /// `agents.defaults.imageModel`): serde cannot see into those, so they are
 /// checked on the parsed file. Every unknown key there is an error.
-pub fn model_choice_errors(raw: &Value) -> Vec<UnknownKey> {
+pub(crate) fn model_choice_errors(raw: &Value) -> Vec<UnknownKey> {
     let known = keys_of(&ModelChoice::default());
     let mut places: Vec<(String, &Value)> = Vec::new();
     if let Some(image) = raw.pointer("/agents/defaults/imageModel") {
@@ -124,7 +124,7 @@ pub fn model_choice_errors(raw: &Value) -> Vec<UnknownKey> {
 /// untagged and so does not report: a key near one of a model's settings
 /// (`overflowTo`, `timeouts` and theirs) is an error; others are the agent
 /// runtime's (`contextWindow`, `cost`) and left alone.
-pub fn model_entry_errors(raw: &Value) -> Vec<UnknownKey> {
+pub(crate) fn model_entry_errors(raw: &Value) -> Vec<UnknownKey> {
     let entry_keys = keys_of(&super::ModelSettings::default());
     let timeout_keys = keys_of(&super::Timeouts::default());
     let providers = raw.pointer("/models/providers").and_then(Value::as_object);

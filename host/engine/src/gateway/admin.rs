@@ -29,7 +29,7 @@ use failover_policy::{Admission, PolicyLoader};
 
 /// Largest module accepted: the default policy is under 1 MiB; 64 MiB is
 /// far past any policy and bounds what an upload can cost.
-pub const MAX_MODULE_BYTES: usize = 64 << 20;
+pub(crate) const MAX_MODULE_BYTES: usize = 64 << 20;
 
 /// Where `serve` says where its admin endpoint is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -18,7 +18,7 @@ use crate::config::gateway::SMALL_BODY_BYTES;
 use crate::runner::RunOptions;
 
 /// The header naming the session.
-pub const SESSION_HEADER: &str = "x-session-id";
+pub(crate) const SESSION_HEADER: &str = "x-session-id";
 
 /// A request refused before any run: an OpenAI-style error, built lazily.
 pub(super) struct Refusal {

@@ -137,7 +137,7 @@ static PROFILE_NAME: HeaderName = HeaderName::from_static(PROFILE_HEADER);
 static POLICY_NAME: HeaderName = HeaderName::from_static(POLICY_HEADER);
 
 /// The header naming the module that decided a response.
-pub const POLICY_HEADER: &str = "x-failover-policy";
+pub(crate) const POLICY_HEADER: &str = "x-failover-policy";
 
 pub(super) fn set_policy_header(response: &mut Response, policy: &dyn failover_policy::Decider) {
     set_policy_hash(response, &policy.version().sha256);

@@ -258,7 +258,7 @@ impl Metrics {
     }
 
     /// Counts a broken stream restarted on another candidate.
-    pub fn stream_restarted(&self, route: &str, model: &str) {
+    pub(crate) fn stream_restarted(&self, route: &str, model: &str) {
         self.restarts.with_label_values(&[route, model]).inc();
     }
 

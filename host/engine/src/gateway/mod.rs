@@ -38,10 +38,10 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-pub use crate::config::gateway::{GatewayConfig, ServerLimits};
-pub use admission::SESSION_HEADER;
-pub use header_values::POLICY_HEADER;
-pub use keys::{ClientKeys, KeysError, CLIENT_KEYS_FILE_ENV};
+pub use crate::config::gateway::GatewayConfig;
+pub use crate::config::gateway::ServerLimits;
+pub use keys::KeysError;
+pub use keys::{ClientKeys, CLIENT_KEYS_FILE_ENV};
 pub use routes::router;
 
 use crate::config::Config;
@@ -56,10 +56,10 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
 
 /// Most replaced policy modules kept for rollbacks: each holds its
 /// compiled code (a few MiB); 16 swaps back is past any operator's undo.
-pub const MAX_POLICY_HISTORY: usize = 16;
+pub(crate) const MAX_POLICY_HISTORY: usize = 16;
 
 /// The runner the gateway drives: real HTTP providers, the system clock.
-pub type GatewayRunner = Runner<RecordingProvider<HttpProvider>, SystemClock>;
+pub(crate) type GatewayRunner = Runner<RecordingProvider<HttpProvider>, SystemClock>;
 
 /// What `serve` needs besides the config.
 #[derive(Debug, Clone)]
@@ -182,7 +182,7 @@ impl Gateway {
     }
 
     /// An agent's runner.
-    pub fn agent_runner(&self, agent: &str) -> Option<&Arc<GatewayRunner>> {
+    pub(crate) fn agent_runner(&self, agent: &str) -> Option<&Arc<GatewayRunner>> {
         self.runners.get(agent)
     }
 
@@ -192,19 +192,19 @@ impl Gateway {
     }
 
     /// The module the last swap replaced: what a rollback returns to.
-    pub fn previous_policy(&self) -> Option<Arc<dyn Decider>> {
+    pub(crate) fn previous_policy(&self) -> Option<Arc<dyn Decider>> {
         self.history().last().cloned()
     }
 
     /// How many rollbacks are possible.
-    pub fn rollback_depth(&self) -> usize {
+    pub(crate) fn rollback_depth(&self) -> usize {
         self.history().len()
     }
 
     /// Makes `policy` the one new runs of every agent use (runs in flight
     /// finish on theirs); remembers the replaced one for a rollback and
     /// returns it. The oldest replaced modules are forgotten past
-    /// [`MAX_POLICY_HISTORY`], except the one `serve` started with.
+    /// `MAX_POLICY_HISTORY`, except the one `serve` started with.
     pub fn swap_policy(&self, policy: Arc<dyn Decider>) -> Arc<dyn Decider> {
         let mut history = self.history();
         let replaced = self.install(policy);
@@ -219,7 +219,7 @@ impl Gateway {
 
     /// Returns to the module the last swap replaced; `None` when there is
     /// none. Each rollback goes one swap further back.
-    pub fn rollback_policy(&self) -> Option<Arc<dyn Decider>> {
+    pub(crate) fn rollback_policy(&self) -> Option<Arc<dyn Decider>> {
         let mut history = self.history();
         let target = history.pop()?;
         self.install(target.clone());

@@ -22,7 +22,7 @@ use crate::runner::{clock::now_ms, RunOutcome, Target};
 
 /// The wire shape a client speaks, and so the shape of its answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Face {
+pub(crate) enum Face {
     /// OpenAI chat completions (`/v1/chat/completions`).
     OpenAi,
     /// Anthropic Messages (`/v1/messages`).
@@ -30,7 +30,7 @@ pub enum Face {
 }
 
 /// What relaying a streamed reply needs besides the reply.
-pub struct StreamContext {
+pub(crate) struct StreamContext {
     /// The run's deadline (ms since the epoch): it bounds the whole stream.
     pub deadline_ms: Option<u64>,
     /// The most content one streamed reply may carry.
@@ -45,11 +45,11 @@ pub struct StreamContext {
 
 /// Runs the reply again on the run's later candidates; `None` when none
 /// serves it.
-pub type Restarter = Box<dyn FnOnce() -> BoxFuture<'static, Option<Restart>> + Send>;
+pub(crate) type Restarter = Box<dyn FnOnce() -> BoxFuture<'static, Option<Restart>> + Send>;
 
 /// A reply restarted on another candidate: its stream, who serves it, and
 /// how to relay it.
-pub struct Restart {
+pub(crate) struct Restart {
     /// The new reply.
     pub stream: StreamReply,
     /// Who serves it.
@@ -60,7 +60,7 @@ pub struct Restart {
 
 /// How a relayed stream ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum StreamEnd {
+pub(crate) enum StreamEnd {
     /// The provider's terminal event arrived.
     Complete,
     /// It stopped early, and the client was told so.

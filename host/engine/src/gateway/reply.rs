@@ -12,12 +12,12 @@ use crate::chat::openai;
 use crate::runner::{Attempt, RunError, StopReason, UNSUPPORTED_FEATURE};
 
 /// Response headers naming who served a reply.
-pub const PROVIDER_HEADER: &str = "x-failover-provider";
-pub const MODEL_HEADER: &str = "x-failover-model";
-pub const PROFILE_HEADER: &str = "x-failover-profile";
+pub(crate) const PROVIDER_HEADER: &str = "x-failover-provider";
+pub(crate) const MODEL_HEADER: &str = "x-failover-model";
+pub(crate) const PROFILE_HEADER: &str = "x-failover-profile";
 
 /// An OpenAI-style error response.
-pub fn error_response(
+pub(crate) fn error_response(
     status: StatusCode,
     kind: &str,
     code: Option<&str>,
@@ -29,7 +29,7 @@ pub fn error_response(
 /// A failed run as a response: 429 (with `Retry-After`) when everything is
 /// rate-limited, 503 when overloaded, 400 for a request no provider will
 /// take, 504 past the deadline, 502 otherwise.
-pub fn run_error(error: &RunError) -> Response {
+pub(crate) fn run_error(error: &RunError) -> Response {
     let message = error.to_string();
     let server = |code| (StatusCode::INTERNAL_SERVER_ERROR, "server_error", code);
     let (status, kind, code, attempts, retry_after) = match error {

@@ -24,7 +24,7 @@ use crate::status::Status;
 /// The gateway's routes over `gateway`. The client key is checked before
 /// anything of a body is read; bodies are bounded per route: a chat request
 /// by `gateway.maxRequestBytes`, the others (which take none worth the name)
-/// by [`SMALL_BODY_BYTES`].
+/// by `SMALL_BODY_BYTES`.
 ///
 /// The two chat routes sit outside the layers of the others and do what
 /// those layers did themselves (the key check, the policy header, the

@@ -49,7 +49,7 @@ const CAP_WAIT: Duration = Duration::from_secs(1);
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
 
 /// An answer being made.
-pub type Answering = Pin<Box<dyn Future<Output = Response> + Send>>;
+pub(crate) type Answering = Pin<Box<dyn Future<Output = Response> + Send>>;
 
 /// A route taken before the router, for the requests it takes.
 pub trait DirectRoute: Send + Sync {

@@ -30,7 +30,7 @@ const KEPT_HEADERS: &[&str] = &[
 /// of the body is read. The preview is longer than what is kept: the
 /// provider's redactor cuts it to size only after redacting it, so a secret
 /// straddling the cut goes whole.
-pub async fn response_error(provider: &str, response: reqwest::Response) -> ProviderError {
+pub(crate) async fn response_error(provider: &str, response: reqwest::Response) -> ProviderError {
     let status = response.status().as_u16();
     let headers = kept_headers(response.headers());
     let message = if response.status().is_redirection() {
@@ -65,7 +65,7 @@ async fn body_preview(mut response: reqwest::Response) -> String {
 }
 
 /// The kept headers of a response.
-pub fn kept_headers(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+pub(crate) fn kept_headers(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
     headers
         .iter()
         .filter(|(name, _)| KEPT_HEADERS.iter().any(|k| name.as_str().starts_with(k)))
@@ -77,7 +77,7 @@ pub fn kept_headers(headers: &reqwest::header::HeaderMap) -> Vec<(String, String
 
 /// A transport failure (connect, TLS, DNS, reset, a broken body) as a
 /// provider error with the code the classifier knows.
-pub fn transport_error(provider: &str, error: reqwest::Error) -> ProviderError {
+pub(crate) fn transport_error(provider: &str, error: reqwest::Error) -> ProviderError {
     let code = if error.is_timeout() {
         Some("ETIMEDOUT")
     } else {
@@ -139,7 +139,7 @@ fn io_code(error: &reqwest::Error) -> Option<&'static str> {
 const DEADLINE_MESSAGE_START: &str = "request timed out: no answer from ";
 
 /// No answer within the attempt's deadline.
-pub fn timeout_error(provider: &str, after_ms: u64) -> ProviderError {
+pub(crate) fn timeout_error(provider: &str, after_ms: u64) -> ProviderError {
     ProviderError::message(format!(
         "{DEADLINE_MESSAGE_START}{provider} within {:.1} s",
         after_ms as f64 / 1000.0
@@ -150,13 +150,13 @@ pub fn timeout_error(provider: &str, after_ms: u64) -> ProviderError {
 
 /// Whether `error` is the one [`timeout_error`] builds: the attempt ran to
 /// its deadline without an answer (F-12.3), as opposed to a fast failure.
-pub fn is_deadline(error: &ProviderError) -> bool {
+pub(crate) fn is_deadline(error: &ProviderError) -> bool {
     error.code.as_deref() == Some("ETIMEDOUT") && error.message.starts_with(DEADLINE_MESSAGE_START)
 }
 
 /// A flowing stream silent past the idle deadline (F-12.12): a timeout
 /// of the attempt, but not a hang — the provider answered, then stopped.
-pub fn idle_error(provider: &str, after_ms: u64) -> ProviderError {
+pub(crate) fn idle_error(provider: &str, after_ms: u64) -> ProviderError {
     ProviderError::message(format!(
         "the stream from {provider} was silent for {:.1} s: the reply is incomplete",
         after_ms as f64 / 1000.0
@@ -167,7 +167,7 @@ pub fn idle_error(provider: &str, after_ms: u64) -> ProviderError {
 
 /// A stream that ended before its terminal event (F-12.12): worded so
 /// that a policy reads an incomplete stream, a timeout.
-pub fn cut_stream_error(provider: &str) -> ProviderError {
+pub(crate) fn cut_stream_error(provider: &str) -> ProviderError {
     ProviderError::message(format!(
         "the stream from {provider} ended before a terminal event: the reply is incomplete"
     ))
@@ -177,7 +177,7 @@ pub fn cut_stream_error(provider: &str) -> ProviderError {
 
 /// The run's deadline passed while `provider` streamed: the reply is
 /// incomplete, a timeout of the attempt (F-12.12).
-pub fn stream_deadline_error(provider: &str) -> ProviderError {
+pub(crate) fn stream_deadline_error(provider: &str) -> ProviderError {
     ProviderError::message(format!(
         "the run's deadline passed while {provider} streamed: the stream ended before a terminal event"
     ))

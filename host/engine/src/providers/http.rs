@@ -25,7 +25,7 @@ use failover_policy::ProviderError;
 
 /// Largest successful non-streaming reply read: a chat completion is KiB;
 /// beyond this an upstream is misbehaving and would only grow memory.
-pub const MAX_REPLY_BYTES: usize = 32 << 20;
+pub(crate) const MAX_REPLY_BYTES: usize = 32 << 20;
 
 /// Calls providers over HTTP. Cheap to clone (the client pools connections).
 #[derive(Clone)]
@@ -60,14 +60,14 @@ impl HttpProvider {
 
     /// The same provider, counting its skipped events in `counter` (one
     /// count for the providers of every agent).
-    pub fn counting_skips_in(mut self, counter: Arc<AtomicU64>) -> Self {
+    pub(crate) fn counting_skips_in(mut self, counter: Arc<AtomicU64>) -> Self {
         self.skipped_events = counter;
         self
     }
 
     /// How many unreadable events its streams skipped so far (with every
     /// provider sharing its counter).
-    pub fn skipped_events(&self) -> u64 {
+    pub(crate) fn skipped_events(&self) -> u64 {
         self.skipped_events.load(Ordering::Relaxed)
     }
 

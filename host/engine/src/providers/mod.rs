@@ -2,18 +2,18 @@
 //! [`crate::runner::Provider`] for OpenAI-compatible and Anthropic APIs.
 //!
 //! - [`HttpProvider`] — the client: auth, deadlines, streaming.
-//! - [`capture`] — failures on the wire as the classifier's input.
+//! - `capture` — failures on the wire as the classifier's input.
 //! - [`oauth`] — refreshing expired OAuth profiles (F-2.1).
-//! - [`redact`] — the one choke point secrets never pass.
+//! - `redact` — the one choke point secrets never pass.
 
 mod auth_header;
 mod buffer;
-pub mod capture;
+pub(crate) mod capture;
 mod http;
 pub mod oauth;
-pub mod redact;
+pub(crate) mod redact;
 mod redirects;
 mod upstream;
 
 pub use crate::config::{Api, Endpoint};
-pub use http::{HttpProvider, MAX_REPLY_BYTES};
+pub use http::HttpProvider;

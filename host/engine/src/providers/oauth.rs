@@ -2,7 +2,7 @@
 //! from the provider's `oauth.tokenUrl` before it is used.
 //!
 //! One refresh per profile at a time, across tasks and processes: a
-//! [`Refresher`] holds that profile's own lock (an async mutex in the
+//! `Refresher` holds that profile's own lock (an async mutex in the
 //! process, a lock file next to the state across processes) — never the
 //! agent's shared state lock — while the token endpoint answers, so other
 //! profiles' requests and state writes go on meanwhile. Under the profile
@@ -30,7 +30,7 @@ use failover_policy::ProviderError;
 
 /// Refresh this long before `expires`: a token that expires while the
 /// request is in flight fails it.
-pub const REFRESH_MARGIN_MS: u64 = 60_000;
+pub(crate) const REFRESH_MARGIN_MS: u64 = 60_000;
 
 /// Token lifetime assumed when the endpoint gives no `expires_in`: an hour
 /// is what the providers in the seeds issue.
@@ -52,7 +52,7 @@ struct TokenReply {
 }
 
 /// Whether `credential` must be refreshed before use at `now_ms`.
-pub fn needs_refresh(credential: &Credential, now_ms: u64) -> bool {
+pub(crate) fn needs_refresh(credential: &Credential, now_ms: u64) -> bool {
     credential.kind == CredentialKind::OAuth
         && credential
             .expires
@@ -60,7 +60,7 @@ pub fn needs_refresh(credential: &Credential, now_ms: u64) -> bool {
 }
 
 /// Tells `redactor` the secrets of `credential`.
-pub fn learn(redactor: &mut Redactor, credential: &Credential) {
+pub(crate) fn learn(redactor: &mut Redactor, credential: &Credential) {
     redactor.add(credential.secret.expose());
     if let Some(refresh) = &credential.refresh {
         redactor.add(refresh.expose());
@@ -69,7 +69,7 @@ pub fn learn(redactor: &mut Redactor, credential: &Credential) {
 
 /// Refreshes OAuth profiles, one refresh per profile at a time.
 #[derive(Debug, Default)]
-pub struct Refresher {
+pub(crate) struct Refresher {
     /// Each profile's in-process lock.
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }

@@ -21,20 +21,20 @@ use std::borrow::Cow;
 use failover_policy::ProviderError;
 
 /// What a secret is replaced with.
-pub const MASK: &str = "[redacted]";
+pub(crate) const MASK: &str = "[redacted]";
 
 /// How much of an error body is kept: the classifier reads at most 16 KiB
 /// of a JSON body (the policy's `MAX_JSON_BODY_BYTES`), and an HTML error
 /// page says all it says in its first few KiB.
-pub const PREVIEW_BYTES: usize = 16 * 1024;
+pub(crate) const PREVIEW_BYTES: usize = 16 * 1024;
 
 /// The longest secret this redacts whole across the cut: OAuth access
 /// tokens (JWTs) run to a few KiB; 16 KiB is far past any.
-pub const MAX_SECRET_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_SECRET_BYTES: usize = 16 * 1024;
 
 /// How much of an error body capture reads: the preview plus room for a
 /// secret that starts just before the cut.
-pub const CAPTURE_BYTES: usize = PREVIEW_BYTES + MAX_SECRET_BYTES;
+pub(crate) const CAPTURE_BYTES: usize = PREVIEW_BYTES + MAX_SECRET_BYTES;
 
 /// Shorter strings are not treated as secrets: replacing them would
 /// mangle ordinary words, and no provider issues keys that short.
@@ -75,7 +75,7 @@ const MIN_KEY_TAIL: usize = 16;
 
 /// The secrets of one call.
 #[derive(Debug, Clone, Default)]
-pub struct Redactor {
+pub(crate) struct Redactor {
     secrets: Vec<String>,
 }
 

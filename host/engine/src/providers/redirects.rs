@@ -17,12 +17,12 @@ use reqwest::Url;
 /// Redirects followed within one origin before the last one is answered
 /// instead: a trailing-slash or moved-path hop takes one or two, and a loop
 /// ends quickly (the client's default allows 10).
-pub const MAX_SAME_ORIGIN_REDIRECTS: usize = 5;
+pub(crate) const MAX_SAME_ORIGIN_REDIRECTS: usize = 5;
 
 /// The redirect policy of provider calls: follows a redirect only to the
 /// origin the call started at, at most [`MAX_SAME_ORIGIN_REDIRECTS`] times;
 /// otherwise the redirect itself is the answer (see [`redirect_message`]).
-pub fn same_origin_only() -> Policy {
+pub(crate) fn same_origin_only() -> Policy {
     Policy::custom(|attempt| {
         let previous = attempt.previous();
         let follow = previous.len() <= MAX_SAME_ORIGIN_REDIRECTS
@@ -49,7 +49,7 @@ fn same_origin(a: &Url, b: &Url) -> bool {
 /// `from`, `Location` `location`) that was not followed: where it points,
 /// and what to do. The target is named by origin and path only; its query
 /// and user information may carry a token and are left out.
-pub fn redirect_message(status: u16, from: &Url, location: Option<&str>) -> String {
+pub(crate) fn redirect_message(status: u16, from: &Url, location: Option<&str>) -> String {
     let Some(target) = location.and_then(|location| from.join(location).ok()) else {
         return format!(
             "the endpoint answered {status} (a redirect) without a usable Location; \

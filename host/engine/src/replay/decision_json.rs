@@ -72,7 +72,7 @@ fn needs_escape(byte: u8) -> bool {
 
 impl Decision {
     /// The decision's JSON line, as `serde_json::to_string` writes it.
-    pub fn json_line(&self) -> String {
+    pub(crate) fn json_line(&self) -> String {
         let mut line = Line::new(self.kind());
         match self {
             Decision::Request {

@@ -1,6 +1,6 @@
 //! Replay: recorded traffic through any policy, and recording it.
 //!
-//! A trace is JSON Lines, versioned ([`TRACE_VERSION`]):
+//! A trace is JSON Lines, versioned (`TRACE_VERSION`):
 //!
 //! ```json
 //! {"type":"header","version":1,"clockStart":1767225600000,"agent":"main",
@@ -55,7 +55,9 @@ mod stream_ends;
 pub mod trace;
 
 pub use decision::Decision;
-pub use provider::{Answered, Unrecorded, COVER_WINDOW_MS};
+pub use provider::{Answered, Unrecorded};
 pub use replayer::replay;
-pub use result::{Replay, ReplayError, ReplayOptions};
-pub use trace::{RunSettings, StateChange, StateEvent, Trace, TraceError, TRACE_VERSION};
+pub use result::ReplayError;
+pub use result::{Replay, ReplayOptions};
+pub use trace::{RunSettings, StateEvent, TraceError};
+pub use trace::{StateChange, Trace};

@@ -4,7 +4,7 @@
 //! 1. **recorded** — the next unused outcome of the same request for the
 //!    same provider, model and profile (what the original run saw);
 //! 2. **covered** — otherwise the outcome of that provider, model and
-//!    profile recorded nearest in time, within [`COVER_WINDOW_MS`] (a
+//!    profile recorded nearest in time, within `COVER_WINDOW_MS` (a
 //!    policy that calls something the original run did not still gets
 //!    what that endpoint was doing then);
 //! 3. **unrecorded** — otherwise as `--unrecorded` says: a success, or a
@@ -25,7 +25,7 @@ use super::trace::{BrokenEvent, OutcomeEvent};
 
 /// How far from a call a recorded outcome of the same target still
 /// answers it: rate limits and overloads last about this long.
-pub const COVER_WINDOW_MS: u64 = 60_000;
+pub(crate) const COVER_WINDOW_MS: u64 = 60_000;
 
 /// What an unrecorded call gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -44,7 +44,7 @@ pub enum Answered {
     /// By the next unused outcome the request recorded for that target.
     Recorded,
     /// By the outcome of that target recorded nearest in time, within
-    /// [`COVER_WINDOW_MS`].
+    /// `COVER_WINDOW_MS`.
     Covered,
     /// By neither: as [`Unrecorded`] says.
     Unrecorded,
@@ -143,7 +143,7 @@ impl<'t> ReplayProvider<'t> {
 
     /// The same provider, breaking the streams `broken` says broke after
     /// the call that served them answered.
-    pub fn with_broken(mut self, broken: &'t [BrokenEvent]) -> Self {
+    pub(crate) fn with_broken(mut self, broken: &'t [BrokenEvent]) -> Self {
         self.broken = (broken.iter())
             .map(|b| ((b.request, (&*b.provider, &*b.model, &*b.profile)), b))
             .collect();
@@ -151,25 +151,25 @@ impl<'t> ReplayProvider<'t> {
     }
 
     /// The same provider, passing over candidates as `shapes` says.
-    pub fn with_shapes(mut self, shapes: Shapes) -> Self {
+    pub(crate) fn with_shapes(mut self, shapes: Shapes) -> Self {
         self.shapes = Some(shapes);
         self
     }
 
     /// The same provider, applying `feed`'s changes after each call as the
     /// recorded latency moves the clock past them (F-12.4).
-    pub fn with_feed(mut self, feed: Arc<StateFeed>) -> Self {
+    pub(crate) fn with_feed(mut self, feed: Arc<StateFeed>) -> Self {
         self.feed = Some(feed);
         self
     }
 
     /// The last call so far, if any.
-    pub fn last_call(&self) -> Option<LastCall> {
+    pub(crate) fn last_call(&self) -> Option<LastCall> {
         self.log.lock().unwrap_or_else(|e| e.into_inner()).last
     }
 
     /// How many calls so far nothing recorded answered.
-    pub fn unrecorded_calls(&self) -> usize {
+    pub(crate) fn unrecorded_calls(&self) -> usize {
         self.log
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -49,7 +49,7 @@ impl std::fmt::Debug for Recorder {
 
 /// The settings a run under `config` decides with, `retry_wait_cap_ms`
 /// coming from the environment.
-pub fn settings_for(config: &Config, retry_wait_cap_ms: u64) -> RunSettings {
+pub(crate) fn settings_for(config: &Config, retry_wait_cap_ms: u64) -> RunSettings {
     let cooldowns = &config.auth.cooldowns;
     RunSettings {
         retry_wait_cap_ms,
@@ -133,7 +133,7 @@ impl Recorder {
     }
 
     /// Whether prompts and replies are kept.
-    pub fn keeps_content(&self) -> bool {
+    pub(crate) fn keeps_content(&self) -> bool {
         self.content
     }
 
@@ -234,13 +234,13 @@ impl StateWatch for Recorder {
 
 /// A request whose calls can be recorded: its id in the trace, if it is
 /// being recorded.
-pub trait Recordable {
+pub(crate) trait Recordable {
     /// The request's id in the trace.
     fn record_id(&self) -> Option<u64>;
 }
 
 /// A reply whose text a recording with content keeps.
-pub trait RecordedContent {
+pub(crate) trait RecordedContent {
     /// The text of a whole reply; `None` for a stream (its text arrives
     /// later).
     fn content(&self) -> Option<String>;

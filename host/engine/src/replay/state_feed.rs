@@ -11,7 +11,7 @@ use crate::state::{AuthStore, SessionStore, StateError};
 use super::trace::{StateChange, StateEvent};
 
 /// The recorded changes, applied in time order.
-pub struct StateFeed {
+pub(crate) struct StateFeed {
     /// By time, then file order.
     events: Vec<StateEvent>,
     /// How many have been applied, and those not yet reported.
@@ -40,7 +40,7 @@ impl StateFeed {
     }
 
     /// Applies every change made at or before `now`.
-    pub fn catch_up(&self, now: u64) -> Result<(), StateError> {
+    pub(crate) fn catch_up(&self, now: u64) -> Result<(), StateError> {
         let mut progress = self.progress.lock().unwrap_or_else(|e| e.into_inner());
         while let Some(event) = self.events.get(progress.applied).filter(|e| e.at <= now) {
             match &event.change {
@@ -61,7 +61,7 @@ impl StateFeed {
     }
 
     /// The changes applied since the last call, in order.
-    pub fn take_applied(&self) -> Vec<StateEvent> {
+    pub(crate) fn take_applied(&self) -> Vec<StateEvent> {
         std::mem::take(
             &mut self
                 .progress

@@ -15,7 +15,7 @@ use failover_policy::ProviderError;
 /// The format version this build writes; it reads this one and older.
 /// Version 2 added the header's run settings and `state` lines (F-12.4);
 /// version 3 `broken` lines (F-12.12).
-pub const TRACE_VERSION: u32 = 3;
+pub(crate) const TRACE_VERSION: u32 = 3;
 
 /// Longest trace line read: a header with thousands of profiles and
 /// sessions fits; a line past this is not a trace.
@@ -42,7 +42,7 @@ pub(crate) enum TraceLine {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Header {
-    /// The trace format version it was written in ([`TRACE_VERSION`]).
+    /// The trace format version it was written in (`TRACE_VERSION`).
     pub version: u32,
     /// The clock when recording started (ms since the epoch).
     pub clock_start: u64,

@@ -37,7 +37,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
 
     /// Like [`Runner::run_with`], telling `observer` every call, skip and
     /// step as it happens.
-    pub async fn run_observed(
+    pub(crate) async fn run_observed(
         &self,
         policy: &dyn Decider,
         options: &RunOptions,

@@ -4,7 +4,7 @@
 use super::outcome::FallbackStep;
 
 /// Emits `step` as a `model_fallback_decision` event on target `failover::fallback`.
-pub fn emit(step: &FallbackStep) {
+pub(crate) fn emit(step: &FallbackStep) {
     tracing::info!(
         target: "failover::fallback",
         event = "model_fallback_decision",

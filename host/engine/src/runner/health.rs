@@ -74,7 +74,7 @@ impl HealthBook {
     }
 
     /// Records how an attempt on `model` ended.
-    pub fn attempt_ended(
+    pub(crate) fn attempt_ended(
         &self,
         policy: &dyn Decider,
         model: &str,

@@ -76,7 +76,7 @@ pub struct RunOutcome<Reply> {
 impl Attempt {
     /// Whether this is a candidate passed over for a feature of the
     /// request it cannot express ([`Provider::cannot_express`](super::Provider::cannot_express)).
-    pub fn is_unsupported_skip(&self) -> bool {
+    pub(crate) fn is_unsupported_skip(&self) -> bool {
         self.profile.is_none() && self.code.as_deref() == Some(super::provider::UNSUPPORTED_FEATURE)
     }
 }

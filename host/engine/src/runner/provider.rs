@@ -40,11 +40,11 @@ pub enum CallError {
 /// The code of a skip for a candidate that cannot express the request
 /// ([`Provider::cannot_express`]): the attempt's `code`, so that callers
 /// tell "no candidate supports this" from an outage.
-pub const UNSUPPORTED_FEATURE: &str = "unsupported_feature";
+pub(crate) const UNSUPPORTED_FEATURE: &str = "unsupported_feature";
 
 /// The code of a skip for a candidate whose provider has no stored
 /// credential at all.
-pub const NO_CREDENTIALS: &str = "no_credentials";
+pub(crate) const NO_CREDENTIALS: &str = "no_credentials";
 
 /// A model provider.
 pub trait Provider: Send + Sync {

@@ -3,15 +3,15 @@
 use super::shared::DEFAULT_RETRY_WAIT_CAP_MS;
 
 /// This project's variable: seconds, `0` disables waiting.
-pub const RETRY_MAX_WAIT_ENV: &str = "FAILOVER_RETRY_MAX_WAIT_SECONDS";
+pub(crate) const RETRY_MAX_WAIT_ENV: &str = "FAILOVER_RETRY_MAX_WAIT_SECONDS";
 /// The seeds' name for the same setting, honoured as an alias.
-pub const RETRY_MAX_WAIT_ALIAS_ENV: &str = "OPENCLAW_SDK_RETRY_MAX_WAIT_SECONDS";
+pub(crate) const RETRY_MAX_WAIT_ALIAS_ENV: &str = "OPENCLAW_SDK_RETRY_MAX_WAIT_SECONDS";
 
 /// Longest cap accepted: an hour; a longer wait is an outage, not a hint.
 const MAX_CAP_SECONDS: u64 = 3600;
 
-/// The cap in milliseconds: [`RETRY_MAX_WAIT_ENV`], else
-/// [`RETRY_MAX_WAIT_ALIAS_ENV`], else 60 s. A bad value is an error naming
+/// The cap in milliseconds: `RETRY_MAX_WAIT_ENV`, else
+/// `RETRY_MAX_WAIT_ALIAS_ENV`, else 60 s. A bad value is an error naming
 /// the variable.
 pub fn retry_wait_cap_from_env() -> Result<u64, String> {
     for name in [RETRY_MAX_WAIT_ENV, RETRY_MAX_WAIT_ALIAS_ENV] {

@@ -27,7 +27,7 @@ pub const LAST_USED_WRITE_INTERVAL_MS: u64 = 1_000;
 
 /// The longest wait on a `Retry-After` when nothing else remains (F-6.8):
 /// the seeds' SDK cap. Longer hints are surfaced at once.
-pub const DEFAULT_RETRY_WAIT_CAP_MS: u64 = 60_000;
+pub(crate) const DEFAULT_RETRY_WAIT_CAP_MS: u64 = 60_000;
 
 /// Runs requests through the chain. Share it (`Arc`); concurrent runs are
 /// safe (state changes are locked and atomic).

@@ -18,7 +18,7 @@
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 /// Runs `work`, off the async workers when called on one.
-pub fn off_async<T>(work: impl FnOnce() -> T) -> T {
+pub(crate) fn off_async<T>(work: impl FnOnce() -> T) -> T {
     match Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
             tokio::task::block_in_place(work)

@@ -57,7 +57,7 @@ fn private_mode(options: &mut OpenOptions) {
 fn private_mode(_options: &mut OpenOptions) {}
 
 /// Creates `dir` and its parents, new ones with mode 0700.
-pub fn create_private_dir(dir: &Path) -> Result<(), StateError> {
+pub(crate) fn create_private_dir(dir: &Path) -> Result<(), StateError> {
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -69,7 +69,7 @@ pub fn create_private_dir(dir: &Path) -> Result<(), StateError> {
 }
 
 /// Reads and parses a JSON file; `None` when it does not exist.
-pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StateError> {
+pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StateError> {
     let bytes = match fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -81,14 +81,17 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, StateErr
 }
 
 /// Writes `value` as pretty JSON to `path` atomically, mode 0600.
-pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), StateError> {
+pub(crate) fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), StateError> {
     write_json_atomic_kept(path, value).map(drop)
 }
 
 /// [`write_json_atomic`], returning the written file still open: while it
 /// is held, its inode number cannot name another file, which is what lets
 /// the store's read cache keep a version it wrote at once.
-pub fn write_json_atomic_kept<T: Serialize>(path: &Path, value: &T) -> Result<File, StateError> {
+pub(crate) fn write_json_atomic_kept<T: Serialize>(
+    path: &Path,
+    value: &T,
+) -> Result<File, StateError> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| StateError::json(path, &e))?;
     bytes.push(b'\n');
     write_atomic_kept(path, &bytes)
@@ -97,7 +100,7 @@ pub fn write_json_atomic_kept<T: Serialize>(path: &Path, value: &T) -> Result<Fi
 /// Writes `bytes` to `path` atomically: temporary file (0600) in the same
 /// directory, fsync, rename, fsync of the directory. The fsyncs wait on the
 /// disk, so the write runs off the async workers.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
     write_atomic_kept(path, bytes).map(drop)
 }
 
@@ -135,12 +138,12 @@ const TEMP_PREFIX: &str = ".tmp-";
 
 /// A temporary file older than this is a killed write's: a write lives
 /// milliseconds, however slow the disk.
-pub const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Removes the temporary files killed writes left in `dir` (copies of
 /// state files, secrets included); returns how many went. A directory
 /// that does not exist has none.
-pub fn remove_stale_temps(dir: &Path) -> usize {
+pub(crate) fn remove_stale_temps(dir: &Path) -> usize {
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 /// candidates (microseconds), far shorter than anything an operator or
 /// another process does between two changes; a run that waits (a
 /// `Retry-After`, a rotation's backoff) checks again after it.
-pub const RECHECK_AFTER: Duration = Duration::from_millis(5);
+pub(crate) const RECHECK_AFTER: Duration = Duration::from_millis(5);
 
 tokio::task_local! {
     /// When the run polled in this task began.
@@ -32,7 +32,7 @@ tokio::task_local! {
 }
 
 /// `run`, with its state reads relying on checks made since it began.
-pub fn reads_of_one_run<F: Future>(run: F) -> impl Future<Output = F::Output> {
+pub(crate) fn reads_of_one_run<F: Future>(run: F) -> impl Future<Output = F::Output> {
     RUN_BEGAN.scope(Instant::now(), run)
 }
 

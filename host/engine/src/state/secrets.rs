@@ -25,7 +25,7 @@ use super::error::StateError;
 use crate::auth::{CredentialKind, Usage};
 
 /// The file format version this build writes.
-pub const PROFILES_VERSION: u64 = 1;
+pub(crate) const PROFILES_VERSION: u64 = 1;
 
 /// Aliases of provider names: a profile stored as `openai-codex` serves
 /// `openai` (spec §0, F-4.7).
@@ -87,7 +87,7 @@ pub struct Secret(String);
 
 impl Secret {
     /// The secret itself, for the one place that sends it.
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -232,7 +232,7 @@ impl ProfilesFile {
 
     /// Stores refreshed OAuth tokens on a profile, keeping its other
     /// fields (F-2.1).
-    pub fn set_oauth_tokens(
+    pub(crate) fn set_oauth_tokens(
         &mut self,
         id: &str,
         access: &str,
@@ -293,7 +293,7 @@ impl ProfilesFile {
     }
 
     /// `usageStats` kept inside this file by older versions, if any.
-    pub fn legacy_usage(&self) -> Option<BTreeMap<String, Usage>> {
+    pub(crate) fn legacy_usage(&self) -> Option<BTreeMap<String, Usage>> {
         let stats = self.document.get("usageStats")?;
         BTreeMap::deserialize(stats).ok()
     }

@@ -68,7 +68,7 @@ pub struct ModelOverride {
 
 impl ModelOverride {
     /// The overridden model as `provider/model`.
-    pub fn full_name(&self) -> Option<String> {
+    pub(crate) fn full_name(&self) -> Option<String> {
         match (&self.provider, &self.model) {
             (Some(provider), Some(model)) => Some(format!("{provider}/{model}")),
             (None, Some(model)) => Some(model.clone()),
@@ -85,7 +85,7 @@ impl ModelOverride {
     }
 
     /// Whether it is the runner's automatic override onto `model`.
-    pub fn is_auto_on(&self, model: &str) -> bool {
+    pub(crate) fn is_auto_on(&self, model: &str) -> bool {
         self.source == Some(OverrideSource::Auto) && self.full_name().as_deref() == Some(model)
     }
 }

@@ -30,7 +30,7 @@ use super::shared::SharedState;
 use super::watch::StateWatch;
 
 /// The `sessions.json` format version this build reads and writes.
-pub const SESSIONS_VERSION: u64 = 1;
+pub(crate) const SESSIONS_VERSION: u64 = 1;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct SessionsFile {
@@ -70,7 +70,7 @@ impl SessionStore {
     }
 
     /// A store that keeps the sessions in memory (replay's scratch state).
-    pub fn in_memory() -> SessionStore {
+    pub(crate) fn in_memory() -> SessionStore {
         SessionStore {
             path: PathBuf::from("<memory>"),
             lock: PathBuf::from("<memory>"),
@@ -81,7 +81,7 @@ impl SessionStore {
     }
 
     /// The same store with the sessions in Redis.
-    pub fn with_shared(mut self, shared: SharedState) -> SessionStore {
+    pub(crate) fn with_shared(mut self, shared: SharedState) -> SessionStore {
         self.shared = Some(shared);
         self
     }
@@ -219,7 +219,7 @@ impl SessionStore {
 }
 
 /// Session ids are 1 to 256 printable characters.
-pub fn check_session_id(id: &str) -> Result<(), StateError> {
+pub(crate) fn check_session_id(id: &str) -> Result<(), StateError> {
     if id.is_empty() || id.len() > 256 || id.chars().any(char::is_control) {
         return Err(StateError::Refused(format!(
             "session id {id:?} must be 1 to 256 printable characters"

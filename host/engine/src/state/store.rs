@@ -28,9 +28,9 @@ pub enum UpdateError<E> {
 }
 
 /// An agent's `auth-profiles.json` and `auth-state.json` — or, for replay,
-/// the same documents held in memory ([`AuthStore::in_memory`]), or the
+/// the same documents held in memory (`in_memory`), or the
 /// profiles in the file and their routing state in Redis
-/// ([`AuthStore::with_shared`]).
+/// (`with_shared`).
 #[derive(Debug, Clone)]
 pub struct AuthStore {
     paths: AgentPaths,
@@ -89,7 +89,7 @@ impl AuthStore {
     /// A store that keeps its documents in memory: no files, no locks, no
     /// fsync. Replay runs on one (a scratch state thousands of times faster
     /// than files); `paths` only names it.
-    pub fn in_memory(paths: AgentPaths) -> AuthStore {
+    pub(crate) fn in_memory(paths: AgentPaths) -> AuthStore {
         AuthStore {
             paths,
             memory: Some(Arc::new(Mutex::new(Memory::default()))),
@@ -101,7 +101,7 @@ impl AuthStore {
 
     /// The same store with its routing state in Redis (the profiles, with
     /// their secrets, stay in the file).
-    pub fn with_shared(mut self, shared: SharedState) -> AuthStore {
+    pub(crate) fn with_shared(mut self, shared: SharedState) -> AuthStore {
         self.shared = Some(shared);
         self
     }
@@ -305,7 +305,7 @@ impl AuthStore {
 
 /// The stored profiles of every provider, as the policy sees them (no
 /// secrets), with their routing state.
-pub fn stored_profiles(
+pub(crate) fn stored_profiles(
     summaries: &[ProfileSummary],
     usage: &BTreeMap<String, Usage>,
 ) -> Vec<crate::auth::StoredProfile> {

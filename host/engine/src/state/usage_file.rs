@@ -15,11 +15,11 @@ use super::error::StateError;
 use crate::auth::Usage;
 
 /// The file format version this build writes.
-pub const USAGE_VERSION: u64 = 1;
+pub(crate) const USAGE_VERSION: u64 = 1;
 
 /// The parsed `auth-state.json`. Unknown top-level keys are kept.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
-pub struct UsageFile {
+pub(crate) struct UsageFile {
     pub version: u64,
     #[serde(rename = "usageStats")]
     pub usage_stats: BTreeMap<String, Usage>,
@@ -76,7 +76,7 @@ impl UsageFile {
     }
 
     /// Ready to write: the current version stamped.
-    pub fn stamped(mut self) -> UsageFile {
+    pub(crate) fn stamped(mut self) -> UsageFile {
         self.version = USAGE_VERSION;
         self
     }

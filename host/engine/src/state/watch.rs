@@ -36,13 +36,13 @@ const RECENT: usize = 4;
 
 /// The last values seen or written per key, and the foreign changes found.
 #[derive(Debug)]
-pub struct ChangeLog<T> {
+pub(crate) struct ChangeLog<T> {
     recent: Mutex<HashMap<String, VecDeque<T>>>,
 }
 
 impl<T: Clone + PartialEq> ChangeLog<T> {
     /// A log that already knows `initial` (the state a recording starts from).
-    pub fn starting_from(initial: impl IntoIterator<Item = (String, T)>) -> Self {
+    pub(crate) fn starting_from(initial: impl IntoIterator<Item = (String, T)>) -> Self {
         let recent = initial
             .into_iter()
             .map(|(key, value)| (key, VecDeque::from([value])))
@@ -79,7 +79,7 @@ fn remember<T>(values: &mut VecDeque<T>, value: T) {
 }
 
 /// Reports every profile of `usage` to `watch` as seen.
-pub fn report_usage_seen(watch: &dyn StateWatch, usage: &BTreeMap<String, Usage>) {
+pub(crate) fn report_usage_seen(watch: &dyn StateWatch, usage: &BTreeMap<String, Usage>) {
     for (profile, state) in usage {
         watch.usage_seen(profile, state);
     }

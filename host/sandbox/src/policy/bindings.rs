@@ -23,10 +23,10 @@ pub(crate) mod v1 {
 pub const CONTRACT: &str = "failover:policy@1.0.0";
 
 /// Prefix of every interface name in the contract.
-pub const CONTRACT_PACKAGE: &str = "failover:policy";
+pub(crate) const CONTRACT_PACKAGE: &str = "failover:policy";
 
 /// The contract's semantic version.
-pub const CONTRACT_VERSION: &str = "1.0.0";
+pub(crate) const CONTRACT_VERSION: &str = "1.0.0";
 
 /// What error messages say this host runs: every 1.y module with y <= 0.
 pub(crate) const CONTRACTS_RUN: &str = "failover:policy@1.0.0";
@@ -43,7 +43,7 @@ pub struct ContractVersion {
 
 impl ContractVersion {
     /// The version this host's contract is.
-    pub const CURRENT: ContractVersion = ContractVersion { minor: 0, patch: 0 };
+    pub(crate) const CURRENT: ContractVersion = ContractVersion { minor: 0, patch: 0 };
 
     /// The version a module's export names carry, if this host runs it:
     /// major 1, minor at most this host's (semver: a 1.x host runs 1.y

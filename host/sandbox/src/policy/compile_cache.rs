@@ -44,7 +44,7 @@ const EXTENSION: &str = "cwasm";
 /// An entry not written or used for this long belongs to a build or module
 /// no longer run (each build of failover embeds its own default policy);
 /// removed so the cache does not grow with every upgrade.
-pub const STALE_AFTER: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+pub(crate) const STALE_AFTER: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
 /// A directory of compiled modules.
 #[derive(Debug, Clone)]

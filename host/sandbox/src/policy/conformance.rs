@@ -28,7 +28,7 @@ const CORPUS: &str = include_str!("../../../../tests/cases/conformance.jsonl");
 
 /// A call of a case: the module's valid decision, written out to be
 /// compared, or why there is none.
-pub type CaseCall = Box<dyn Fn(&dyn Decider) -> Result<String, PolicyError> + Send + Sync>;
+pub(crate) type CaseCall = Box<dyn Fn(&dyn Decider) -> Result<String, PolicyError> + Send + Sync>;
 
 /// One case: its name, its input and the call.
 pub struct Case {

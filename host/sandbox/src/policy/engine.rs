@@ -17,10 +17,10 @@ use failover_policy::{Limits, PolicyError};
 /// `/tmp/perf-<pid>.map`, so a profile of the host shows the guest's own
 /// functions instead of anonymous JIT addresses. Off by default: the map
 /// costs a file write per compiled function.
-pub const PERF_MAP_VAR: &str = "FAILOVER_PERF_MAP";
+pub(crate) const PERF_MAP_VAR: &str = "FAILOVER_PERF_MAP";
 
 /// How often the engine's epoch advances; the deadline's resolution.
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// `limits`' deadline in epoch ticks, at least one.
 pub(crate) fn deadline_ticks(limits: &Limits) -> u64 {

@@ -23,12 +23,11 @@ mod store;
 pub mod wasi;
 
 pub use batch::MAX_BATCH_REPORTS;
-pub use bindings::{ContractVersion, CONTRACT, CONTRACT_VERSION};
-pub use compile_cache::{CompileCache, STALE_AFTER as COMPILE_CACHE_STALE_AFTER};
-pub use engine::{PolicyEngine, EPOCH_TICK, PERF_MAP_VAR};
+pub use bindings::{ContractVersion, CONTRACT};
+pub use compile_cache::CompileCache;
+pub use engine::PolicyEngine;
 pub use gate::{CaseOutcome, GateReport, Loader, Refused};
-pub use module::{Policy, MAX_RETRY_AFTER_MS};
-pub use profiles::MAX_WINDOW_MS;
+pub use module::Policy;
 pub use runner::MAX_CHAIN;
 
 /// The default policy component (`policy-sdk/default-policy`: the policy

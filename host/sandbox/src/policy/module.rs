@@ -19,7 +19,7 @@ use policy_types::ErrorReport;
 
 /// Longest wait a policy may ask for; the guest contract's own bound. A
 /// larger `retry-after-ms` in a verdict is an invalid decision.
-pub const MAX_RETRY_AFTER_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+pub(crate) const MAX_RETRY_AFTER_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 
 /// A policy module that passed the contract checks.
 ///

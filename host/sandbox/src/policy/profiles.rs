@@ -15,7 +15,7 @@ use policy_types::{
 
 /// Longest window a policy may open: a week past the call, the longest
 /// usage window providers announce. Anything later is an invalid decision.
-pub const MAX_WINDOW_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+pub(crate) const MAX_WINDOW_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 
 impl Policy {
     /// The profiles to try for a provider, best first, and why each blocked
@@ -54,7 +54,7 @@ impl Policy {
 
     /// The profile a session should use next. The question carries no
     /// clock, so a checked answer is kept for the module's life (see
-    /// [`super::pin_memo`]).
+    /// the memo module).
     pub fn pin_profile(&self, request: &PinRequest) -> Result<PinDecision, PolicyError> {
         self.kept(&self.answers.pins, request, || {
             self.pin_profile_by_call(request)

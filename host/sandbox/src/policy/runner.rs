@@ -15,7 +15,7 @@ pub use policy_types::MAX_CHAIN;
 impl Policy {
     /// Where a run starts and may go. A request without a session override
     /// carries no clock, so its checked answer is kept (see
-    /// [`super::memo`]).
+    /// the memo module).
     pub fn plan_run(&self, request: &RunRequest) -> Result<RunPlan, PolicyError> {
         if request.session_override.is_some() {
             return self.ask_plan_run(request);
@@ -125,7 +125,11 @@ impl Policy {
         })?;
         let summary = adapter::host_summary(summary);
         if summary.ready_at.is_some_and(|at| {
-            at <= request.now_ms || at > request.now_ms.saturating_add(super::MAX_WINDOW_MS)
+            at <= request.now_ms
+                || at
+                    > request
+                        .now_ms
+                        .saturating_add(super::profiles::MAX_WINDOW_MS)
         }) {
             return Err(PolicyError::InvalidOutput {
                 call: "summarise",
@@ -190,7 +194,7 @@ fn checked_step(
             problem,
         })
     };
-    let cap = config.wait_cap_ms.min(super::MAX_WINDOW_MS);
+    let cap = config.wait_cap_ms.min(super::profiles::MAX_WINDOW_MS);
     match step {
         RunStep::RotateProfile(_) if attempt.profiles_left == 0 => {
             invalid("it rotated with no profile left".into())
@@ -243,14 +247,14 @@ pub(super) fn checked_decision(
 }
 
 /// A module's model health, refused when a time in it lies more than
-/// [`super::MAX_WINDOW_MS`] ahead of `now_ms` (the past is harmless: a
+/// [`super::profiles::MAX_WINDOW_MS`] ahead of `now_ms` (the past is harmless: a
 /// record kept from a month ago is just old).
 fn checked_health(
     call: &'static str,
     health: &ModelHealth,
     now_ms: u64,
 ) -> Result<(), PolicyError> {
-    let latest = now_ms.saturating_add(super::MAX_WINDOW_MS);
+    let latest = now_ms.saturating_add(super::profiles::MAX_WINDOW_MS);
     let times = [
         ("last-strike-at", health.last_hang_at),
         ("slow-until", health.slow_until),

@@ -9,14 +9,14 @@
 //! - everything else — files, sockets, standard streams, polling, exit —
 //!   traps when called, failing that call with a policy error.
 //!
-//! Only WASI 0.2 interfaces of [`STANDIN_INTERFACES`] get stand-ins; any
+//! Only WASI 0.2 interfaces of `STANDIN_INTERFACES` get stand-ins; any
 //! other import is refused ([`foreign_imports`]).
 
 use wasmtime::component::{Component, ComponentType, Lift, Linker, LinkerInstance, Lower};
 use wasmtime::StoreContextMut;
 
 /// The WASI packages whose interfaces get stand-ins.
-pub const STANDIN_INTERFACES: &[&str] = &[
+pub(crate) const STANDIN_INTERFACES: &[&str] = &[
     "wasi:cli/",
     "wasi:clocks/",
     "wasi:filesystem/",

@@ -18,7 +18,7 @@ use crate::policy::gate;
 const EXIT_REFUSED: u8 = 1;
 
 #[derive(Debug, clap::Subcommand)]
-pub enum PolicyCommand {
+pub(crate) enum PolicyCommand {
     /// Make a policy component of a core module built for
     /// wasm32-unknown-unknown with the contract's bindings, then check it.
     Encode {

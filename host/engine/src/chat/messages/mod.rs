@@ -2,15 +2,16 @@
 //! (`POST /v1/messages`): client requests read into the runner's request,
 //! replies and streams written back. Anthropic upstreams are `anthropic`.
 //!
-//! - [`request`] — a client's request: the conversation in the OpenAI
+//! - `request` — a client's request: the conversation in the OpenAI
 //!   shape the upstream renderers start from, Anthropic-only fields aside;
-//! - [`reply`] — messages, stream events and errors for the client.
+//! - `reply` — messages, stream events and errors for the client.
 
 mod reply;
 mod request;
 
-pub use reply::{error_json, error_type, message_json, stop_reason, StreamEncoder};
-pub use request::parse_request;
+pub(crate) use reply::{error_json, message_json, StreamEncoder};
+pub use reply::{error_type, stop_reason};
+pub(crate) use request::parse_request;
 
 #[cfg(test)]
 mod tests;

@@ -28,7 +28,7 @@ fn stop_sequence(finish: &FinishReason) -> Value {
 
 /// The client-facing `message` object: text, then tool calls as `tool_use`
 /// blocks (arguments that are not JSON arrive as `{"arguments": "…"}`).
-pub fn message_json(id: &str, model: &str, completion: &Completion) -> Value {
+pub(crate) fn message_json(id: &str, model: &str, completion: &Completion) -> Value {
     let mut content = Vec::new();
     if !completion.text.is_empty() {
         content.push(json!({"type": "text", "text": completion.text}));
@@ -100,7 +100,7 @@ pub fn error_type(status: u16) -> &'static str {
 }
 
 /// An Anthropic-style error object.
-pub fn error_json(status: u16, message: &str) -> Value {
+pub(crate) fn error_json(status: u16, message: &str) -> Value {
     json!({"type": "error", "error": {"type": error_type(status), "message": message}})
 }
 
@@ -115,7 +115,7 @@ enum Open {
 /// Writes a reply's stream events as Anthropic SSE: content blocks opened
 /// and closed around text and tool calls, usage at the end.
 #[derive(Debug)]
-pub struct StreamEncoder {
+pub(crate) struct StreamEncoder {
     open: Option<Open>,
     /// Index of the next content block.
     next_block: u32,

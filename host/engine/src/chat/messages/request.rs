@@ -21,7 +21,7 @@ const ANTHROPIC_HINTS: &[&str] = &["metadata", "service_tier"];
 const DROPPED: &[&str] = &["thinking"];
 
 /// Parses a client's Messages request body.
-pub fn parse_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
+pub(crate) fn parse_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| BadRequest(format!("the body is not JSON: {e}")))?;
     let Value::Object(mut object) = value else {

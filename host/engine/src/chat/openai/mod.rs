@@ -19,11 +19,15 @@ mod scan;
 pub(crate) use reply::whole::agreement::check_against_tree as check_reply_against_tree;
 
 pub use reply::whole::WholeReply;
-pub use reply::{chunk_json, completion_json, error_json, parse_completion, Chunk, StreamDecoder};
+pub(crate) use reply::{
+    chunk_json, completion_json, error_json, parse_completion, Chunk, StreamDecoder,
+};
 pub(crate) use reply::{garbled_event, is_garbled, unreadable};
 #[cfg(feature = "fuzzing")]
 pub(crate) use request::plain::plain_request;
-pub use request::{parse_request, render_request, request_body, request_from_value, BadRequest};
+pub(crate) use request::{
+    parse_request, render_request, request_body, request_from_value, BadRequest,
+};
 
 #[cfg(test)]
 mod tests {

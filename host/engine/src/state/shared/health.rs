@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 /// others use the local copy meanwhile. Each try can cost a request the
 /// whole timeout, so not more often; a second is also the longest a
 /// returned Redis waits to be used again.
-pub const RETRY_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const RETRY_INTERVAL: Duration = Duration::from_secs(1);
 
 /// What a caller should do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -45,7 +45,7 @@ pub(super) struct Mirror {
 impl Mirror {
     /// Remembers what Redis holds for `id`, unless a local change of it
     /// is waiting to be reconciled.
-    pub fn saw_usage(&mut self, id: &str, usage: Option<&Usage>) {
+    pub(crate) fn saw_usage(&mut self, id: &str, usage: Option<&Usage>) {
         if self.dirty_usage.contains(id) {
             return;
         }
@@ -60,7 +60,7 @@ impl Mirror {
     }
 
     /// Remembers what Redis holds for session `id` (same rule).
-    pub fn saw_session(&mut self, id: &str, stored: Option<&StoredSession>) {
+    pub(crate) fn saw_session(&mut self, id: &str, stored: Option<&StoredSession>) {
         if self.dirty_sessions.contains(id) {
             return;
         }

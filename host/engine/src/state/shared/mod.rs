@@ -2,7 +2,7 @@
 //! every replica of a gateway (`state.backend: "redis"`).
 //!
 //! Keys are `<prefix>:<agent>:usage:<profile id>` (the profile's `Usage`
-//! as JSON, expiring once it is stale, see [`merge::usage_ttl_ms`]) and
+//! as JSON, expiring once it is stale, see `usage_ttl_ms`) and
 //! `<prefix>:<agent>:session:<session id>` (`{"at": ms, "entry": {…}}`, no
 //! expiry). Secrets never go there: each replica keeps its own
 //! `auth-profiles.json`, and profiles are matched by id.
@@ -10,11 +10,11 @@
 //! Nothing is cached across calls while Redis answers: every read goes to
 //! Redis, so a change one replica makes is what every other sees on its
 //! next decision. Every change is an optimistic compare-and-set (see
-//! [`cas`]). When Redis is unreachable or slower than `timeoutMs`, the
-//! replica serves from its local copy ([`mirror`]) — the last state it saw
+//! `cas`). When Redis is unreachable or slower than `timeoutMs`, the
+//! replica serves from its local copy (`mirror`) — the last state it saw
 //! plus its own changes — logs a warning, reports itself degraded, and
 //! tries Redis again each second; when Redis answers, the local changes
-//! are merged into it ([`merge`], [`reconcile`]) before it is used again.
+//! are merged into it (`merge`, `reconcile`) before it is used again.
 
 mod cas;
 mod health;
@@ -38,7 +38,7 @@ use crate::state::{SessionEntry, StateError};
 use health::{Gate, Health};
 use mirror::Mirror;
 
-pub use health::{HealthView, RETRY_INTERVAL};
+pub use health::HealthView;
 pub use pool::RedisPool;
 
 /// Optimistic writes tried at most before a change gives up: each retry
@@ -95,10 +95,10 @@ pub struct Applied<T, V> {
 }
 
 /// Profiles' routing state by id, as a change applied it.
-pub type AppliedUsage<T> = Applied<T, BTreeMap<String, Usage>>;
+pub(crate) type AppliedUsage<T> = Applied<T, BTreeMap<String, Usage>>;
 
 /// An agent's whole shared state: routing state by profile id, sessions by id.
-pub type Exported = (BTreeMap<String, Usage>, BTreeMap<String, SessionEntry>);
+pub(crate) type Exported = (BTreeMap<String, Usage>, BTreeMap<String, SessionEntry>);
 
 /// What one try of an optimistic change came to.
 // Returned once per try and matched at once: boxing the large variant

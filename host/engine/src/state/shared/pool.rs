@@ -18,7 +18,7 @@ const MAX_IDLE: usize = 16;
 /// Connections to one Redis server, each bounded by the configured timeout.
 ///
 /// A small pool of its own rather than r2d2's: when Redis fails, every idle
-/// connection is dropped at once ([`RedisPool::discard_all`]). After a
+/// connection is dropped at once (`discard_all`). After a
 /// restart they are all dead, and a pool that found that out one checkout
 /// at a time would fail one probe per dead connection before Redis is used
 /// again.
@@ -65,7 +65,7 @@ impl Pooled<'_> {
     }
 
     /// Closes it instead of giving it back.
-    pub fn discard(mut self) {
+    pub(crate) fn discard(mut self) {
         self.connection = None;
     }
 }

@@ -12,7 +12,7 @@ use crate::runner::clock::now_ms;
 use crate::state::{SessionEntry, StateError};
 
 /// A session change as applied (`after`: `None` when nothing was written).
-pub type AppliedSession<T> = Applied<T, Option<SessionEntry>>;
+pub(crate) type AppliedSession<T> = Applied<T, Option<SessionEntry>>;
 
 /// What applying a change to a session came to.
 type Changed<T> = (T, Option<SessionEntry>, SessionEntry);
@@ -101,7 +101,7 @@ impl SharedState {
     /// Changes session `id` atomically across replicas. `change` may be
     /// called again if another replica changed it meanwhile. A change that
     /// changes nothing writes nothing (`after` is then `None`).
-    pub fn update_session<T>(
+    pub(crate) fn update_session<T>(
         &self,
         id: &str,
         mut change: impl FnMut(&mut SessionEntry) -> T,

@@ -70,7 +70,7 @@ impl AuthStore {
 
     /// The profiles file as it is now, read past the cache: what a change
     /// under the lock, or a token refresh, must decide on.
-    pub fn profiles_fresh(&self) -> Result<ProfilesFile, StateError> {
+    pub(crate) fn profiles_fresh(&self) -> Result<ProfilesFile, StateError> {
         self.profiles_read(false)
     }
 
@@ -126,7 +126,7 @@ impl AuthStore {
 
     /// `read` of the profiles without secrets, without copying them first
     /// when they are held (in memory, or parsed from an unchanged file).
-    pub fn with_summaries<T>(
+    pub(crate) fn with_summaries<T>(
         &self,
         read: impl FnOnce(&[ProfileSummary]) -> T,
     ) -> Result<T, StateError> {

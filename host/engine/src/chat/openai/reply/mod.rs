@@ -13,7 +13,7 @@ use whole::Unread;
 
 /// Reads an upstream's non-streaming reply. An in-band error object, or a
 /// body that is not a completion, is a provider error carrying the body.
-pub fn parse_completion(text: impl Into<String>) -> Result<Completion, ProviderError> {
+pub(crate) fn parse_completion(text: impl Into<String>) -> Result<Completion, ProviderError> {
     let read = whole::read(text.into()).map_err(|(unread, text)| match unread {
         Unread::InBandError => ProviderError::message(text),
         Unread::NotACompletion => unreadable(&text),
@@ -92,7 +92,7 @@ pub(super) fn usage(value: Option<&Value>) -> Option<TokenUsage> {
 
 /// Reads an OpenAI-shaped upstream stream, one server-sent event at a time.
 #[derive(Debug, Default)]
-pub struct StreamDecoder {
+pub(crate) struct StreamDecoder {
     /// The stream's id (from its first chunk).
     pub id: String,
     finish: Option<FinishReason>,
@@ -113,7 +113,7 @@ fn index_of(choice: &Value) -> u64 {
 impl StreamDecoder {
     /// The events one server-sent event carries; an error event (or an
     /// unreadable chunk) is a provider error.
-    pub fn feed(&mut self, event: &SseEvent) -> Result<Vec<StreamEvent>, ProviderError> {
+    pub(crate) fn feed(&mut self, event: &SseEvent) -> Result<Vec<StreamEvent>, ProviderError> {
         let data = event.data.trim();
         if data == "[DONE]" {
             // Complete only with both (F-12.12): a `[DONE]` after no
@@ -217,7 +217,12 @@ impl StreamDecoder {
 }
 
 /// The client-facing `chat.completion` object, as JSON text.
-pub fn completion_json(id: &str, model: &str, created: u64, completion: Completion) -> String {
+pub(crate) fn completion_json(
+    id: &str,
+    model: &str,
+    created: u64,
+    completion: Completion,
+) -> String {
     if let Some(reply) = &completion.raw {
         // An OpenAI-shaped upstream's reply, whole: every choice and field.
         return reply.render(id, model, created);
@@ -241,7 +246,7 @@ pub fn completion_json(id: &str, model: &str, created: u64, completion: Completi
 
 /// What a client-facing chunk carries.
 #[derive(Debug, Clone, Copy)]
-pub enum Chunk<'a> {
+pub(crate) enum Chunk<'a> {
     /// The first chunk: the role, with empty text content, or null content
     /// when the reply opens with a tool call (as OpenAI sends it).
     Role {
@@ -252,7 +257,7 @@ pub enum Chunk<'a> {
 
 /// A client-facing `chat.completion.chunk`: the role on the first, then
 /// text and tool-call deltas, then the finish reason (and usage).
-pub fn chunk_json(id: &str, model: &str, created: u64, chunk: Chunk<'_>) -> Value {
+pub(crate) fn chunk_json(id: &str, model: &str, created: u64, chunk: Chunk<'_>) -> Value {
     let (delta, finish, usage) = match chunk {
         Chunk::Role { tool_first } => (
             json!({"role": "assistant", "content": if tool_first { Value::Null } else { "".into() }}),
@@ -306,6 +311,6 @@ fn usage_json(usage: TokenUsage) -> Value {
 }
 
 /// An OpenAI-style error object.
-pub fn error_json(message: &str, kind: &str, code: Option<&str>) -> Value {
+pub(crate) fn error_json(message: &str, kind: &str, code: Option<&str>) -> Value {
     json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
 }

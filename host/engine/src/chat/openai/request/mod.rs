@@ -26,11 +26,11 @@ const HARMLESS: &[&str] = &[
 /// message names the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct BadRequest(pub String);
+pub(crate) struct BadRequest(pub String);
 
 /// Parses a client's chat-completions request body: a plain one in one
 /// pass ([`plain_request`]), any other through a JSON tree.
-pub fn parse_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
+pub(crate) fn parse_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
     if let Some(request) = plain_request(body) {
         return Ok(request);
     }
@@ -40,7 +40,7 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
 }
 
 /// Reads a chat-completions request already parsed as JSON.
-pub fn request_from_value(value: Value) -> Result<ChatRequest, BadRequest> {
+pub(crate) fn request_from_value(value: Value) -> Result<ChatRequest, BadRequest> {
     let Value::Object(mut object) = value else {
         return Err(BadRequest("the body must be a JSON object".into()));
     };
@@ -237,7 +237,7 @@ fn text_parts(parts: &[Value]) -> Option<String> {
 
 /// The upstream request for `model` (the provider's own model name), as
 /// JSON. Its members are those of [`request_body`], ordered by name.
-pub fn render_request(request: &ChatRequest, model: &str) -> Value {
+pub(crate) fn render_request(request: &ChatRequest, model: &str) -> Value {
     // Infallible: every member is a string, number, bool or JSON value.
     serde_json::to_value(Upstream { request, model }).unwrap_or_default()
 }
@@ -245,7 +245,10 @@ pub fn render_request(request: &ChatRequest, model: &str) -> Value {
 /// The upstream request body for `model`, written straight from the
 /// request: no JSON tree is built (it cost a fifth of the gateway's own
 /// work per request).
-pub fn request_body(request: &ChatRequest, model: &str) -> Result<Vec<u8>, serde_json::Error> {
+pub(crate) fn request_body(
+    request: &ChatRequest,
+    model: &str,
+) -> Result<Vec<u8>, serde_json::Error> {
     serde_json::to_vec(&Upstream { request, model })
 }
 
