@@ -9,7 +9,7 @@
 //! - `failover-sandbox`: [`policy`], [`Policy`], [`PolicyEngine`] —
 //!   running policy modules (the only crate with wasmtime).
 //! - `failover-engine`: [`runner`], [`state`], [`config`], [`chat`],
-//!   [`providers`], [`gateway`], [`replay`], [`status`], [`auth`],
+//!   [`providers`], [`gateway`], [`replay`], [`inspect`], [`auth`],
 //!   [`logging`] — deciding through a [`Decider`] alone.
 //!
 //! This crate is where the engine and the sandbox meet: `serve` hands the
@@ -29,7 +29,7 @@ pub mod cli;
 static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 pub use failover_engine::{
-    auth, chat, config, gateway, logging, providers, readiness, replay, runner, state, status,
+    auth, chat, config, gateway, inspect, logging, providers, replay, runner, state,
 };
 pub use failover_policy::{
     classification, limits, plan_by_two_calls, provider_error, report, types, Admission,

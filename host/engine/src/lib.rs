@@ -13,9 +13,10 @@
 //!   HTTP: credentials, OAuth refresh, redaction, streaming.
 //! - [`gateway`] — `failover serve`: the OpenAI- and Anthropic-compatible
 //!   gateway.
-//! - [`readiness`] — can the default chain serve now, and why not.
+//! - [`inspect`] — what the state says now: `failover status` and
+//!   `GET /status`, and whether the default chain can serve (`GET /readyz`,
+//!   `failover doctor`).
 //! - [`replay`] — recording traffic and replaying it through any policy.
-//! - [`status`] — what `failover status` and `GET /status` report.
 //! - [`auth`] — the profile types, from `policy-types`.
 //! - [`logging`] — log output.
 
@@ -25,13 +26,12 @@ pub mod auth;
 pub mod chat;
 pub mod config;
 pub mod gateway;
+pub mod inspect;
 pub mod logging;
 pub mod providers;
-pub mod readiness;
 pub mod replay;
 pub mod runner;
 pub mod state;
-pub mod status;
 
 /// Entry points for the fuzz targets in `fuzz/` (feature `fuzzing`): the
 /// parsers that face untrusted bytes and are otherwise crate-private.

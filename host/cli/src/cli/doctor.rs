@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use super::timefmt::now_ms;
 use super::Context;
 use crate::config::Config;
-use crate::readiness::{chain_readiness, CandidateReadiness};
+use crate::inspect::readiness::{chain_readiness, CandidateReadiness};
 use crate::state::AuthStore;
 
 /// How long a provider's address gets to answer: a healthy API answers a

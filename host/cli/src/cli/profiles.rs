@@ -114,7 +114,10 @@ fn list(context: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
     let store = context.store()?;
     let summaries = store.summaries()?;
     if as_json {
-        let profiles: Vec<_> = summaries.iter().map(crate::status::summary_json).collect();
+        let profiles: Vec<_> = summaries
+            .iter()
+            .map(crate::inspect::status::summary_json)
+            .collect();
         println!(
             "{}",
             serde_json::to_string_pretty(

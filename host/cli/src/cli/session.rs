@@ -112,7 +112,7 @@ fn show(
     }
     println!("session {id} (agent {})", context.agent());
     let selected_text = selected.as_deref().unwrap_or("none configured");
-    match crate::status::fallback_line(&entry) {
+    match crate::inspect::status::fallback_line(&entry) {
         Some(line) => {
             println!("model: {line}");
             println!("selected: {selected_text} ({why})");

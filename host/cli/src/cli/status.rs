@@ -9,8 +9,8 @@ use serde_json::json;
 use super::timefmt::{absolute, now_ms, relative};
 use super::Context;
 use crate::auth::Usage;
+use crate::inspect::status::{ProviderStatus, Status};
 use crate::state::BackendStatus;
-use crate::status::{ProviderStatus, Status};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct StatusArgs {

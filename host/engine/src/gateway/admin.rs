@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::Gateway;
+use crate::inspect::status::policy_json;
 use crate::state::{files, StateDir, StateError};
-use crate::status::policy_json;
 use failover_policy::{Admission, PolicyLoader};
 
 /// Largest module accepted: the default policy is under 1 MiB; 64 MiB is

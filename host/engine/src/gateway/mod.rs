@@ -19,17 +19,14 @@ pub mod admin;
 mod admission;
 mod alarm;
 mod anthropic_errors;
-mod chat_route;
+mod chat;
 mod header_values;
 mod keys;
 pub mod metrics;
 mod readiness;
-mod relay;
 mod reply;
-mod restart;
 mod routes;
 mod server;
-mod stream_ends;
 
 pub use server::serve as serve_router;
 
@@ -249,7 +246,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let limits = gateway.limits();
-    let chat_routes = Arc::new(chat_route::ChatRoutes(gateway.clone()));
+    let chat_routes = Arc::new(chat::ChatRoutes(gateway.clone()));
     let routes = server::Routes::new(router(gateway), chat_routes);
     server::serve(listener, routes, limits, shutdown).await
 }

@@ -7,9 +7,9 @@ use serde_json::{json, Value};
 
 use super::metrics::Snapshot;
 use super::Gateway;
-use crate::readiness::chain_readiness;
+use crate::inspect::readiness::chain_readiness;
+use crate::inspect::status::{state_name, StatusError};
 use crate::state::StateError;
-use crate::status::{state_name, StatusError};
 
 /// Whether the default chain can serve now, and the report: the first
 /// candidate that can, and per candidate why or why not.

@@ -12,14 +12,14 @@ use serde_json::json;
 use tower::util::MapResponseLayer;
 
 use super::admission::{check_session_id, require_client_key, small_body};
-use super::chat_route::{chat, messages, CHAT_PATH, MESSAGES_PATH};
+use super::chat::{chat, messages, CHAT_PATH, MESSAGES_PATH};
 use super::header_values::with_policy_header;
 use super::reply::error_response;
 use super::Gateway;
 use crate::config::gateway::SMALL_BODY_BYTES;
+use crate::inspect::status::Status;
 use crate::runner::clock::now_ms;
 use crate::state::SessionEntry;
-use crate::status::Status;
 
 /// The gateway's routes over `gateway`. The client key is checked before
 /// anything of a body is read; bodies are bounded per route: a chat request
@@ -32,7 +32,7 @@ use crate::status::Status;
 /// not by [`DefaultBodyLimit`]): a router's layer wraps each of its routes
 /// in one more boxed route, cloned and polled on every request, two layers
 /// ~2k instructions of a chat request (docs/performance.md). [`super::serve`] answers a `POST` to them before the router
-/// (`chat_route::ChatRoutes`); the router's copies answer what else reaches
+/// (`chat::ChatRoutes`); the router's copies answer what else reaches
 /// them.
 pub fn router(gateway: Arc<Gateway>) -> Router {
     let small = Router::new()
@@ -186,7 +186,7 @@ async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
             report["previousPolicy"] = gateway
                 .previous_policy()
                 .map_or(serde_json::Value::Null, |p| {
-                    crate::status::policy_json(p.as_ref())
+                    crate::inspect::status::policy_json(p.as_ref())
                 });
             report["counters"] = runner.counters().values().to_json();
             Json(report).into_response()

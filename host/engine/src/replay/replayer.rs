@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
+use crate::inspect::status::state_json;
 use crate::runner::{
     Attempt, Clock, FallbackStep, RunError, RunObserver, RunOutcome, Runner, Target, VirtualClock,
 };
 use crate::state::{AuthStore, SessionStore};
-use crate::status::state_json;
 use failover_policy::Decider;
 
 use super::decision::Decision;

@@ -4,6 +4,10 @@
 //! and answered in the client's shape — whole or streamed, a stream's
 //! attempt recorded when it ends: a success only when complete.
 
+mod relay;
+mod restart;
+mod stream_ends;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -14,11 +18,8 @@ use axum::response::{IntoResponse, Response};
 use super::admission::{authorize, read_body, refuse, route, session_id};
 use super::anthropic_errors::reshape_response;
 use super::header_values::{set_policy_header, with_policy_header};
-use super::relay::{self, Face, Restarter, StreamContext};
 use super::reply::{self, error_response};
-use super::restart::Restarting;
 use super::server::{Answering, DirectRoute};
-use super::stream_ends::{StreamEnds, StreamSite};
 use super::{Gateway, GatewayRunner};
 use crate::chat::{messages, openai, ChatReply, ChatRequest};
 use crate::config::{gateway::StreamRecovery, Config};
@@ -26,6 +27,9 @@ use crate::replay::record::Recorder;
 use crate::replay::trace::RequestEvent;
 use crate::runner::{clock::now_ms, RunOptions, RunOutcome, Unfinished};
 use failover_policy::Decider;
+use relay::{Face, Restarter, StreamContext};
+use restart::Restarting;
+use stream_ends::{StreamEnds, StreamSite};
 
 /// The OpenAI-shaped chat route.
 pub(super) const CHAT_PATH: &str = "/v1/chat/completions";

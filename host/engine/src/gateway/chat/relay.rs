@@ -11,13 +11,13 @@ use axum::Json;
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 
-use super::header_values;
-use super::header_values::set_policy_hash;
-use super::reply::{MODEL_HEADER, PROFILE_HEADER, PROVIDER_HEADER};
 use crate::chat::guard::{self, Broken};
 use crate::chat::messages::{self, StreamEncoder};
 use crate::chat::openai::{self, Chunk};
 use crate::chat::{ChatReply, StreamEvent, StreamReply};
+use crate::gateway::header_values;
+use crate::gateway::header_values::set_policy_hash;
+use crate::gateway::reply::{MODEL_HEADER, PROFILE_HEADER, PROVIDER_HEADER};
 use crate::runner::{clock::now_ms, RunOutcome, Target};
 
 /// The wire shape a client speaks, and so the shape of its answers.

@@ -44,12 +44,12 @@ pub struct Status {
     /// `(session id, one line about its fallback)`.
     pub on_fallback: Vec<(String, String)>,
     /// The default chain's candidates: which can be tried now, and why not.
-    pub chain: Vec<crate::readiness::CandidateReadiness>,
+    pub chain: Vec<crate::inspect::readiness::CandidateReadiness>,
     /// Where the routing state lives and whether it answers.
     pub state: BackendStatus,
 }
 
-pub use crate::readiness::StatusError;
+pub use crate::inspect::readiness::StatusError;
 
 impl Status {
     /// Reads the state and asks `policy` for each provider's order at `now`.
@@ -114,7 +114,7 @@ impl Status {
             usage,
             providers,
             on_fallback,
-            chain: crate::readiness::chain_readiness(policy, config, store, now)?,
+            chain: crate::inspect::readiness::chain_readiness(policy, config, store, now)?,
             state: store.backend_status(),
         })
     }

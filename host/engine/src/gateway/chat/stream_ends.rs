@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::relay::StreamEnd;
-use super::{Gateway, GatewayRunner};
+use crate::gateway::{Gateway, GatewayRunner};
 use crate::runner::{ReplyEnd, Unfinished};
 use failover_policy::Decider;
 
