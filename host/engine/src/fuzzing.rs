@@ -1,7 +1,7 @@
 //! What the fuzz targets call: each runs untrusted bytes through one
 //! parser and checks what must hold whatever the bytes.
 
-use crate::chat::sse::SseDecoder;
+use crate::wire::sse::SseDecoder;
 
 /// The largest event in the fuzzer's runs: small enough that its 4 KiB
 /// inputs reach the bound.
@@ -67,9 +67,9 @@ fn decode(bytes: &[u8], cuts: &[usize]) -> (Vec<(String, String)>, bool) {
 /// an OpenAI upstream without a panic, and a body the one-pass reader
 /// takes must read as the general reader (through a tree) reads it.
 pub fn openai_request(body: &[u8]) {
-    use crate::chat::openai::{parse_request, plain_request, request_from_value};
+    use crate::faces::openai::{parse_request, plain_request, request_from_value};
     if let Ok(request) = parse_request(body) {
-        let _ = crate::chat::openai::render_request(&request, "gpt-x");
+        let _ = crate::upstreams::openai::render_request(&request, "gpt-x");
     }
     if let Some(plain) = plain_request(body) {
         let tree = serde_json::from_slice(body).expect("read in one pass, but not JSON");
@@ -84,9 +84,9 @@ pub fn openai_request(body: &[u8]) {
 /// Parses `body` as an Anthropic Messages request; what parses must render
 /// for both kinds of upstream without a panic.
 pub fn anthropic_request(body: &[u8]) {
-    if let Ok(request) = crate::chat::messages::parse_request(body) {
-        let _ = crate::chat::openai::render_request(&request, "gpt-x");
-        let _ = crate::chat::anthropic::render_request(&request, "claude-x");
+    if let Ok(request) = crate::faces::anthropic::parse_request(body) {
+        let _ = crate::upstreams::openai::render_request(&request, "gpt-x");
+        let _ = crate::upstreams::anthropic::render_request(&request, "claude-x");
     }
 }
 
@@ -111,6 +111,6 @@ pub fn config(text: &str) {
 /// and its relay to a JSON tree of it (see `check_reply_against_tree`).
 pub fn openai_reply(bytes: &[u8]) {
     if let Ok(text) = std::str::from_utf8(bytes) {
-        crate::chat::openai::check_reply_against_tree(text);
+        crate::upstreams::openai::check_reply_against_tree(text);
     }
 }

@@ -8,9 +8,15 @@
 //! - [`state`] — profiles, their routing state and sessions on disk, safe
 //!   across processes.
 //! - [`config`] — the JSON5 config.
-//! - [`chat`] — chat requests and replies in the OpenAI and Anthropic shapes.
-//! - [`providers`] — calling OpenAI-compatible and Anthropic endpoints over
-//!   HTTP: credentials, OAuth refresh, redaction, streaming.
+//! - [`model`] — a chat request and its reply in the one shape every face
+//!   and upstream translates to and from.
+//! - [`faces`] — what clients speak: the OpenAI and Anthropic shapes the
+//!   gateway reads requests in and writes replies back in.
+//! - [`upstreams`] — what providers speak: one [`upstreams::Upstream`]
+//!   per API, and the HTTP client that calls them (credentials, OAuth
+//!   refresh, redaction, streaming).
+//! - `wire` — formats with no I/O that faces and upstreams share: JSON
+//!   read in one pass, server-sent events, tools, images.
 //! - [`gateway`] — `failover serve`: the OpenAI- and Anthropic-compatible
 //!   gateway.
 //! - [`inspect`] — what the state says now: `failover status` and
@@ -23,15 +29,17 @@
 #![warn(missing_docs)]
 
 pub mod auth;
-pub mod chat;
 pub mod config;
+pub mod faces;
 pub mod gateway;
 pub mod inspect;
 pub mod logging;
-pub mod providers;
+pub mod model;
 pub mod replay;
 pub mod runner;
 pub mod state;
+pub mod upstreams;
+mod wire;
 
 /// Entry points for the fuzz targets in `fuzz/` (feature `fuzzing`): the
 /// parsers that face untrusted bytes and are otherwise crate-private.

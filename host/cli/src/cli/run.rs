@@ -9,12 +9,12 @@ use anyhow::{anyhow, Context as _};
 use futures_util::StreamExt;
 
 use super::Context;
-use crate::chat::guard::{self, Broken};
-use crate::chat::{ChatReply, ChatRequest, Message, Role, StreamEvent};
-use crate::providers::HttpProvider;
+use crate::model::{ChatReply, ChatRequest, Message, Role, StreamEvent};
 use crate::runner::{
     clock::now_ms, retry_wait_cap_from_env, ReplyEnd, RunOptions, Runner, SystemClock, Unobserved,
 };
+use crate::upstreams::guard::{self, Broken};
+use crate::upstreams::HttpProvider;
 
 /// Exit status when the run failed (every candidate, or a stop).
 const EXIT_RUN_FAILED: u8 = 1;

@@ -11,7 +11,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use serde_json::Value;
 
-use crate::chat::messages;
+use crate::faces::anthropic;
 
 /// The most of an error body read to reshape it: errors are small; a
 /// larger body passes unchanged.
@@ -53,7 +53,7 @@ fn reshaped(status: u16, body: &[u8]) -> Option<Value> {
     let value: Value = serde_json::from_slice(body).ok()?;
     let error = value.get("error")?.as_object()?;
     let message = error.get("message")?.as_str()?;
-    let mut out = messages::error_json(status, message);
+    let mut out = anthropic::error_json(status, message);
     for field in ["code", "attempts"] {
         if let Some(extra) = error.get(field).filter(|v| !v.is_null()) {
             out["error"][field] = extra.clone();

@@ -42,10 +42,10 @@ pub use keys::{ClientKeys, CLIENT_KEYS_FILE_ENV};
 pub use routes::router;
 
 use crate::config::Config;
-use crate::providers::HttpProvider;
 use crate::replay::record::{Recorder, RecordingProvider};
 use crate::runner::{Runner, SystemClock};
 use crate::state::{Backend, StateDir, StateError};
+use crate::upstreams::HttpProvider;
 use failover_policy::Decider;
 
 /// Default listen address: loopback only.

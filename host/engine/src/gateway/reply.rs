@@ -8,7 +8,7 @@ use axum::Json;
 use serde_json::json;
 
 use crate::auth::RecordedReason;
-use crate::chat::openai;
+use crate::faces::openai;
 use crate::runner::{Attempt, RunError, StopReason, UNSUPPORTED_FEATURE};
 
 /// Response headers naming who served a reply.

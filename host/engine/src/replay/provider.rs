@@ -234,7 +234,7 @@ impl<'t> Provider for ReplayProvider<'t> {
         let (openai_only, anthropic_only) = shapes.requests.get(request)?;
         let provider = crate::state::canonical_provider(crate::state::split_model(model).0);
         let api = shapes.config.api_of(provider)?;
-        crate::chat::unexpressible(api, openai_only, anthropic_only)
+        crate::model::unexpressible(api, openai_only, anthropic_only)
     }
 
     async fn call(&self, target: &Target, request: &u64) -> Result<Self::Reply, CallError> {

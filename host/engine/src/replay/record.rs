@@ -164,8 +164,8 @@ impl Recorder {
     pub fn broken(&self, request: u64, target: &Target, error: Option<&ProviderError>) {
         let error = error.map(|error| {
             // An unreadable event's preview is reply text.
-            if !self.content && crate::chat::openai::is_garbled(error) {
-                let garbled = crate::chat::openai::garbled_event("");
+            if !self.content && crate::upstreams::openai::is_garbled(error) {
+                let garbled = crate::upstreams::openai::garbled_event("");
                 garbled.with_provider(target.provider.clone()).to_json()
             } else {
                 error.to_json()
@@ -246,17 +246,17 @@ pub(crate) trait RecordedContent {
     fn content(&self) -> Option<String>;
 }
 
-impl Recordable for crate::chat::ChatRequest {
+impl Recordable for crate::model::ChatRequest {
     fn record_id(&self) -> Option<u64> {
         self.record_id
     }
 }
 
-impl RecordedContent for crate::chat::ChatReply {
+impl RecordedContent for crate::model::ChatReply {
     fn content(&self) -> Option<String> {
         match self {
-            crate::chat::ChatReply::Complete(completion) => Some(completion.text.clone()),
-            crate::chat::ChatReply::Stream(_) => None,
+            crate::model::ChatReply::Complete(completion) => Some(completion.text.clone()),
+            crate::model::ChatReply::Stream(_) => None,
         }
     }
 }

@@ -21,8 +21,9 @@ use super::header_values::{set_policy_header, with_policy_header};
 use super::reply::{self, error_response};
 use super::server::{Answering, DirectRoute};
 use super::{Gateway, GatewayRunner};
-use crate::chat::{messages, openai, ChatReply, ChatRequest};
 use crate::config::{gateway::StreamRecovery, Config};
+use crate::faces::{anthropic, openai};
+use crate::model::{ChatReply, ChatRequest};
 use crate::replay::record::Recorder;
 use crate::replay::trace::RequestEvent;
 use crate::runner::{clock::now_ms, RunOptions, RunOutcome, Unfinished};
@@ -244,7 +245,7 @@ async fn admit(gateway: &Gateway, request: Request, face: Face) -> Result<Admitt
     .await?;
     let parsed = match face {
         Face::OpenAi => openai::parse_request(&body),
-        Face::Anthropic => messages::parse_request(&body),
+        Face::Anthropic => anthropic::parse_request(&body),
     };
     let mut request = parsed.map_err(|error| {
         error_response(
@@ -300,9 +301,9 @@ fn record_request(recorder: &Recorder, request: &ChatRequest, options: &RunOptio
         compaction_count: 0,
         // The conversation in one shape whatever the client's (the system
         // prompt first), and only when the text is to be kept.
-        content: recorder
-            .keeps_content()
-            .then(|| openai::render_request(request, &request.model)["messages"].take()),
+        content: recorder.keeps_content().then(|| {
+            crate::upstreams::openai::render_request(request, &request.model)["messages"].take()
+        }),
     })
 }
 

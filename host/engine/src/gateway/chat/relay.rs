@@ -11,14 +11,14 @@ use axum::Json;
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 
-use crate::chat::guard::{self, Broken};
-use crate::chat::messages::{self, StreamEncoder};
-use crate::chat::openai::{self, Chunk};
-use crate::chat::{ChatReply, StreamEvent, StreamReply};
+use crate::faces::anthropic::{self, StreamEncoder};
+use crate::faces::openai::{self, Chunk};
 use crate::gateway::header_values;
 use crate::gateway::header_values::set_policy_hash;
 use crate::gateway::reply::{MODEL_HEADER, PROFILE_HEADER, PROVIDER_HEADER};
+use crate::model::{ChatReply, StreamEvent, StreamReply};
 use crate::runner::{clock::now_ms, RunOutcome, Target};
+use crate::upstreams::guard::{self, Broken};
 
 /// The wire shape a client speaks, and so the shape of its answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +128,7 @@ pub fn success(
                 ))),
                 // Its type is the one `Json` sets, as the served headers'.
                 Face::Anthropic => {
-                    Json(messages::message_json(&id, model, &completion)).into_response()
+                    Json(anthropic::message_json(&id, model, &completion)).into_response()
                 }
             };
             // Its length as the router would set it: the body's exact size.

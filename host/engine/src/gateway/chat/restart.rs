@@ -4,7 +4,7 @@
 
 use super::relay::{Restart, Restarter, StreamContext};
 use super::stream_ends::StreamSite;
-use crate::chat::{ChatReply, ChatRequest};
+use crate::model::{ChatReply, ChatRequest};
 use crate::runner::{RunOptions, Target};
 
 /// What a restart of one request needs.
