@@ -20,12 +20,13 @@ mod admission;
 mod alarm;
 mod anthropic_errors;
 mod chat;
+mod front;
 mod header_values;
 mod keys;
 pub mod metrics;
 mod readiness;
 mod reply;
-mod routes;
+mod router;
 mod server;
 
 pub use server::serve as serve_router;
@@ -39,7 +40,6 @@ pub use crate::config::gateway::GatewayConfig;
 pub use crate::config::gateway::ServerLimits;
 pub use keys::KeysError;
 pub use keys::{ClientKeys, CLIENT_KEYS_FILE_ENV};
-pub use routes::router;
 
 use crate::config::Config;
 use crate::replay::record::{Recorder, RecordingProvider};
@@ -246,7 +246,5 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let limits = gateway.limits();
-    let chat_routes = Arc::new(chat::ChatRoutes(gateway.clone()));
-    let routes = server::Routes::new(router(gateway), chat_routes);
-    server::serve(listener, routes, limits, shutdown).await
+    server::serve(listener, front::Front::new(gateway), limits, shutdown).await
 }

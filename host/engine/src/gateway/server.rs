@@ -51,52 +51,33 @@ const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
 /// An answer being made.
 pub(crate) type Answering = Pin<Box<dyn Future<Output = Response> + Send>>;
 
-/// A route taken before the router, for the requests it takes.
-pub trait DirectRoute: Send + Sync {
-    /// Whether it answers `request` (else the router does).
-    fn takes(&self, request: &Request) -> bool;
-    /// The answer to a request it takes.
+/// What a server answers every request it reads with.
+pub trait Answer: Send + Sync + 'static {
+    /// The answer to `request`.
     fn answer(&self, request: Request) -> Answering;
 }
 
-/// What a server serves: a router, and a route taken before it. The
-/// busiest routes skip the router's matching, its URL parameters in the
-/// request's extensions, its boxed route and method dispatch (~2.5k
-/// instructions a request, docs/performance.md).
-#[derive(Clone)]
-pub struct Routes {
-    router: Router,
-    direct: Option<Arc<dyn DirectRoute>>,
-}
-
-impl Routes {
-    /// `router`, with `direct` taken before it.
-    pub fn new(router: Router, direct: Arc<dyn DirectRoute>) -> Self {
-        Routes {
-            router,
-            direct: Some(direct),
-        }
+impl Answer for Router {
+    fn answer(&self, request: Request) -> Answering {
+        let mut router = self.clone();
+        Box::pin(async move {
+            match router.call(request).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            }
+        })
     }
 }
 
-impl From<Router> for Routes {
-    fn from(router: Router) -> Self {
-        Routes {
-            router,
-            direct: None,
-        }
-    }
-}
-
-/// Serves `routes` on `listener` within `limits` until `shutdown`
+/// Serves `answers` on `listener` within `limits` until `shutdown`
 /// resolves, then drains (see the module docs).
 pub async fn serve(
     listener: TcpListener,
-    routes: impl Into<Routes>,
+    answers: impl Answer,
     limits: ServerLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let routes = routes.into();
+    let answers: Arc<dyn Answer> = Arc::new(answers);
     let cap = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
     let permits = Arc::new(Semaphore::new(cap));
     let registry = Arc::new(Registry::default());
@@ -139,10 +120,10 @@ pub async fn serve(
         next_id += 1;
         let state = Arc::new(ConnState::new(epoch));
         registry.insert(next_id, state.clone());
-        let (routes, registry) = (routes.clone(), registry.clone());
+        let (answers, registry) = (answers.clone(), registry.clone());
         let id = next_id;
         tokio::spawn(async move {
-            connection(stream, routes, state, limits).await;
+            connection(stream, answers, state, limits).await;
             registry.remove(id);
             drop(permit);
         });
@@ -164,7 +145,7 @@ fn is_resource_error(error: &std::io::Error) -> bool {
 /// One connection, watched.
 async fn connection(
     stream: TcpStream,
-    routes: Routes,
+    answers: Arc<dyn Answer>,
     state: Arc<ConnState>,
     limits: ServerLimits,
 ) {
@@ -177,15 +158,9 @@ async fn connection(
         hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let busy = state.begin();
             let request = request.map(Body::new);
-            let routed = match &routes.direct {
-                Some(direct) if direct.takes(&request) => Ok(direct.answer(request)),
-                _ => Err((routes.router.clone(), request)),
-            };
+            let answering = answers.answer(request);
             async move {
-                let response = match routed {
-                    Ok(answering) => answering.await,
-                    Err((mut router, request)) => router.call(request).await?,
-                };
+                let response = answering.await;
                 Ok::<_, Infallible>(response.map(|body| Body::new(Tracked { body, _busy: busy })))
             }
         })
@@ -478,28 +453,27 @@ mod tests {
     use super::*;
 
     use axum::response::IntoResponse;
-    use axum::routing::get;
+
+    /// Answers each request with its path and how many came before it.
+    #[derive(Default)]
+    struct Counting(AtomicU64);
+
+    impl Answer for Counting {
+        fn answer(&self, request: Request) -> Answering {
+            let before = self.0.fetch_add(1, Ordering::Relaxed);
+            let text = format!("{} {before}", request.uri().path());
+            Box::pin(async move { text.into_response() })
+        }
+    }
 
     #[tokio::test]
-    async fn a_direct_route_answers_its_own_requests_and_the_router_the_rest() {
-        let router = Router::new()
-            .route("/direct", get(|| async { "router" }))
-            .route("/other", get(|| async { "router" }));
-        struct Direct;
-        impl DirectRoute for Direct {
-            fn takes(&self, request: &Request) -> bool {
-                request.uri().path() == "/direct"
-            }
-            fn answer(&self, _: Request) -> Answering {
-                Box::pin(async { "direct".into_response() })
-            }
-        }
+    async fn every_request_is_answered_by_the_answer_in_turn() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(serve(
             listener,
-            Routes::new(router, Arc::new(Direct)),
+            Counting::default(),
             ServerLimits::default(),
             async {
                 let _ = stopped.await;
@@ -510,10 +484,10 @@ mod tests {
             let request = client.get(format!("{base}{path}"));
             async move { request.send().await.unwrap().text().await.unwrap() }
         };
-        assert_eq!(text("/direct").await, "direct");
-        assert_eq!(text("/other").await, "router");
+        assert_eq!(text("/a").await, "/a 0");
         // Over the same kept-alive connection, in turn.
-        assert_eq!(text("/direct").await, "direct");
+        assert_eq!(text("/b").await, "/b 1");
+        assert_eq!(text("/a").await, "/a 2");
         drop(client);
         stop.send(()).unwrap();
         server.await.unwrap().unwrap();

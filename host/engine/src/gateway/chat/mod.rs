@@ -11,15 +11,15 @@ mod stream_ends;
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode};
+use axum::extract::Request;
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::admission::{authorize, read_body, refuse, route, session_id};
 use super::anthropic_errors::reshape_response;
 use super::header_values::{set_policy_header, with_policy_header};
 use super::reply::{self, error_response};
-use super::server::{Answering, DirectRoute};
+use super::server::Answering;
 use super::{Gateway, GatewayRunner};
 use crate::config::{gateway::StreamRecovery, Config};
 use crate::faces::{anthropic, openai};
@@ -33,9 +33,9 @@ use restart::Restarting;
 use stream_ends::{StreamEnds, StreamSite};
 
 /// The OpenAI-shaped chat route.
-pub(super) const CHAT_PATH: &str = "/v1/chat/completions";
+const CHAT_PATH: &str = "/v1/chat/completions";
 /// The Anthropic-shaped chat route.
-pub(super) const MESSAGES_PATH: &str = "/v1/messages";
+const MESSAGES_PATH: &str = "/v1/messages";
 
 /// A request ready to run.
 struct Admitted {
@@ -46,10 +46,41 @@ struct Admitted {
     deadline: u64,
 }
 
-/// `POST /v1/chat/completions`: an OpenAI-shaped client. Outside the
-/// router's layers (see `routes::router`): the key check and the
-/// policy header are done here.
-pub(super) async fn chat(State(gateway): State<Arc<Gateway>>, request: Request) -> Response {
+/// The answer to `request` when it is to a chat endpoint, else the
+/// request back. A `POST` runs through the pipeline; another method is the
+/// 405 a router gives, naming the active module.
+pub(super) fn take(gateway: &Arc<Gateway>, request: Request) -> Result<Answering, Request> {
+    let Some(face) = endpoint(request.uri().path()) else {
+        return Err(request);
+    };
+    let gateway = gateway.clone();
+    if request.method() != Method::POST {
+        let refused = (
+            StatusCode::METHOD_NOT_ALLOWED,
+            [(header::ALLOW, HeaderValue::from_static("POST"))],
+        );
+        let response = with_policy_header(&gateway, refused.into_response());
+        return Ok(Box::pin(std::future::ready(response)));
+    }
+    Ok(match face {
+        Face::OpenAi => Box::pin(openai_client(gateway, request)),
+        Face::Anthropic => Box::pin(anthropic_client(gateway, request)),
+    })
+}
+
+/// The face a chat endpoint's path names: exactly one of the two paths,
+/// no trailing slash, as a router matches.
+fn endpoint(path: &str) -> Option<Face> {
+    match path {
+        CHAT_PATH => Some(Face::OpenAi),
+        MESSAGES_PATH => Some(Face::Anthropic),
+        _ => None,
+    }
+}
+
+/// `POST /v1/chat/completions`: an OpenAI-shaped client. No router layer
+/// wraps it: the key check and the policy header are done here.
+async fn openai_client(gateway: Arc<Gateway>, request: Request) -> Response {
     match authorize(&gateway, request.headers()) {
         // Every answer of a chat names its module (see `serve_chat`).
         Ok(()) => serve_chat(gateway, request, Face::OpenAi).await,
@@ -59,48 +90,13 @@ pub(super) async fn chat(State(gateway): State<Arc<Gateway>>, request: Request) 
 
 /// `POST /v1/messages`: an Anthropic-shaped client, whose errors —
 /// refusals included — are reshaped to the Messages API's.
-pub(super) async fn messages(State(gateway): State<Arc<Gateway>>, request: Request) -> Response {
+async fn anthropic_client(gateway: Arc<Gateway>, request: Request) -> Response {
     let response = match authorize(&gateway, request.headers()) {
         Ok(()) => serve_chat(gateway, request, Face::Anthropic).await,
         Err(refused) => with_policy_header(&gateway, refuse(request, refused.into_response())),
     };
     // A reshaped answer keeps its headers.
     reshape_response(response).await
-}
-
-/// The chat routes as a route taken before the router (see
-/// [`super::server::Routes`]): a `POST` to either path is answered here as
-/// the router's routes for it answer; any other request goes on to the
-/// router, which also holds these routes (and their 405 for another
-/// method).
-pub(super) struct ChatRoutes(pub(super) Arc<Gateway>);
-
-impl DirectRoute for ChatRoutes {
-    fn takes(&self, request: &Request) -> bool {
-        chat_face(request.method(), request.uri().path()).is_some()
-    }
-
-    fn answer(&self, request: Request) -> Answering {
-        let gateway = State(self.0.clone());
-        match chat_face(request.method(), request.uri().path()) {
-            Some(Face::Anthropic) => Box::pin(messages(gateway, request)),
-            // Taken only when it is one of the two.
-            _ => Box::pin(chat(gateway, request)),
-        }
-    }
-}
-
-/// The face of a request the chat routes take before the router: a `POST`
-/// to exactly one of their paths (no trailing slash, as the router).
-fn chat_face(method: &Method, path: &str) -> Option<Face> {
-    if method != Method::POST {
-        return None;
-    }
-    match path {
-        CHAT_PATH => Some(Face::OpenAi),
-        MESSAGES_PATH => Some(Face::Anthropic),
-        _ => None,
-    }
 }
 
 /// A chat request admitted, run and answered. Every answer names the
@@ -337,10 +333,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_a_post_to_a_chat_path_is_taken_before_the_router() {
-        let post = Method::POST;
-        assert_eq!(chat_face(&post, "/v1/chat/completions"), Some(Face::OpenAi));
-        assert_eq!(chat_face(&post, "/v1/messages"), Some(Face::Anthropic));
+    fn a_chat_endpoint_is_exactly_one_of_the_two_paths() {
+        assert_eq!(endpoint("/v1/chat/completions"), Some(Face::OpenAi));
+        assert_eq!(endpoint("/v1/messages"), Some(Face::Anthropic));
         for path in [
             "/v1/chat/completions/",
             "/v1/messages/count_tokens",
@@ -348,11 +343,7 @@ mod tests {
             "/V1/chat/completions",
             "",
         ] {
-            assert_eq!(chat_face(&post, path), None, "{path}");
-        }
-        for method in [Method::GET, Method::HEAD, Method::PUT, Method::OPTIONS] {
-            assert_eq!(chat_face(&method, "/v1/chat/completions"), None, "{method}");
-            assert_eq!(chat_face(&method, "/v1/messages"), None, "{method}");
+            assert_eq!(endpoint(path), None, "{path}");
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The gateway's routes.
+//! The gateway's routes besides chat: models, sessions, status, metrics,
+//! health and readiness, and the Anthropic face's other sub-routes.
 
 use std::sync::Arc;
 
@@ -12,7 +13,6 @@ use serde_json::json;
 use tower::util::MapResponseLayer;
 
 use super::admission::{check_session_id, require_client_key, small_body};
-use super::chat::{chat, messages, CHAT_PATH, MESSAGES_PATH};
 use super::header_values::with_policy_header;
 use super::reply::error_response;
 use super::Gateway;
@@ -21,19 +21,17 @@ use crate::inspect::status::Status;
 use crate::runner::clock::now_ms;
 use crate::state::SessionEntry;
 
-/// The gateway's routes over `gateway`. The client key is checked before
-/// anything of a body is read; bodies are bounded per route: a chat request
-/// by `gateway.maxRequestBytes`, the others (which take none worth the name)
-/// by `SMALL_BODY_BYTES`.
+/// The gateway's routes besides chat, over `gateway`. The client key is
+/// checked before anything of a body is read, and a body is bounded by
+/// `SMALL_BODY_BYTES` (none of these takes one worth the name).
 ///
-/// The two chat routes sit outside the layers of the others and do what
-/// those layers did themselves (the key check, the policy header, the
-/// Anthropic face's error shape; a chat body is bounded by its own read,
-/// not by [`DefaultBodyLimit`]): a router's layer wraps each of its routes
-/// in one more boxed route, cloned and polled on every request, two layers
-/// ~2k instructions of a chat request (docs/performance.md). [`super::serve`] answers a `POST` to them before the router
-/// (`chat::ChatRoutes`); the router's copies answer what else reaches
-/// them.
+/// The chat endpoints are not among them: [`super::front`] hands their
+/// requests to the chat pipeline, which does itself what these layers do
+/// (the key check, the policy header, the Anthropic face's error shape; a
+/// chat body is bounded by its own read, `gateway.maxRequestBytes`). A
+/// router's layer wraps each of its routes in one more boxed route, cloned
+/// and polled on every request: two layers are ~2k instructions of a chat
+/// request (docs/performance.md).
 pub fn router(gateway: Arc<Gateway>) -> Router {
     let small = Router::new()
         .route("/v1/models", get(models))
@@ -66,20 +64,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .fallback(not_found)
         .layer(MapResponseLayer::new(policy_header(gateway.clone())))
         .layer(DefaultBodyLimit::max(SMALL_BODY_BYTES));
-    Router::new()
-        .route(CHAT_PATH, post(chat).fallback(chat_method_not_allowed))
-        .route(
-            MESSAGES_PATH,
-            post(messages).fallback(chat_method_not_allowed),
-        )
-        .merge(layered)
-        .with_state(gateway)
-}
-
-/// Another method than `POST` on a chat route: the 405 the router gives
-/// (it adds `Allow`), with the policy header its layers would have added.
-async fn chat_method_not_allowed(State(gateway): State<Arc<Gateway>>) -> Response {
-    with_policy_header(&gateway, StatusCode::METHOD_NOT_ALLOWED.into_response())
+    layered.with_state(gateway)
 }
 
 async fn healthz() -> Response {
