@@ -10,8 +10,9 @@
 
 use failover::auth::CredentialKind;
 use failover::config::{Config, ModelChoice};
-use failover::runner::{CallError, Provider, RunError, RunOptions, Runner, SystemClock, Target};
+use failover::runner::{CallError, Provider, RunError, RunOptions, Runner, Target};
 use failover::state::{AuthStore, SessionStore, StateDir};
+use failover::time::SystemClock;
 use failover::{Policy, PolicyEngine, ProviderError};
 
 /// A provider of your own: real code would call the model's HTTP API with

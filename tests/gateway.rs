@@ -680,7 +680,7 @@ async fn an_expired_oauth_profile_is_refreshed_and_saved() {
     let profile = &saved["profiles"]["acme:me"];
     assert_eq!(profile["access"], "fresh-access");
     assert_eq!(profile["refresh"], "fresh-refresh");
-    assert!(profile["expires"].as_u64().unwrap() > failover::runner::clock::now_ms());
+    assert!(profile["expires"].as_u64().unwrap() > failover::time::now_ms());
     assert_eq!(profile["projectId"], "kept", "other fields survive");
     #[cfg(unix)]
     {

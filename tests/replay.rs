@@ -792,7 +792,7 @@ async fn a_recording_captures_what_another_process_changes_meanwhile() {
     let h = start_with("", ClientKeys::default(), Some(false)).await;
     let first = h.chat("auto", false, None).await;
     assert_eq!(first.header("x-failover-profile"), "anthropic:a");
-    let until = failover::runner::clock::now_ms() + 3_600_000;
+    let until = failover::time::now_ms() + 3_600_000;
     h.store
         .update_profile_usage("anthropic:a", |u| {
             Ok::<_, std::convert::Infallible>(failover::auth::Usage {

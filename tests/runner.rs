@@ -8,9 +8,10 @@ use failover::auth::{CredentialKind, RecordedReason};
 use failover::config::{AgentEntry, AgentModel, Config, ModelChoice};
 use failover::runner::{
     CallError, CronJob, OverrideSource, Provider, RunError, RunOptions, Runner, SelectionSource,
-    StopReason, Target, VirtualClock,
+    StopReason, Target,
 };
 use failover::state::{AuthStore, SessionEntry, SessionStore, StateDir};
+use failover::time::VirtualClock;
 use failover::{Policy, PolicyEngine, ProviderError};
 
 mod orders;
@@ -882,7 +883,7 @@ async fn round_robin_holds_while_last_used_writes_are_coalesced() {
     w.clock
         .advance(failover::runner::LAST_USED_WRITE_INTERVAL_MS);
     let next = r.run(&RunOptions::default(), &()).await.unwrap().profile;
-    let now = failover::runner::Clock::now_ms(&w.clock);
+    let now = failover::time::Clock::now_ms(&w.clock);
     assert_eq!(w.store.usage().unwrap()[&next].last_used, Some(now));
 }
 
@@ -968,7 +969,7 @@ async fn a_success_that_writes_asks_the_policy_once_when_the_state_held_still() 
     // The policy is pure: a success decided on the state it then finds
     // under the lock is not asked again. A run that writes its success
     // makes as many policy calls as one that keeps it in memory.
-    use failover::runner::Clock as _;
+    use failover::time::Clock as _;
     let engine = PolicyEngine::new().unwrap();
     let policy = Arc::new(Policy::default_policy(&engine).unwrap());
     let w = world(&["anthropic:a"]);

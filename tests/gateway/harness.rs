@@ -159,7 +159,7 @@ pub async fn start_setup(setup: Setup<'_>) -> Harness {
     seed_profiles(&store, &state);
     let recorder = record.map(|content| {
         let sessions = SessionStore::for_agent(&paths.dir);
-        let now = failover::runner::clock::now_ms();
+        let now = failover::time::now_ms();
         let header = record::header_for(&config, "main", &store, &sessions, now, 60_000).unwrap();
         let dir = dir.path().join("traces");
         Arc::new(record::Recorder::start(&dir, &header, content).unwrap())

@@ -10,7 +10,8 @@
 //!   running policy modules (the only crate with wasmtime).
 //! - `failover-engine`: [`runner`], [`state`], [`config`], [`model`],
 //!   [`faces`], [`upstreams`], [`gateway`], [`replay`], [`inspect`],
-//!   [`auth`], [`logging`] — deciding through a [`Decider`] alone.
+//!   [`names`], [`time`], [`auth`], [`logging`] — deciding through a
+//!   [`Decider`] alone.
 //!
 //! This crate is where the engine and the sandbox meet: `serve` hands the
 //! gateway the sandbox's [`policy::Loader`]. An embedder depends on
@@ -29,7 +30,8 @@ pub mod cli;
 static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 pub use failover_engine::{
-    auth, config, faces, gateway, inspect, logging, model, replay, runner, state, upstreams,
+    auth, config, faces, gateway, inspect, logging, model, names, replay, runner, state, time,
+    upstreams,
 };
 pub use failover_policy::{
     classification, limits, plan_by_two_calls, provider_error, report, types, Admission,

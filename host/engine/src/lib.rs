@@ -23,6 +23,8 @@
 //!   `GET /status`, and whether the default chain can serve (`GET /readyz`,
 //!   `failover doctor`).
 //! - [`replay`] — recording traffic and replaying it through any policy.
+//! - [`names`] — provider names, `provider/model` references, profile ids.
+//! - [`time`] — the clock: the system's, or a virtual one in tests.
 //! - [`auth`] — the profile types, from `policy-types`.
 //! - [`logging`] — log output.
 
@@ -35,9 +37,11 @@ pub mod gateway;
 pub mod inspect;
 pub mod logging;
 pub mod model;
+pub mod names;
 pub mod replay;
 pub mod runner;
 pub mod state;
+pub mod time;
 pub mod upstreams;
 mod wire;
 

@@ -14,7 +14,8 @@ use serde_json::json;
 use super::timefmt::{absolute, now_ms, relative};
 use super::Context;
 use crate::auth::{CredentialKind, FailureEvent, RecordedReason, Usage};
-use crate::state::{canonical_provider, StateError};
+use crate::names::canonical_provider;
+use crate::state::StateError;
 
 /// Longest key accepted on stdin; real keys are well under 1 KiB, and a
 /// bound keeps a mistaken pipe from filling memory.
@@ -161,7 +162,7 @@ fn add(
     key_env: Option<&str>,
     replace: bool,
 ) -> anyhow::Result<ExitCode> {
-    crate::state::secrets::check_id(id).map_err(|e| anyhow!(e))?;
+    crate::names::check_id(id).map_err(|e| anyhow!(e))?;
     let provider = provider.unwrap_or_else(|| {
         let prefix = id.split(':').next().unwrap_or_default();
         canonical_provider(prefix).to_owned()

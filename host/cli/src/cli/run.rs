@@ -10,9 +10,8 @@ use futures_util::StreamExt;
 
 use super::Context;
 use crate::model::{ChatReply, ChatRequest, Message, Role, StreamEvent};
-use crate::runner::{
-    clock::now_ms, retry_wait_cap_from_env, ReplyEnd, RunOptions, Runner, SystemClock, Unobserved,
-};
+use crate::runner::{retry_wait_cap_from_env, ReplyEnd, RunOptions, Runner, Unobserved};
+use crate::time::{now_ms, SystemClock};
 use crate::upstreams::guard::{self, Broken};
 use crate::upstreams::HttpProvider;
 

@@ -105,7 +105,7 @@ fn recorder(
         context.agent(),
         &store,
         &sessions,
-        crate::runner::clock::now_ms(),
+        crate::time::now_ms(),
         retry_wait_cap_ms,
     )?;
     let recorder = record::Recorder::start(dir, &header, args.record_content)?;

@@ -7,8 +7,9 @@ use serde_json::json;
 
 use super::Context;
 use crate::auth::PinSource;
+use crate::names::split_model;
 use crate::runner::OverrideSource;
-use crate::state::{split_model, SessionEntry, SessionStore};
+use crate::state::{SessionEntry, SessionStore};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum SessionCommand {
@@ -49,7 +50,7 @@ pub fn run(context: &Context, command: SessionCommand) -> anyhow::Result<ExitCod
                 bail!("{model:?} is not `provider/model`");
             }
             if let Some(profile) = profile {
-                crate::state::secrets::check_id(profile).map_err(|e| anyhow::anyhow!(e))?;
+                crate::names::check_id(profile).map_err(|e| anyhow::anyhow!(e))?;
             }
             sessions.update(&session, |e| {
                 e.clear_model_override();

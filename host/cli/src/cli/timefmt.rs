@@ -2,7 +2,7 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-pub use crate::runner::clock::now_ms;
+pub use crate::time::now_ms;
 
 /// `2026-11-29T15:04:05Z`.
 pub(crate) fn absolute(ms: u64) -> String {

@@ -53,7 +53,8 @@ pub use state::{RedisConfig, StateConfig};
 pub use timeouts::{Deadlines, Timeouts};
 
 use crate::auth::{ConfiguredProfile, CooldownConfig, CredentialKind};
-use crate::state::{canonical_provider, StateError};
+use crate::names::canonical_provider;
+use crate::state::StateError;
 
 /// `auth.cooldowns.shortWaitMs` default: a `Retry-After` of a second or two
 /// costs less waited out than a fallback to another model.

@@ -232,13 +232,13 @@ impl Config {
             .models
             .providers
             .keys()
-            .map(|key| crate::state::canonical_provider(key).to_owned())
+            .map(|key| crate::names::canonical_provider(key).to_owned())
             .filter_map(|provider| Some((provider.clone(), resolve(self, &provider)?)))
             .collect();
         self.endpoints = endpoints;
         self.overflows = (self.models.providers.iter())
             .flat_map(|(provider, endpoint)| {
-                let provider = crate::state::canonical_provider(provider);
+                let provider = crate::names::canonical_provider(provider);
                 endpoint.model_settings().filter_map(move |(_, m)| {
                     let to = canonical_model(m.overflow_to.as_deref()?);
                     Some((format!("{provider}/{}", m.id), to))
@@ -268,8 +268,8 @@ impl Config {
 /// `provider/model` with the provider's alias resolved (`openai-codex/x`
 /// is `openai/x`).
 fn canonical_model(model: &str) -> String {
-    let (provider, name) = crate::state::split_model(model);
-    format!("{}/{name}", crate::state::canonical_provider(provider))
+    let (provider, name) = crate::names::split_model(model);
+    format!("{}/{name}", crate::names::canonical_provider(provider))
 }
 
 /// Where `api`'s chat calls go under `base_url`: OpenAI's
@@ -329,13 +329,13 @@ fn resolve(config: &Config, provider: &str) -> Option<Endpoint> {
 }
 
 fn known_model(config: &Config, model: &str) -> Result<Endpoint, String> {
-    let (provider, name) = crate::state::split_model(model);
+    let (provider, name) = crate::names::split_model(model);
     if provider.is_empty() || name.is_empty() {
         return Err(format!(
             "unknown model {model:?}: models are named `provider/model`"
         ));
     }
-    let provider = crate::state::canonical_provider(provider);
+    let provider = crate::names::canonical_provider(provider);
     let endpoint = config.endpoint(provider).ok_or_else(|| {
         format!("unknown model {model:?}: no provider {provider:?} in models.providers")
     })?;
@@ -360,7 +360,7 @@ pub fn check(provider: &str, endpoint: &ProviderEndpoint) -> Result<(), String> 
     }
     let known = BUILT_IN
         .iter()
-        .any(|(name, _, _)| *name == crate::state::canonical_provider(provider));
+        .any(|(name, _, _)| *name == crate::names::canonical_provider(provider));
     match &endpoint.base_url {
         Some(url) => check_url(url).map_err(|e| format!("{}: {e}", field("baseUrl")))?,
         None if !known => {

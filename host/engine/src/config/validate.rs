@@ -24,8 +24,7 @@ impl Config {
             providers::check(provider, endpoint).map_err(invalid)?;
         }
         for id in self.auth.profiles.keys() {
-            crate::state::secrets::check_id(id)
-                .map_err(|e| invalid(format!("auth.profiles: {e}")))?;
+            crate::names::check_id(id).map_err(|e| invalid(format!("auth.profiles: {e}")))?;
         }
         self.check_aliases().map_err(invalid)?;
         self.check_overflows().map_err(invalid)?;
@@ -116,7 +115,7 @@ impl Config {
                     continue;
                 };
                 let key = format!("models.providers.{p}.models.{i}.overflowTo");
-                let own = format!("{}/{}", crate::state::canonical_provider(p), entry.id);
+                let own = format!("{}/{}", crate::names::canonical_provider(p), entry.id);
                 if *to == own {
                     return Err(format!("{key} names the model itself ({to:?})"));
                 }

@@ -25,8 +25,8 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use crate::config::Config;
-use crate::runner::clock::now_ms;
 use crate::runner::{Attempt, FallbackStep, RunObserver, Target};
+use crate::time::now_ms;
 
 /// Upstream latency buckets, in seconds: a cached reply in tens of
 /// milliseconds up to a long completion at the two-minute attempt deadline.

@@ -43,8 +43,9 @@ pub use keys::{ClientKeys, CLIENT_KEYS_FILE_ENV};
 
 use crate::config::Config;
 use crate::replay::record::{Recorder, RecordingProvider};
-use crate::runner::{Runner, SystemClock};
+use crate::runner::Runner;
 use crate::state::{Backend, StateDir, StateError};
+use crate::time::SystemClock;
 use crate::upstreams::HttpProvider;
 use failover_policy::Decider;
 

@@ -18,14 +18,14 @@ use super::reply::error_response;
 use super::Gateway;
 use crate::config::gateway::SMALL_BODY_BYTES;
 use crate::inspect::status::Status;
-use crate::runner::clock::now_ms;
 use crate::state::SessionEntry;
+use crate::time::now_ms;
 
 /// The gateway's routes besides chat, over `gateway`. The client key is
 /// checked before anything of a body is read, and a body is bounded by
 /// `SMALL_BODY_BYTES` (none of these takes one worth the name).
 ///
-/// The chat endpoints are not among them: [`super::front`] hands their
+/// The chat endpoints are not among them: the gateway's front hands their
 /// requests to the chat pipeline, which does itself what these layers do
 /// (the key check, the policy header, the Anthropic face's error shape; a
 /// chat body is bounded by its own read, `gateway.maxRequestBytes`). A

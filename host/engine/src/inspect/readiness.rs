@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use crate::auth::{OrderRequest, RankedProfile, StoredProfile, Usage};
 use crate::config::Config;
-use crate::state::{canonical_provider, split_model, stored_profiles, AuthStore};
+use crate::names::{canonical_provider, split_model};
+use crate::state::{stored_profiles, AuthStore};
 use failover_policy::Decider;
 
 /// One candidate of the default chain, now.

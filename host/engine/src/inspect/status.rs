@@ -9,10 +9,10 @@ use serde_json::{json, Value};
 
 use crate::auth::{OrderRequest, RankedProfile, Usage};
 use crate::config::Config;
+use crate::names::canonical_provider;
 use crate::runner::OverrideSource;
 use crate::state::{
-    canonical_provider, stored_profiles, AuthStore, BackendStatus, ProfileSummary, SessionEntry,
-    SessionStore,
+    stored_profiles, AuthStore, BackendStatus, ProfileSummary, SessionEntry, SessionStore,
 };
 use failover_policy::Decider;
 

@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
-use crate::runner::{CallError, Provider, Target, VirtualClock};
+use crate::runner::{CallError, Provider, Target};
+
+use crate::time::VirtualClock;
 use failover_policy::ProviderError;
 
 use super::state_feed::StateFeed;
@@ -232,13 +234,13 @@ impl<'t> Provider for ReplayProvider<'t> {
     fn cannot_express(&self, model: &str, request: &u64) -> Option<String> {
         let shapes = self.shapes.as_ref()?;
         let (openai_only, anthropic_only) = shapes.requests.get(request)?;
-        let provider = crate::state::canonical_provider(crate::state::split_model(model).0);
+        let provider = crate::names::canonical_provider(crate::names::split_model(model).0);
         let api = shapes.config.api_of(provider)?;
         crate::model::unexpressible(api, openai_only, anthropic_only)
     }
 
     async fn call(&self, target: &Target, request: &u64) -> Result<Self::Reply, CallError> {
-        use crate::runner::Clock;
+        use crate::time::Clock;
         let now = self.clock.now_ms();
         let found = self.find(*request, target, now);
         let (result, answered) = match found {

@@ -21,10 +21,10 @@ use super::trace::{
 };
 use crate::auth::Usage;
 use crate::config::Config;
-use crate::runner::clock::now_ms;
 use crate::runner::{CallError, Provider, Target};
 use crate::state::watch::ChangeLog;
 use crate::state::{files, AuthStore, SessionEntry, SessionStore, StateError, StateWatch};
+use crate::time::now_ms;
 use failover_policy::ProviderError;
 
 /// Writes one trace file.

@@ -13,10 +13,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Map, Value};
 
 use crate::inspect::status::state_json;
-use crate::runner::{
-    Attempt, Clock, FallbackStep, RunError, RunObserver, RunOutcome, Runner, Target, VirtualClock,
-};
+use crate::runner::{Attempt, FallbackStep, RunError, RunObserver, RunOutcome, Runner, Target};
 use crate::state::{AuthStore, SessionStore};
+use crate::time::{Clock, VirtualClock};
 use failover_policy::Decider;
 
 use super::decision::Decision;

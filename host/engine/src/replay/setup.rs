@@ -97,7 +97,7 @@ pub(super) fn seed_state(header: &Header) -> Result<(AuthStore, SessionStore), S
                     if let Some(expires) = profile.expires {
                         credential.insert("expires".into(), expires.into());
                     }
-                    crate::state::secrets::check_id(&profile.id).map_err(StateError::Refused)?;
+                    crate::names::check_id(&profile.id).map_err(StateError::Refused)?;
                     file.put_oauth(&profile.id, credential);
                 }
                 kind => {

@@ -7,7 +7,9 @@
 use failover_policy::Decider;
 use failover_policy::ProviderError;
 
-use crate::runner::{Clock, ReplyEnd, RunOutcome, Runner, Unfinished, Unobserved, VirtualClock};
+use crate::runner::{ReplyEnd, RunOutcome, Runner, Unfinished, Unobserved};
+
+use crate::time::{Clock, VirtualClock};
 
 use super::decision::Decision;
 use super::provider::ReplayProvider;

@@ -10,7 +10,6 @@ use failover_policy::{Decider, Success};
 
 use crate::auth::{CooldownConfig, FailureEvent, RecordedReason, Usage};
 
-use super::clock::Clock;
 use super::model::AttemptEnd;
 use super::observer::RunObserver;
 use super::options::RunOptions;
@@ -18,6 +17,7 @@ use super::outcome::{Attempt, RunError};
 use super::provider::{CallError, Provider, Target};
 use super::reply_end::{BrokenReply, ReplyEnd, Unfinished};
 use super::shared::{Runner, LAST_USED_WRITE_INTERVAL_MS};
+use crate::time::Clock;
 
 /// A failed call, classified and recorded.
 pub(super) struct Failure {

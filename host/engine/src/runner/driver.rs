@@ -3,13 +3,13 @@
 
 use failover_policy::Decider;
 
-use super::clock::Clock;
 use super::observer::{RunObserver, Unobserved};
 use super::options::RunOptions;
 use super::outcome::{RunError, RunOutcome};
 use super::provider::Provider;
 use super::run::Run;
 use super::shared::Runner;
+use crate::time::Clock;
 
 impl<P: Provider, C: Clock> Runner<P, C> {
     /// Runs `request` through the chain with the active policy.

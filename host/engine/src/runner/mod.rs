@@ -27,7 +27,6 @@
 //!   recorded when it comes.
 
 mod bookkeeping;
-pub mod clock;
 mod counters;
 mod driver;
 mod events;
@@ -45,7 +44,6 @@ mod run;
 mod session_writes;
 mod shared;
 
-pub use clock::{Clock, SystemClock, VirtualClock};
 pub use counters::{CounterValues, Counters};
 pub use health::HealthBook;
 pub use model::*;

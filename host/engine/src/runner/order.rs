@@ -7,12 +7,13 @@ use std::collections::BTreeMap;
 
 use failover_policy::Narrow;
 
-use super::clock::Clock;
 use super::outcome::RunError;
 use super::provider::Provider;
 use super::shared::Runner;
 use crate::auth::{ConfiguredProfile, OrderRequest, StoredProfile, Usage};
-use crate::state::{canonical_provider, stored_profile, stored_profiles, ProfileSummary};
+use crate::names::canonical_provider;
+use crate::state::{stored_profile, stored_profiles, ProfileSummary};
+use crate::time::Clock;
 
 impl<P: Provider, C: Clock> Runner<P, C> {
     /// The order for `model` of `provider` at `now`, narrowed, and the

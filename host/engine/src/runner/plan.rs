@@ -10,12 +10,12 @@ use failover_policy::Decider;
 use crate::config::{AgentModel, ModelChoice};
 use crate::state::SessionEntry;
 
-use super::clock::Clock;
 use super::model::{RunPlan, RunRequest, SelectionSource, SessionOverride};
 use super::options::RunOptions;
 use super::outcome::RunError;
 use super::provider::Provider;
 use super::shared::Runner;
+use crate::time::Clock;
 
 /// A run's start.
 pub(super) struct Plan {

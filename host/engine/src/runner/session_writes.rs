@@ -7,14 +7,15 @@
 use failover_policy::Decider;
 
 use crate::auth::{PinRequest, PinSource, RankedProfile, RecordedReason};
-use crate::state::{split_model, ModelOverride, ProfilePin, SessionEntry};
+use crate::names::split_model;
+use crate::state::{ModelOverride, ProfilePin, SessionEntry};
 
-use super::clock::Clock;
 use super::model::OverrideSource;
 use super::options::RunOptions;
 use super::outcome::RunError;
 use super::provider::{Provider, Target};
 use super::shared::Runner;
+use crate::time::Clock;
 
 /// What the runner wrote on a session before a fallback attempt, to roll
 /// back narrowly if the attempt fails (F-9.7).

@@ -13,10 +13,10 @@ use failover_policy::Decider;
 // the fast hash needs no guard against chosen collisions.
 use rustc_hash::FxHashMap as HashMap;
 
-use super::clock::Clock;
 use super::counters::Counters;
 use super::health::HealthBook;
 use super::provider::Provider;
+use crate::time::Clock;
 
 /// A success that changes nothing but a profile's `lastUsed` is written at
 /// most this often per profile. One fsync'd write per request capped a

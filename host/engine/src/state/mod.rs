@@ -22,9 +22,9 @@ pub use backend::Backend;
 pub use error::StateError;
 pub use paths::AgentPaths;
 pub use paths::{StateDir, AGENT_ENV, DEFAULT_AGENT, STATE_DIR_ENV};
-pub use secrets::canonical_provider;
+
 pub use secrets::{Credential, ProfileSummary, ProfilesFile, Secret};
-pub use session::{split_model, SessionEntry};
+pub use session::SessionEntry;
 pub use session::{ModelOverride, ProfilePin};
 pub use sessions::SessionStore;
 pub(crate) use store::stored_profiles;

@@ -23,18 +23,10 @@ use sha2::{Digest, Sha256};
 
 use super::error::StateError;
 use crate::auth::{CredentialKind, Usage};
+use crate::names::{canonical_provider, check_id};
 
 /// The file format version this build writes.
 pub(crate) const PROFILES_VERSION: u64 = 1;
-
-/// Aliases of provider names: a profile stored as `openai-codex` serves
-/// `openai` (spec §0, F-4.7).
-pub fn canonical_provider(provider: &str) -> &str {
-    match provider {
-        "openai-codex" => "openai",
-        other => other,
-    }
-}
 
 /// The typed view of one credential, for validation and summaries: its
 /// strings borrowed from the file's tree, not copied (a copy was four
@@ -297,23 +289,6 @@ impl ProfilesFile {
         let stats = self.document.get("usageStats")?;
         BTreeMap::deserialize(stats).ok()
     }
-}
-
-/// Profile ids are `provider:name` (spec F-2.3).
-pub fn check_id(id: &str) -> Result<(), String> {
-    let Some((provider, name)) = id.split_once(':') else {
-        return Err(format!("profile id {id:?} must be `provider:name`"));
-    };
-    let good_provider = !provider.is_empty()
-        && provider
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if !good_provider || name.is_empty() || id.len() > 256 || id.chars().any(char::is_control) {
-        return Err(format!(
-            "profile id {id:?} must be `provider:name` with a provider of letters, digits, '-', '_' or '.'"
-        ));
-    }
-    Ok(())
 }
 
 fn secret_field(kind: CredentialKind) -> &'static str {

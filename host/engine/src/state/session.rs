@@ -176,8 +176,3 @@ impl SessionEntry {
         pin.session_reset = pin.profile.is_some();
     }
 }
-
-/// Splits `provider/model`.
-pub fn split_model(model: &str) -> (&str, &str) {
-    model.split_once('/').unwrap_or(("", model))
-}

@@ -7,11 +7,12 @@ use std::sync::{Arc, Mutex};
 use super::error::StateError;
 use super::files::{self, StateLock};
 use super::paths::AgentPaths;
-use super::secrets::{canonical_provider, ProfileSummary, ProfilesFile};
+use super::secrets::{ProfileSummary, ProfilesFile};
 use super::shared::SharedState;
 use super::usage_file::UsageFile;
 use super::watch::{report_usage_seen, StateWatch};
 use crate::auth::Usage;
+use crate::names::canonical_provider;
 use reads::{Cached, ParsedProfiles};
 
 mod reads;

@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 
 use super::capture;
 use crate::model::StreamReply;
-use crate::runner::clock::now_ms;
+use crate::time::now_ms;
 use failover_policy::ProviderError;
 
 /// `stream` read to its end, every event in its first part; its first

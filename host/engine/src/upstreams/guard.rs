@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures_util::{Stream, StreamExt};
 
 use crate::model::{EventStream, StreamEvent, StreamReply};
-use crate::runner::clock::now_ms;
+use crate::time::now_ms;
 use crate::upstreams::capture;
 use failover_policy::ProviderError;
 

@@ -17,8 +17,10 @@ use crate::config::providers::call_address;
 use crate::config::Config;
 use crate::config::{Deadlines, Endpoint, Timeouts};
 use crate::model::{ChatReply, ChatRequest, StreamEvent, StreamReply};
-use crate::runner::{clock::now_ms, CallError, Provider, Target};
-use crate::state::{canonical_provider, split_model, AuthStore, Credential};
+use crate::names::{canonical_provider, split_model};
+use crate::runner::{CallError, Provider, Target};
+use crate::state::{AuthStore, Credential};
+use crate::time::now_ms;
 use failover_policy::ProviderError;
 
 /// Largest successful non-streaming reply read: a chat completion is KiB;

@@ -23,9 +23,9 @@ use super::capture;
 use super::redact::Redactor;
 use crate::auth::CredentialKind;
 use crate::config::Endpoint;
-use crate::runner::clock::now_ms;
 use crate::state::files::StateLock;
 use crate::state::{AuthStore, Credential, StateError};
+use crate::time::now_ms;
 use failover_policy::ProviderError;
 
 /// Refresh this long before `expires`: a token that expires while the

@@ -17,7 +17,8 @@ use crate::gateway::header_values;
 use crate::gateway::header_values::set_policy_hash;
 use crate::gateway::reply::{MODEL_HEADER, PROFILE_HEADER, PROVIDER_HEADER};
 use crate::model::{ChatReply, StreamEvent, StreamReply};
-use crate::runner::{clock::now_ms, RunOutcome, Target};
+use crate::runner::{RunOutcome, Target};
+use crate::time::now_ms;
 use crate::upstreams::guard::{self, Broken};
 
 /// The wire shape a client speaks, and so the shape of its answers.

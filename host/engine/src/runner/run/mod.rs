@@ -19,13 +19,12 @@ use std::collections::HashSet;
 use failover_policy::Decider;
 
 use crate::auth::{CooldownConfig, RecordedReason};
-use crate::state::{canonical_provider, split_model};
+use crate::names::{canonical_provider, split_model};
 
 mod attempts;
 mod finish;
 
 use crate::runner::bookkeeping::Failure;
-use crate::runner::clock::Clock;
 use crate::runner::events;
 use crate::runner::model::{
     AttemptRecord, CandidateDecision, CandidateFacts, FailedAttempt, ModelHealth, RotationConfig,
@@ -39,6 +38,7 @@ use crate::runner::provider::{Provider, Target, NO_CREDENTIALS};
 use crate::runner::reply_end::Unfinished;
 use crate::runner::session_writes::Written;
 use crate::runner::shared::Runner;
+use crate::time::Clock;
 
 /// The best `Retry-After` to wait on if nothing else remains: the target
 /// that is ready soonest.

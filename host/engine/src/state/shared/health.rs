@@ -98,7 +98,7 @@ impl Health {
             inner.last_try = Some(Instant::now());
         }
         if was_up {
-            inner.down_since_ms = Some(crate::runner::clock::now_ms());
+            inner.down_since_ms = Some(crate::time::now_ms());
         }
         inner.error = Some(error);
         was_up

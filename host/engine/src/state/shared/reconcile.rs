@@ -16,7 +16,7 @@ use super::merge;
 use super::mirror::{Mirror, StoredSession};
 use super::{contended, SharedState, MAX_CAS_ATTEMPTS};
 use crate::auth::Usage;
-use crate::runner::clock::now_ms;
+use crate::time::now_ms;
 
 /// Passes over the local changes without holding the copy, before the
 /// last one that holds it: changes keep arriving only while requests are

@@ -8,8 +8,8 @@ use redis::Connection;
 use super::cas::{self, Write};
 use super::mirror::StoredSession;
 use super::{Applied, SharedState, Try};
-use crate::runner::clock::now_ms;
 use crate::state::{SessionEntry, StateError};
+use crate::time::now_ms;
 
 /// A session change as applied (`after`: `None` when nothing was written).
 pub(crate) type AppliedSession<T> = Applied<T, Option<SessionEntry>>;

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use super::cas::{self, Write};
 use super::{merge, AppliedUsage, SharedState, Try, MIN_USAGE_TTL_MS};
 use crate::auth::Usage;
-use crate::runner::clock::now_ms;
 use crate::state::shared::Applied;
 use crate::state::StateError;
+use crate::time::now_ms;
 
 impl SharedState {
     /// The write of profile `id`'s state (`None`: remove it), expiring

@@ -1,6 +1,7 @@
-//! Time for the runner: the system clock in production, a virtual one in
+//! Time for the engine: the system clock in production, a virtual one in
 //! tests (sleeping advances it at once, so scenarios spanning hours run in
-//! microseconds and deterministically).
+//! microseconds and deterministically), and `now_ms`, the one reading of
+//! the system clock.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
