@@ -28,9 +28,9 @@ impl Front {
 
 impl Answer for Front {
     fn answer(&self, request: Request) -> Answering {
-        match chat::take(&self.gateway, request) {
-            Ok(answering) => answering,
-            Err(request) => self.router.answer(request),
+        match chat::endpoint(request.uri().path()) {
+            Some(face) => chat::answer(&self.gateway, face, request),
+            None => self.router.answer(request),
         }
     }
 }

@@ -7,30 +7,30 @@
 //!   runtime supplies.
 //! - `plan` — where a run starts and its chain; `run` — one run as an
 //!   object, in steps (candidate, profiles, attempt, advance, succeed,
-//!   exhausted); `session_writes` — the session override, the pin, the
-//!   narrow rollback; `bookkeeping` — calls, the profile state they
-//!   record, and the end of a reply served before it ended.
+//!   exhausted); `ledger` — what a run records and takes back: calls and
+//!   the profile state they record, the end of a reply served before it
+//!   ended (`ledger::calls`), the session override, the pin and the narrow
+//!   rollback (`ledger::session`).
 //!
 //! The modules stand in layers, each importing only those below: the
 //! results and the provider's face (`outcome`, `provider`, `reply_end`),
 //! the runner's lasting state (`shared`), what a run asks of it (`plan`,
-//! `session_writes`, `bookkeeping`), the run (`run`), the entry points
+//! `ledger`), the run (`run`), the entry points
 //! (`driver`).
 //! - [`RunObserver`] — told every call, skip and step as it happens.
 //! - [`model`] — the inputs and outputs of the policy's runner decisions.
 //! - [`Provider`], [`Target`], [`CallError`] — what the runner calls.
-//! - [`Clock`] — real or virtual time.
 //! - [`HealthBook`] — each model's responsiveness, for slow targets (F-12.3).
 //! - [`Counters`] — failures around served replies, for the status report.
 //! - [`RunOutcome`], [`RunError`], [`FallbackSummaryError`] — the results;
 //!   [`Unfinished`] and [`Runner::finish_reply`] — a served stream's end,
 //!   recorded when it comes.
 
-mod bookkeeping;
 mod counters;
 mod driver;
 mod events;
 mod health;
+mod ledger;
 pub mod model;
 mod observer;
 mod options;
@@ -41,7 +41,6 @@ mod provider;
 mod reply_end;
 mod retry_env;
 mod run;
-mod session_writes;
 mod shared;
 
 pub use counters::{CounterValues, Counters};

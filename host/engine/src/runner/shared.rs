@@ -1,8 +1,7 @@
 //! The [`Runner`]: what lasts across runs — the active policy, the config,
 //! the state stores, the provider, the clock, the probe throttle, model
 //! health and counters. The entry points that start a run are in
-//! `driver`; what a run asks of the runner is in `plan`, `session_writes`
-//! and `bookkeeping`.
+//! `driver`; what a run asks of the runner is in `plan` and `ledger`.
 
 use std::sync::{Arc, Mutex, RwLock};
 

@@ -29,7 +29,8 @@ use crate::replay::trace::RequestEvent;
 use crate::runner::{RunOptions, RunOutcome, Unfinished};
 use crate::time::now_ms;
 use failover_policy::Decider;
-use relay::{Face, Restarter, StreamContext};
+pub(super) use relay::Face;
+use relay::{Restarter, StreamContext};
 use restart::Restarting;
 use stream_ends::{StreamEnds, StreamSite};
 
@@ -47,13 +48,10 @@ struct Admitted {
     deadline: u64,
 }
 
-/// The answer to `request` when it is to a chat endpoint, else the
-/// request back. A `POST` runs through the pipeline; another method is the
-/// 405 a router gives, naming the active module.
-pub(super) fn take(gateway: &Arc<Gateway>, request: Request) -> Result<Answering, Request> {
-    let Some(face) = endpoint(request.uri().path()) else {
-        return Err(request);
-    };
+/// The answer to `request`, to the chat endpoint of `face`. A `POST` runs
+/// through the pipeline; another method is the 405 a router gives, naming
+/// the active module.
+pub(super) fn answer(gateway: &Arc<Gateway>, face: Face, request: Request) -> Answering {
     let gateway = gateway.clone();
     if request.method() != Method::POST {
         let refused = (
@@ -61,17 +59,17 @@ pub(super) fn take(gateway: &Arc<Gateway>, request: Request) -> Result<Answering
             [(header::ALLOW, HeaderValue::from_static("POST"))],
         );
         let response = with_policy_header(&gateway, refused.into_response());
-        return Ok(Box::pin(std::future::ready(response)));
+        return Box::pin(std::future::ready(response));
     }
-    Ok(match face {
+    match face {
         Face::OpenAi => Box::pin(openai_client(gateway, request)),
         Face::Anthropic => Box::pin(anthropic_client(gateway, request)),
-    })
+    }
 }
 
 /// The face a chat endpoint's path names: exactly one of the two paths,
 /// no trailing slash, as a router matches.
-fn endpoint(path: &str) -> Option<Face> {
+pub(super) fn endpoint(path: &str) -> Option<Face> {
     match path {
         CHAT_PATH => Some(Face::OpenAi),
         MESSAGES_PATH => Some(Face::Anthropic),

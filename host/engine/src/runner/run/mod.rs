@@ -24,8 +24,9 @@ use crate::names::{canonical_provider, split_model};
 mod attempts;
 mod finish;
 
-use crate::runner::bookkeeping::Failure;
 use crate::runner::events;
+use crate::runner::ledger::calls::Failure;
+use crate::runner::ledger::session::Written;
 use crate::runner::model::{
     AttemptRecord, CandidateDecision, CandidateFacts, FailedAttempt, ModelHealth, RotationConfig,
     RunStep, SelectionSource, StopReason, SummaryRequest,
@@ -36,7 +37,6 @@ use crate::runner::outcome::{Attempt, FallbackStep, FallbackSummaryError, RunErr
 use crate::runner::plan::Plan;
 use crate::runner::provider::{Provider, Target, NO_CREDENTIALS};
 use crate::runner::reply_end::Unfinished;
-use crate::runner::session_writes::Written;
 use crate::runner::shared::Runner;
 use crate::time::Clock;
 

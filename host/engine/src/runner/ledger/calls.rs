@@ -10,30 +10,30 @@ use failover_policy::{Decider, Success};
 
 use crate::auth::{CooldownConfig, FailureEvent, RecordedReason, Usage};
 
-use super::model::AttemptEnd;
-use super::observer::RunObserver;
-use super::options::RunOptions;
-use super::outcome::{Attempt, RunError};
-use super::provider::{CallError, Provider, Target};
-use super::reply_end::{BrokenReply, ReplyEnd, Unfinished};
-use super::shared::{Runner, LAST_USED_WRITE_INTERVAL_MS};
+use super::super::model::AttemptEnd;
+use super::super::observer::RunObserver;
+use super::super::options::RunOptions;
+use super::super::outcome::{Attempt, RunError};
+use super::super::provider::{CallError, Provider, Target};
+use super::super::reply_end::{BrokenReply, ReplyEnd, Unfinished};
+use super::super::shared::{Runner, LAST_USED_WRITE_INTERVAL_MS};
 use crate::time::Clock;
 
 /// A failed call, classified and recorded.
-pub(super) struct Failure {
-    pub(super) attempt: Attempt,
-    pub(super) aborted: bool,
-    pub(super) live_switch_to: Option<String>,
+pub(in crate::runner) struct Failure {
+    pub(in crate::runner) attempt: Attempt,
+    pub(in crate::runner) aborted: bool,
+    pub(in crate::runner) live_switch_to: Option<String>,
     /// The provider's wait, when the failure is one worth waiting on.
-    pub(super) retry_after_ms: Option<u64>,
+    pub(in crate::runner) retry_after_ms: Option<u64>,
     /// The attempt ran to its deadline with nothing received.
-    pub(super) hung: bool,
+    pub(in crate::runner) hung: bool,
 }
 
 impl<P: Provider, C: Clock> Runner<P, C> {
     /// Calls one target; a failure is classified, recorded on the profile
     /// (unless it was a plain abort) and returned.
-    pub(super) async fn call_once(
+    pub(in crate::runner) async fn call_once(
         &self,
         policy: &dyn Decider,
         target: &Target,
@@ -102,7 +102,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
     }
 
     /// `wait_ms`, cut so that it ends by the run's deadline.
-    pub(super) fn within_deadline(&self, options: &RunOptions, wait_ms: u64) -> u64 {
+    pub(in crate::runner) fn within_deadline(&self, options: &RunOptions, wait_ms: u64) -> u64 {
         match options.deadline_ms {
             Some(deadline) => wait_ms.min(deadline.saturating_sub(self.clock.now_ms())),
             None => wait_ms,
@@ -117,7 +117,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
     /// process made during the call is then ordered before this success
     /// only when the success writes anyway — as if the success had
     /// happened first, which the overlap allows.
-    pub(super) fn record_success(
+    pub(in crate::runner) fn record_success(
         &self,
         policy: &dyn Decider,
         target: &Target,
@@ -186,7 +186,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
         true
     }
 
-    pub(super) fn record_failure(
+    pub(in crate::runner) fn record_failure(
         &self,
         policy: &dyn Decider,
         target: &Target,
@@ -209,7 +209,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
     }
 
     /// Logs and counts a failure of the bookkeeping after a served answer.
-    pub(super) fn bookkeeping_failed(&self, target: &Target, error: &RunError) {
+    pub(in crate::runner) fn bookkeeping_failed(&self, target: &Target, error: &RunError) {
         match error {
             RunError::Policy(_) => self.counters.policy_error_after_success(),
             _ => self.counters.state_error_after_success(),
@@ -269,7 +269,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
 
 /// The record of `target`'s call that failed with `error`, classified as
 /// `reason`.
-pub(super) fn failed_attempt(
+pub(in crate::runner) fn failed_attempt(
     target: &Target,
     reason: RecordedReason,
     detail: Option<Detail>,

@@ -10,36 +10,36 @@ use crate::auth::{PinRequest, PinSource, RankedProfile, RecordedReason};
 use crate::names::split_model;
 use crate::state::{ModelOverride, ProfilePin, SessionEntry};
 
-use super::model::OverrideSource;
-use super::options::RunOptions;
-use super::outcome::RunError;
-use super::provider::{Provider, Target};
-use super::shared::Runner;
+use super::super::model::OverrideSource;
+use super::super::options::RunOptions;
+use super::super::outcome::RunError;
+use super::super::provider::{Provider, Target};
+use super::super::shared::Runner;
 use crate::time::Clock;
 
 /// What the runner wrote on a session before a fallback attempt, to roll
 /// back narrowly if the attempt fails (F-9.7).
-pub(super) struct Written {
+pub(in crate::runner) struct Written {
     session: String,
     before: SessionEntry,
     after: SessionEntry,
     /// The profile the fallback attempt pinned on the session, if it
     /// pinned one: a failed fallback drops it too (F-12.5).
-    pub(super) pinned: Option<String>,
+    pub(in crate::runner) pinned: Option<String>,
 }
 
 /// The pin a run chose for its candidate.
-pub(super) struct Pin {
+pub(in crate::runner) struct Pin {
     /// A person pinned the profile: only it is tried, never rotated away.
-    pub(super) by_user: bool,
+    pub(in crate::runner) by_user: bool,
     /// The profile this run pinned on the session, if it wrote one.
-    pub(super) written: Option<String>,
+    pub(in crate::runner) written: Option<String>,
 }
 
 impl<P: Provider, C: Clock> Runner<P, C> {
     /// Orders `profiles` by the session's pin (F-4.4 … F-4.6), pinning the
     /// first on the session when the policy moves the pin.
-    pub(super) fn apply_pin(
+    pub(in crate::runner) fn apply_pin(
         &self,
         policy: &dyn Decider,
         options: &RunOptions,
@@ -111,7 +111,11 @@ impl<P: Provider, C: Clock> Runner<P, C> {
 
     /// After a served answer: a session without a pin of a person's keeps
     /// the profile that served (F-4.4).
-    pub(super) fn pin_served(&self, session: &str, target: &Target) -> Result<(), RunError> {
+    pub(in crate::runner) fn pin_served(
+        &self,
+        session: &str,
+        target: &Target,
+    ) -> Result<(), RunError> {
         let profile = target.profile.clone();
         self.sessions.update(session, |e| {
             let pin = &mut e.profile_pin;
@@ -127,7 +131,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
     /// fallback counts as the session's last try of its primary (F-12.2).
     /// Writes nothing when the session already holds that auto override
     /// (a run that probed its primary and goes on with the override).
-    pub(super) fn persist_fallback(
+    pub(in crate::runner) fn persist_fallback(
         &self,
         session: &str,
         model: &str,
@@ -165,7 +169,7 @@ impl<P: Provider, C: Clock> Runner<P, C> {
 
     /// The configured primary answered a probe (F-12.2): the session's auto
     /// override on `model` goes, unless someone changed it meanwhile.
-    pub(super) fn primary_answered(
+    pub(in crate::runner) fn primary_answered(
         &self,
         options: &RunOptions,
         model: &str,
@@ -183,7 +187,10 @@ impl<P: Provider, C: Clock> Runner<P, C> {
     /// F-9.7: restores the model override the runner wrote, only if it
     /// still holds what it wrote — newer edits survive — and, F-12.5, the
     /// profile pin the failed fallback wrote, if it is still that pin.
-    pub(super) fn roll_back(&self, written: &mut Option<Written>) -> Result<(), RunError> {
+    pub(in crate::runner) fn roll_back(
+        &self,
+        written: &mut Option<Written>,
+    ) -> Result<(), RunError> {
         let Some(w) = written.take() else {
             return Ok(());
         };
