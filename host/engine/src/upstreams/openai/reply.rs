@@ -17,14 +17,7 @@ pub(crate) fn parse_completion(text: impl Into<String>) -> Result<Completion, Pr
         Unread::InBandError => ProviderError::message(text),
         Unread::NotACompletion => unreadable(&text),
     })?;
-    Ok(Completion {
-        id: read.id,
-        text: read.content.unwrap_or_default(),
-        finish: read.finish.unwrap_or(FinishReason::Stop),
-        usage: read.usage,
-        message_extra: read.message_extra,
-        raw: Some(read.reply),
-    })
+    Ok(read.into_completion())
 }
 
 /// A provider error for a reply that is not the expected shape.

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::super::fields::{finish_named, usage};
 use super::{one_pass, read, two_passes, Found, Unread};
 use crate::faces::openai::completion_json;
-use crate::model::{Completion, FinishReason, TokenUsage};
+use crate::model::TokenUsage;
 
 /// Checks the reader on `text` against a tree of it (nothing to check when
 /// no tree can be built: the reader takes a few texts a tree refuses, a
@@ -50,15 +50,7 @@ pub(crate) fn check_against_tree(text: &str) {
     let finish = tree["choices"][0]["finish_reason"].as_str();
     assert_eq!(read.finish, finish.map(finish_named), "{text}");
     assert_eq!(read.usage, usage(tree.get("usage")), "{text}");
-    let completion = Completion {
-        id: read.id,
-        text: read.content.unwrap_or_default(),
-        finish: read.finish.unwrap_or(FinishReason::Stop),
-        usage: read.usage,
-        message_extra: read.message_extra,
-        raw: Some(read.reply),
-    };
-    let relayed = completion_json("gw-1", "p/m", 7, completion);
+    let relayed = completion_json("gw-1", "p/m", 7, read.into_completion());
     let relayed: Value = serde_json::from_str(&relayed).expect("the relay is not JSON");
     let (Some(relayed), Some(tree)) = (relayed.as_object(), tree.as_object()) else {
         panic!("the relay is not an object: {text}");

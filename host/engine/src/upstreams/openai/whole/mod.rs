@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 
 use self::choice::{Choice, First};
 use super::fields::finish_named;
-use crate::model::{FinishReason, TokenUsage};
+use crate::model::{Completion, FinishReason, TokenUsage};
 use crate::wire::json::members::each_member;
 use crate::wire::json::readers::Text;
 use crate::wire::json::whole_reply::{span_in, Name, WholeReply};
@@ -44,6 +44,21 @@ pub(super) struct Read {
     pub finish: Option<FinishReason>,
     pub usage: Option<TokenUsage>,
     pub reply: WholeReply,
+}
+
+impl Read {
+    /// The completion this reply makes: no content is empty text, no
+    /// finish reason a stop, and the reply kept whole for the relay.
+    pub(super) fn into_completion(self) -> Completion {
+        Completion {
+            id: self.id,
+            text: self.content.unwrap_or_default(),
+            finish: self.finish.unwrap_or(FinishReason::Stop),
+            usage: self.usage,
+            message_extra: self.message_extra,
+            raw: Some(self.reply),
+        }
+    }
 }
 
 /// Why a reply was not read.
